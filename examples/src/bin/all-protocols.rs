@@ -1,0 +1,3 @@
+//! One server hosting every protocol.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! Typed a2a messages. Everything under `generated` is written by `cargo run -p codegen`.
+
+pub mod generated;

@@ -1,0 +1,1 @@
+//! @generated placeholder until codegen runs.

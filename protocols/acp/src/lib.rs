@@ -1,0 +1,3 @@
+//! Typed acp messages. Everything under `generated` is written by `cargo run -p codegen`.
+
+pub mod generated;
