@@ -2,4 +2,5 @@
 //! transports, sessions, event tails and hardening, and never names a protocol method; the
 //! protocol crates describe themselves through [`method`] tables and the seam traits.
 
+pub mod hardening;
 pub mod method;

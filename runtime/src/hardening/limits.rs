@@ -1,0 +1,351 @@
+//! How much a caller may send and how often: the body limit enforced while reading, a
+//! per-subject token-bucket rate limit, and the mapping of tower's load-shed and timeout errors
+//! to refusals.
+//!
+//! # Why the rate limiter is our own
+//!
+//! tower's `RateLimit` is one bucket per service, not per caller, and it applies back-pressure
+//! (requests wait in `poll_ready`) instead of refusing. A server must refuse one noisy subject
+//! with `429` and `Retry-After` while every other subject is served, so the limiter here keys a
+//! token bucket by authenticated subject, or by peer address for anonymous callers.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::BoxError;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, FromRequest, Request};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::Extensions;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use tokio::time::Instant;
+
+use super::auth::Principal;
+use super::refusal::Refusal;
+
+/// The body limit in force for a request, placed in its extensions by the hardening so the
+/// transport reads the body against it without knowing the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimit(pub usize);
+
+/// Reads `body` to the end, refusing it the moment it passes `limit` bytes.
+///
+/// A `Content-Length` is only a claim, so the limit is enforced on the bytes as they arrive;
+/// nothing over the limit is buffered.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, Refusal> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if is_length_limit(&*error) => Err(Refusal::BodyTooLarge),
+        // The peer stopped sending mid-body: nothing usable arrived.
+        Err(_) => Err(Refusal::InvalidRequest),
+    }
+}
+
+/// axum wraps body errors, so the length-limit error may sit one or more sources deep.
+fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if error.is::<LengthLimitError>() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
+
+/// A request body read against the request's [`BodyLimit`]; the extractor a transport uses.
+///
+/// Without a `BodyLimit` extension (a router mounted without the hardening) the default limit
+/// applies, so an unhardened route is still bounded.
+#[derive(Debug, Clone)]
+pub struct BoundedBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for BoundedBody {
+    type Rejection = Refusal;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Refusal> {
+        let limit = request
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(super::DEFAULT_MAX_BODY_BYTES, |limit| limit.0);
+        let declared = request
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| text.parse::<u64>().ok());
+        // A declared length over the limit is refused before a byte is read.
+        let ceiling = u64::try_from(limit).unwrap_or(u64::MAX);
+        if declared.is_some_and(|length| length > ceiling) {
+            return Err(Refusal::BodyTooLarge);
+        }
+        read_body(request.into_body(), limit).await.map(Self)
+    }
+}
+
+/// A token bucket's shape: `burst` requests at once, refilled at `per_second`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+impl RateLimit {
+    pub const fn new(per_second: f64, burst: u32) -> Self {
+        Self { per_second, burst }
+    }
+}
+
+/// Who a request is charged to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum RateKey {
+    Subject(Arc<str>),
+    Peer(IpAddr),
+    /// Served without connection info: every anonymous caller shares one bucket.
+    UnknownPeer,
+}
+
+impl RateKey {
+    /// The authenticated subject when there is one, otherwise the peer address.
+    pub(crate) fn of(extensions: &Extensions) -> Self {
+        if let Some(principal) = extensions.get::<Principal>() {
+            return Self::Subject(Arc::clone(&principal.subject));
+        }
+        extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(Self::UnknownPeer, |info| Self::Peer(info.0.ip()))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+/// The per-key buckets. The map is bounded: when it reaches `max_keys`, buckets that have
+/// refilled completely (and so carry no state worth keeping) are dropped first; if none can be
+/// dropped, new keys share one overflow bucket rather than growing memory without bound.
+#[derive(Debug)]
+pub(crate) struct RateLimiter {
+    limit: RateLimit,
+    max_keys: usize,
+    buckets: Mutex<HashMap<RateKey, Bucket>>,
+    overflow: Mutex<Bucket>,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(limit: RateLimit, max_keys: usize) -> Self {
+        let full = Bucket {
+            tokens: f64::from(limit.burst),
+            updated: Instant::now(),
+        };
+        Self {
+            limit,
+            max_keys,
+            buckets: Mutex::new(HashMap::new()),
+            overflow: Mutex::new(full),
+        }
+    }
+
+    /// Takes one token for `key`, or says how long until one is available.
+    pub(crate) fn charge(&self, key: RateKey) -> Result<(), Refusal> {
+        let now = Instant::now();
+        // A poisoned lock only means another request panicked mid-update; the bucket numbers
+        // are still usable, so keep serving rather than failing every request after it.
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !buckets.contains_key(&key) && buckets.len() >= self.max_keys {
+            self.evict_full(&mut buckets, now);
+        }
+        if !buckets.contains_key(&key) && buckets.len() >= self.max_keys {
+            drop(buckets);
+            let mut overflow = self
+                .overflow
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return self.take(&mut overflow, now);
+        }
+        let full = f64::from(self.limit.burst);
+        let bucket = buckets.entry(key).or_insert(Bucket {
+            tokens: full,
+            updated: now,
+        });
+        self.take(bucket, now)
+    }
+
+    fn refill(&self, bucket: &mut Bucket, now: Instant) {
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        let full = f64::from(self.limit.burst);
+        bucket.tokens = (bucket.tokens + elapsed * self.limit.per_second).min(full);
+        bucket.updated = now;
+    }
+
+    fn take(&self, bucket: &mut Bucket, now: Instant) -> Result<(), Refusal> {
+        self.refill(bucket, now);
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            return Ok(());
+        }
+        let wait = (1.0 - bucket.tokens) / self.limit.per_second;
+        // Whole seconds, rounded up, at least one: Retry-After has one-second resolution.
+        let retry_after_secs = Duration::try_from_secs_f64(wait)
+            .map_or(u64::MAX, |wait| {
+                wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+            })
+            .max(1);
+        Err(Refusal::RateLimited { retry_after_secs })
+    }
+
+    fn evict_full(&self, buckets: &mut HashMap<RateKey, Bucket>, now: Instant) {
+        let full = f64::from(self.limit.burst);
+        buckets.retain(|_, bucket| {
+            self.refill(bucket, now);
+            bucket.tokens < full
+        });
+    }
+
+    #[cfg(test)]
+    fn tracked_keys(&self) -> usize {
+        self.buckets.lock().map_or(0, |buckets| buckets.len())
+    }
+}
+
+/// Maps the errors of tower's load-shed and timeout layers to refusals.
+pub(crate) async fn refuse_middleware_error(error: BoxError) -> Response {
+    let refusal = if error.is::<tower::load_shed::error::Overloaded>() {
+        Refusal::Overloaded
+    } else if error.is::<tower::timeout::error::Elapsed>() {
+        Refusal::DeadlineExceeded
+    } else {
+        tracing::error!(%error, "middleware failed");
+        Refusal::Internal
+    };
+    refusal.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::post;
+    use http::StatusCode;
+    use tower::ServiceExt as _;
+
+    fn limiter(per_second: f64, burst: u32) -> RateLimiter {
+        RateLimiter::new(RateLimit::new(per_second, burst), 1000)
+    }
+
+    fn subject(name: &str) -> RateKey {
+        RateKey::Subject(name.into())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subject_past_its_burst_is_refused_with_a_retry_after() {
+        let limiter = limiter(0.5, 2);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(
+            limiter.charge(subject("a")),
+            Err(Refusal::RateLimited {
+                retry_after_secs: 2
+            })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_subjects_exhaustion_does_not_limit_another() {
+        let limiter = limiter(1.0, 1);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert!(limiter.charge(subject("a")).is_err());
+        assert_eq!(limiter.charge(subject("b")), Ok(()));
+        let peer = RateKey::Peer(IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(limiter.charge(peer), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bucket_refills_with_time() {
+        let limiter = limiter(2.0, 1);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert!(limiter.charge(subject("a")).is_err());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tracked_keys_stay_bounded_and_refilled_buckets_are_dropped_first() {
+        let limiter = RateLimiter::new(RateLimit::new(10.0, 1), 2);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(limiter.charge(subject("b")), Ok(()));
+        // Both buckets are empty: a third key goes to the shared overflow bucket.
+        assert_eq!(limiter.charge(subject("c")), Ok(()));
+        assert!(limiter.charge(subject("d")).is_err());
+        assert_eq!(limiter.tracked_keys(), 2);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(limiter.charge(subject("e")), Ok(()));
+        assert_eq!(limiter.tracked_keys(), 1);
+    }
+
+    async fn echo(BoundedBody(body): BoundedBody) -> Bytes {
+        body
+    }
+
+    async fn post_body(limit: usize, body: Body) -> Response {
+        let router = Router::new()
+            .route("/mcp", post(echo))
+            .layer(axum::middleware::from_fn(
+                move |mut request: Request, next: axum::middleware::Next| {
+                    request.extensions_mut().insert(BodyLimit(limit));
+                    next.run(request)
+                },
+            ));
+        let request = Request::post("/mcp").body(body).unwrap();
+        router.oneshot(request).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_within_the_limit_is_read_whole() {
+        let response = post_body(8, Body::from("12345678")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_past_the_limit_is_refused_with_413_while_reading() {
+        // No Content-Length: the limit can only be found by counting bytes as they arrive.
+        let chunks = futures::stream::iter(
+            std::iter::repeat_with(|| Ok::<_, std::io::Error>(Bytes::from_static(b"xxxx"))).take(4),
+        );
+        let response = post_body(8, Body::from_stream(chunks)).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body: serde_json::Value = serde_json::from_slice(
+            &super::super::security_headers::body_bytes(response.into_body()).await,
+        )
+        .unwrap();
+        assert_eq!(body["error"]["code"], Refusal::BodyTooLarge.code());
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_past_the_limit_is_refused_before_reading() {
+        let router = Router::new().route("/mcp", post(echo));
+        let request = Request::post("/mcp")
+            .header(http::header::CONTENT_LENGTH, "999999999")
+            .body(Body::empty())
+            .unwrap();
+        let response = router.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test]
+    async fn tower_overload_and_timeout_errors_become_503_and_504() {
+        let overloaded =
+            refuse_middleware_error(Box::new(tower::load_shed::error::Overloaded::new())).await;
+        assert_eq!(overloaded.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let elapsed =
+            refuse_middleware_error(Box::new(tower::timeout::error::Elapsed::new())).await;
+        assert_eq!(elapsed.status(), StatusCode::GATEWAY_TIMEOUT);
+    }
+}

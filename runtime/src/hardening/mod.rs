@@ -1,0 +1,456 @@
+//! Hardening: everything that decides whether a request may reach a transport route at all —
+//! authentication, the `Host`/`Origin` checks, body, rate, concurrency and time limits — plus
+//! the security headers stamped on every response and the one mapping from a refusal to a
+//! status and JSON-RPC error body ([`Refusal`]).
+//!
+//! [`HardeningConfig`] is validated once, at start-up, into a [`Hardening`]; its
+//! [`wrap`](Hardening::wrap) puts the layers around a transport router in the only order that
+//! keeps the guarantees: authentication runs before any route (and so before any session
+//! lookup), and the security headers are stamped outermost, so the framework's own 404/405 and
+//! every refusal carry them.
+
+mod auth;
+mod limits;
+mod origin;
+mod refusal;
+mod security_headers;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{Request, State};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use tower::ServiceBuilder;
+use tower::limit::GlobalConcurrencyLimitLayer;
+
+pub use auth::{
+    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN, Principal,
+    ProtectedResource, bearer_token,
+};
+pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
+pub use origin::{HostPolicy, OriginPolicy};
+pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal};
+pub use security_headers::SecurityHeaders;
+
+use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
+use limits::{RateKey, RateLimiter, refuse_middleware_error};
+use origin::SiteCheck;
+use security_headers::{refuse_bare_errors, refuse_unknown_path, stamp_security_headers};
+
+/// The body limit when none is configured: large enough for a base64 image in a tool result.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Per-subject allowance when none is configured.
+pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
+/// Requests in flight at once before new ones are shed with 503.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
+/// How long a request may take to produce its response head (a stream's body is not timed).
+pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// Distinct rate-limit keys tracked before idle buckets are evicted.
+const MAX_RATE_KEYS: usize = 100_000;
+
+/// A configuration that cannot be served safely; returned at start-up, never per request.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HardeningError {
+    #[error("the configured value of security header `{0}` is not a valid header value")]
+    InvalidSecurityHeader(String),
+    #[error("allowed host `{0}` is not an authority (`name` or `name:port`)")]
+    InvalidAllowedHost(String),
+    #[error("allowed origin `{0}` is not an origin (`http[s]://host[:port]`)")]
+    InvalidAllowedOrigin(String),
+    #[error("protected resource `{0}` is not an absolute http(s) URL without query or fragment")]
+    InvalidResource(String),
+    #[error("protected-resource metadata must name at least one authorization server")]
+    NoAuthorizationServer,
+    #[error("scope `{0}` is not an RFC 6749 scope-token")]
+    InvalidScope(String),
+    #[error(
+        "an authenticator was wired but the policy is AuthPolicy::Public, which would serve \
+         every caller without checking it; use AuthPolicy::RequireScopes, or drop the \
+         authenticator if the endpoint is meant to be public"
+    )]
+    UnprotectedAuthenticator,
+    #[error("AuthPolicy::RequireScopes needs an authenticator to check credentials with")]
+    PolicyWithoutAuthenticator,
+    #[error("`{0}` must be positive")]
+    NonPositiveLimit(&'static str),
+}
+
+/// The hardening a server runs with, before validation. Every field has a safe default.
+#[derive(Clone)]
+pub struct HardeningConfig {
+    security_headers: SecurityHeaders,
+    bind: Option<SocketAddr>,
+    hosts: Option<HostPolicy>,
+    origins: Option<OriginPolicy>,
+    max_body_bytes: usize,
+    rate_limit: Option<RateLimit>,
+    max_concurrency: Option<usize>,
+    request_deadline: Option<Duration>,
+    authenticator: Option<Arc<dyn DynAuthenticator>>,
+    policy: AuthPolicy,
+    resource: Option<ProtectedResource>,
+}
+
+impl std::fmt::Debug for HardeningConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HardeningConfig")
+            .field("bind", &self.bind)
+            .field("hosts", &self.hosts)
+            .field("origins", &self.origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("rate_limit", &self.rate_limit)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("request_deadline", &self.request_deadline)
+            .field("authenticator", &self.authenticator.is_some())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for HardeningConfig {
+    fn default() -> Self {
+        Self {
+            security_headers: SecurityHeaders::default(),
+            bind: None,
+            hosts: None,
+            origins: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            rate_limit: Some(DEFAULT_RATE_LIMIT),
+            max_concurrency: Some(DEFAULT_MAX_CONCURRENCY),
+            request_deadline: Some(DEFAULT_REQUEST_DEADLINE),
+            authenticator: None,
+            policy: AuthPolicy::Public,
+            resource: None,
+        }
+    }
+}
+
+impl HardeningConfig {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The address the server listens on. A loopback address pins the default `Host` and
+    /// `Origin` allow-lists to the loopback names on this port; any other address turns the
+    /// default checks off (set [`host_policy`](Self::host_policy) for a public name).
+    #[must_use]
+    pub fn bind_address(mut self, address: SocketAddr) -> Self {
+        self.bind = Some(address);
+        self
+    }
+
+    #[must_use]
+    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
+        self.hosts = Some(policy);
+        self
+    }
+
+    #[must_use]
+    pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
+        self.origins = Some(policy);
+        self
+    }
+
+    #[must_use]
+    pub fn security_headers(mut self, headers: SecurityHeaders) -> Self {
+        self.security_headers = headers;
+        self
+    }
+
+    #[must_use]
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// The per-subject allowance; `None` turns rate limiting off.
+    #[must_use]
+    pub fn rate_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.rate_limit = limit;
+        self
+    }
+
+    /// Requests in flight before new ones are shed; `None` turns the limit off.
+    #[must_use]
+    pub fn max_concurrency(mut self, limit: Option<usize>) -> Self {
+        self.max_concurrency = limit;
+        self
+    }
+
+    /// Time allowed to produce a response head; `None` turns the deadline off.
+    #[must_use]
+    pub fn request_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.request_deadline = deadline;
+        self
+    }
+
+    /// Wires an authenticator; it must be paired with [`AuthPolicy::RequireScopes`].
+    #[must_use]
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    #[must_use]
+    pub fn auth_policy(mut self, policy: AuthPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Publishes RFC 9728 metadata and names it in every `401` challenge.
+    #[must_use]
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.resource = Some(resource);
+        self
+    }
+
+    /// Validates the whole configuration.
+    pub fn build(self) -> Result<Hardening, HardeningError> {
+        let headers = self.security_headers.parse()?;
+        let site = SiteCheck::new(&self.host_rule(), &self.origin_rule())?;
+        let metadata = self
+            .resource
+            .as_ref()
+            .map(PublishedMetadata::new)
+            .transpose()?;
+        let gate = self.gate(metadata.as_ref().map(|m| m.url.as_str()))?;
+        let rate_limiter = self.rate_limiter()?;
+        positive("max_body_bytes", self.max_body_bytes)?;
+        if let Some(limit) = self.max_concurrency {
+            positive("max_concurrency", limit)?;
+        }
+        if self
+            .request_deadline
+            .is_some_and(|deadline| deadline.is_zero())
+        {
+            return Err(HardeningError::NonPositiveLimit("request_deadline"));
+        }
+        Ok(Hardening {
+            headers,
+            site: Arc::new(site),
+            admission: Arc::new(Admission {
+                gate,
+                rate_limiter,
+                body_limit: BodyLimit(self.max_body_bytes),
+            }),
+            metadata,
+            max_concurrency: self.max_concurrency,
+            request_deadline: self.request_deadline,
+        })
+    }
+
+    fn host_rule(&self) -> HostPolicy {
+        match (&self.hosts, self.bind) {
+            (Some(policy), _) => policy.clone(),
+            (None, Some(bind)) if bind.ip().is_loopback() => HostPolicy::Loopback {
+                port: Some(bind.port()),
+            },
+            (None, Some(_)) => HostPolicy::AnyHost,
+            (None, None) => HostPolicy::Loopback { port: None },
+        }
+    }
+
+    fn origin_rule(&self) -> OriginPolicy {
+        match (&self.origins, self.bind) {
+            (Some(policy), _) => policy.clone(),
+            (None, Some(bind)) if bind.ip().is_loopback() => OriginPolicy::Loopback {
+                port: Some(bind.port()),
+            },
+            (None, Some(_)) => OriginPolicy::AnyOrigin,
+            (None, None) => OriginPolicy::Loopback { port: None },
+        }
+    }
+
+    /// The authenticator and policy, refusing the pairings that would fail open or never admit.
+    fn gate(&self, metadata_url: Option<&str>) -> Result<Option<Gate>, HardeningError> {
+        match (&self.policy, &self.authenticator) {
+            (AuthPolicy::Public, None) => Ok(None),
+            (AuthPolicy::Public, Some(_)) => Err(HardeningError::UnprotectedAuthenticator),
+            (AuthPolicy::RequireScopes(_), None) => Err(HardeningError::PolicyWithoutAuthenticator),
+            (AuthPolicy::RequireScopes(scopes), Some(authenticator)) => {
+                let challenges = Challenges::new(scopes, metadata_url)?;
+                Ok(Some(Gate::new(
+                    Arc::clone(authenticator),
+                    scopes.clone(),
+                    challenges,
+                )))
+            }
+        }
+    }
+
+    fn rate_limiter(&self) -> Result<Option<RateLimiter>, HardeningError> {
+        let Some(limit) = self.rate_limit else {
+            return Ok(None);
+        };
+        if !(limit.per_second.is_finite() && limit.per_second > 0.0) {
+            return Err(HardeningError::NonPositiveLimit("rate_limit.per_second"));
+        }
+        positive("rate_limit.burst", limit.burst as usize)?;
+        Ok(Some(RateLimiter::new(limit, MAX_RATE_KEYS)))
+    }
+}
+
+fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
+    if value == 0 {
+        Err(HardeningError::NonPositiveLimit(name))
+    } else {
+        Ok(())
+    }
+}
+
+/// The per-request admission state: who is calling, whether they may, and how much they may
+/// send.
+#[derive(Debug)]
+struct Admission {
+    gate: Option<Gate>,
+    rate_limiter: Option<RateLimiter>,
+    body_limit: BodyLimit,
+}
+
+impl Admission {
+    /// Authenticates, then charges the caller's bucket. A failed authentication is charged to
+    /// the peer's bucket, so guessing tokens is rate limited too.
+    async fn admit(&self, request: &mut Request) -> Result<(), Refusal> {
+        if let Some(gate) = &self.gate {
+            match gate.admit(request.headers()).await {
+                Ok(principal) => {
+                    tracing::debug!(subject = %principal.subject, "authenticated");
+                    request.extensions_mut().insert(principal);
+                }
+                Err(refusal) => {
+                    self.charge(request)?;
+                    return Err(refusal);
+                }
+            }
+        }
+        self.charge(request)?;
+        request.extensions_mut().insert(self.body_limit);
+        Ok(())
+    }
+
+    fn charge(&self, request: &Request) -> Result<(), Refusal> {
+        match &self.rate_limiter {
+            Some(limiter) => limiter.charge(RateKey::of(request.extensions())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A validated hardening, ready to wrap routers. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Hardening {
+    headers: security_headers::ParsedSecurityHeaders,
+    site: Arc<SiteCheck>,
+    admission: Arc<Admission>,
+    metadata: Option<PublishedMetadata>,
+    max_concurrency: Option<usize>,
+    request_deadline: Option<Duration>,
+}
+
+impl Hardening {
+    /// Wraps a transport router. Layers, outermost first:
+    ///
+    /// 1. security headers — on every response, framework and refusal alike;
+    /// 2. bare framework errors (empty 404/405/413) turned into refusal bodies;
+    /// 3. load shedding over a global concurrency limit (503), and the request deadline (504);
+    /// 4. `Host` and `Origin` checks (421, 403);
+    /// 5. the RFC 9728 metadata route and the unknown-path fallback, which are public;
+    /// 6. authentication (401/403), then the per-subject rate limit (429), then the body limit
+    ///    handed to the routes as a [`BodyLimit`] extension — all before any route runs, so no
+    ///    session is looked up for a caller that has proved nothing.
+    pub fn wrap(&self, router: Router) -> Router {
+        let admitted = router.layer(from_fn_with_state(Arc::clone(&self.admission), admit));
+        let public = match self.metadata_router() {
+            Some(metadata) => admitted.merge(metadata),
+            None => admitted,
+        };
+        let screened = public
+            .fallback(refuse_unknown_path)
+            .layer(from_fn_with_state(Arc::clone(&self.site), screen_site));
+        self.stamp(self.limit(screened))
+    }
+
+    /// The RFC 9728 document route alone, for an application that nests the wrapped router
+    /// under a prefix and must serve the document at its own root.
+    pub fn metadata_router(&self) -> Option<Router> {
+        let metadata = self.metadata.clone()?;
+        let path = metadata.path.clone();
+        let document = metadata.document;
+        Some(Router::new().route(
+            &path,
+            axum::routing::get(move || serve_metadata(Arc::clone(&document))),
+        ))
+    }
+
+    /// The body limit handed to routes (also available per request as a [`BodyLimit`]).
+    pub fn max_body_bytes(&self) -> usize {
+        self.admission.body_limit.0
+    }
+
+    fn limit(&self, router: Router) -> Router {
+        let router = match self.request_deadline {
+            Some(deadline) => router.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(refuse_middleware_error))
+                    .timeout(deadline),
+            ),
+            None => router,
+        };
+        match self.max_concurrency {
+            Some(limit) => router.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(refuse_middleware_error))
+                    .load_shed()
+                    .layer(GlobalConcurrencyLimitLayer::new(limit)),
+            ),
+            None => router,
+        }
+    }
+
+    fn stamp(&self, router: Router) -> Router {
+        router
+            .layer(from_fn(refuse_bare_errors))
+            .layer(from_fn_with_state(
+                self.headers.clone(),
+                stamp_security_headers,
+            ))
+    }
+}
+
+async fn admit(
+    State(admission): State<Arc<Admission>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match admission.admit(&mut request).await {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn screen_site(State(site): State<Arc<SiteCheck>>, request: Request, next: Next) -> Response {
+    if let Err(refusal) = site.check(request.headers(), request.uri()) {
+        return refusal.into_response();
+    }
+    next.run(request).await
+}
+
+/// Public by design (RFC 9728 §3): a client fetches it because it could not authenticate.
+async fn serve_metadata(document: Arc<[u8]>) -> Response {
+    let mut response = Response::new(Body::from(document.to_vec()));
+    *response.status_mut() = StatusCode::OK;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+//! Security headers stamped on every response by one layer around the whole router, and the
+//! conversion of the framework's bare error responses (axum's empty 404/405, tower's empty 413)
+//! into [`Refusal`] bodies.
+//!
+//! The values are configuration, parsed once when the hardening is built: a value this server
+//! cannot send is a start-up error, never a per-request failure.
+
+use std::sync::Arc;
+
+use axum::body::HttpBody as _;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderName, HeaderValue, header};
+
+use super::HardeningError;
+use super::refusal::Refusal;
+
+/// The security headers to send, as configured text. `None` omits a header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecurityHeaders {
+    pub content_security_policy: Option<String>,
+    pub strict_transport_security: Option<String>,
+    pub x_frame_options: Option<String>,
+    pub x_content_type_options: Option<String>,
+    pub cache_control: Option<String>,
+    pub referrer_policy: Option<String>,
+}
+
+impl Default for SecurityHeaders {
+    /// A JSON/SSE API serves nothing a browser should render, frame, cache or refer from.
+    fn default() -> Self {
+        Self {
+            content_security_policy: Some("default-src 'none'; frame-ancestors 'none'".into()),
+            strict_transport_security: Some("max-age=63072000; includeSubDomains".into()),
+            x_frame_options: Some("DENY".into()),
+            x_content_type_options: Some("nosniff".into()),
+            cache_control: Some("no-store".into()),
+            referrer_policy: Some("no-referrer".into()),
+        }
+    }
+}
+
+impl SecurityHeaders {
+    /// Parses the configured values into the form the layer stamps on each response.
+    pub(crate) fn parse(&self) -> Result<ParsedSecurityHeaders, HardeningError> {
+        let configured = [
+            (
+                header::CONTENT_SECURITY_POLICY,
+                &self.content_security_policy,
+            ),
+            (
+                header::STRICT_TRANSPORT_SECURITY,
+                &self.strict_transport_security,
+            ),
+            (header::X_FRAME_OPTIONS, &self.x_frame_options),
+            (header::X_CONTENT_TYPE_OPTIONS, &self.x_content_type_options),
+            (header::CACHE_CONTROL, &self.cache_control),
+            (header::REFERRER_POLICY, &self.referrer_policy),
+        ];
+        let mut parsed = Vec::with_capacity(configured.len());
+        for (name, value) in configured {
+            let Some(text) = value else { continue };
+            let value = HeaderValue::from_str(text)
+                .map_err(|_| HardeningError::InvalidSecurityHeader(name.as_str().to_owned()))?;
+            parsed.push((name, value));
+        }
+        Ok(ParsedSecurityHeaders(Arc::from(parsed)))
+    }
+}
+
+/// The validated headers, shared by every response.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedSecurityHeaders(Arc<[(HeaderName, HeaderValue)]>);
+
+/// Middleware: stamps the security headers on whatever the inner service answered.
+///
+/// `insert`, not `append`: these are policies about the response as a whole, and a handler's
+/// own copy must not leave a client choosing between two.
+pub(crate) async fn stamp_security_headers(
+    State(headers): State<ParsedSecurityHeaders>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    let out = response.headers_mut();
+    for (name, value) in headers.0.iter() {
+        out.insert(name.clone(), value.clone());
+    }
+    response
+}
+
+/// Middleware: a framework error response with no body becomes the matching [`Refusal`].
+///
+/// axum answers an unknown path or method, and tower an over-limit body, with an empty body;
+/// clients of a JSON-RPC endpoint expect an error object. Responses that already carry a body
+/// or a media type are left untouched, so refusals built elsewhere pass through unchanged.
+pub(crate) async fn refuse_bare_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_bare = response.body().size_hint().exact() == Some(0)
+        && !response.headers().contains_key(header::CONTENT_TYPE);
+    if !(status.is_client_error() || status.is_server_error()) || !is_bare {
+        return response;
+    }
+    let Some(refusal) = Refusal::for_bare_status(status, response.headers().get(header::ALLOW))
+    else {
+        return response;
+    };
+    let (mut parts, _) = response.into_parts();
+    let refused = refusal.into_response();
+    let (refused_parts, body) = refused.into_parts();
+    // Keep what the framework said (Allow, Retry-After) and add the refusal's media type.
+    for (name, value) in &refused_parts.headers {
+        parts.headers.insert(name.clone(), value.clone());
+    }
+    Response::from_parts(parts, body)
+}
+
+/// The router's fallback: an unknown path is a [`Refusal::NotFound`].
+pub(crate) async fn refuse_unknown_path() -> Response {
+    Refusal::NotFound.into_response()
+}
+
+/// Drains a body into bytes; used by tests and by callers that need a refusal's text.
+#[cfg(test)]
+pub(crate) async fn body_bytes(body: axum::body::Body) -> bytes::Bytes {
+    use http_body_util::BodyExt as _;
+    body.collect()
+        .await
+        .map(http_body_util::Collected::to_bytes)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::routing::get;
+    use http::{Method, StatusCode};
+    use tower::ServiceExt as _;
+
+    fn stamped(router: Router) -> Router {
+        let headers = SecurityHeaders::default().parse().unwrap();
+        router
+            .fallback(refuse_unknown_path)
+            .layer(axum::middleware::from_fn(refuse_bare_errors))
+            .layer(axum::middleware::from_fn_with_state(
+                headers,
+                stamp_security_headers,
+            ))
+    }
+
+    fn assert_security_headers(response: &Response) {
+        let h = response.headers();
+        assert_eq!(
+            h[header::CONTENT_SECURITY_POLICY],
+            "default-src 'none'; frame-ancestors 'none'"
+        );
+        assert!(h.contains_key(header::STRICT_TRANSPORT_SECURITY));
+        assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
+        assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(h[header::CACHE_CONTROL], "no-store");
+        assert_eq!(h[header::REFERRER_POLICY], "no-referrer");
+    }
+
+    async fn send(router: Router, method: Method, path: &str) -> Response {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .unwrap();
+        router.oneshot(request).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_handler_response_carries_every_security_header() {
+        let router = stamped(Router::new().route("/mcp", get(|| async { "ok" })));
+        let response = send(router, Method::GET, "/mcp").await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_security_headers(&response);
+    }
+
+    #[tokio::test]
+    async fn the_frameworks_own_404_carries_headers_and_a_jsonrpc_body() {
+        let router = stamped(Router::new().route("/mcp", get(|| async { "ok" })));
+        let response = send(router, Method::GET, "/nowhere").await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_security_headers(&response);
+        let body: serde_json::Value =
+            serde_json::from_slice(&body_bytes(response.into_body()).await).unwrap();
+        assert_eq!(body["error"]["code"], Refusal::NotFound.code());
+    }
+
+    #[tokio::test]
+    async fn the_frameworks_own_405_keeps_allow_and_gains_headers_and_a_jsonrpc_body() {
+        let router = stamped(Router::new().route("/mcp", get(|| async { "ok" })));
+        let response = send(router, Method::PUT, "/mcp").await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_security_headers(&response);
+        assert!(response.headers().contains_key(header::ALLOW));
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        let body: serde_json::Value =
+            serde_json::from_slice(&body_bytes(response.into_body()).await).unwrap();
+        assert_eq!(body["error"]["code"], -32007);
+    }
+
+    #[tokio::test]
+    async fn a_handler_error_with_its_own_body_is_left_as_written() {
+        let router = stamped(
+            Router::new().route("/mcp", get(|| async { (StatusCode::NOT_FOUND, "custom") })),
+        );
+        let response = send(router, Method::GET, "/mcp").await;
+        assert_security_headers(&response);
+        assert_eq!(&body_bytes(response.into_body()).await[..], b"custom");
+    }
+
+    #[tokio::test]
+    async fn a_security_header_set_by_a_handler_is_replaced_not_duplicated() {
+        let router = stamped(Router::new().route(
+            "/mcp",
+            get(|| async { ([(header::CACHE_CONTROL, "public, max-age=60")], "ok") }),
+        ));
+        let response = send(router, Method::GET, "/mcp").await;
+        let values: Vec<_> = response
+            .headers()
+            .get_all(header::CACHE_CONTROL)
+            .iter()
+            .collect();
+        assert_eq!(values, ["no-store"]);
+    }
+
+    #[test]
+    fn a_security_header_value_that_cannot_be_sent_fails_at_construction() {
+        let headers = SecurityHeaders {
+            content_security_policy: Some("default-src\n'none'".into()),
+            ..SecurityHeaders::default()
+        };
+        assert!(matches!(
+            headers.parse(),
+            Err(HardeningError::InvalidSecurityHeader(name)) if name == "content-security-policy"
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_omitted_header_is_not_sent() {
+        let headers = SecurityHeaders {
+            strict_transport_security: None,
+            ..SecurityHeaders::default()
+        }
+        .parse()
+        .unwrap();
+        let router = Router::new().route("/mcp", get(|| async { "ok" })).layer(
+            axum::middleware::from_fn_with_state(headers, stamp_security_headers),
+        );
+        let response = send(router, Method::GET, "/mcp").await;
+        assert!(
+            !response
+                .headers()
+                .contains_key(header::STRICT_TRANSPORT_SECURITY)
+        );
+        assert_eq!(response.headers()[header::X_FRAME_OPTIONS], "DENY");
+    }
+}
