@@ -1,0 +1,205 @@
+//! Front ends: turn one pinned revision's files into a `RevisionModel` (definitions normalized
+//! for typify, method table derived from the source). JSON Schema protocols share loading and
+//! normalization; each protocol derives its method table its own way.
+
+mod a2a;
+mod acp;
+mod mcp;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{CodegenError, Result};
+use crate::model::{RevisionModel, SourceFile};
+use crate::normalize::{Definitions, Treatments, normalize};
+use crate::schema_doc::{SchemaDoc, ref_target, walk_with_pointer};
+use crate::sources::{FrontEnd, RevisionSpec, Sources};
+use crate::sync::read_cached;
+
+/// A front end's output plus what normalization had to do to it.
+#[derive(Debug, Clone)]
+pub struct LoadedRevision {
+    pub model: RevisionModel,
+    pub treatments: Treatments,
+}
+
+/// Whether this build has the front end a revision needs; the proto front end arrives
+/// separately, and until then its revisions are skipped (and listed as skipped) rather than failing.
+pub fn available(spec: &RevisionSpec) -> bool {
+    spec.front_end != FrontEnd::A2aProto
+}
+
+/// Loads one revision through its front end.
+pub fn load(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<LoadedRevision> {
+    match spec.front_end {
+        FrontEnd::Mcp => load_json(spec, sources, cache, &mcp::methods),
+        FrontEnd::Acp => load_json(spec, sources, cache, &acp::methods),
+        FrontEnd::A2aJson => load_json(spec, sources, cache, &a2a::methods),
+        FrontEnd::A2aProto => load_proto(spec, sources, cache),
+    }
+}
+
+/// What a JSON Schema front end sees when deriving its method table.
+#[derive(Debug)]
+pub struct MethodInput<'a> {
+    pub doc: &'a SchemaDoc,
+    /// Definitions as upstream wrote them (for `x-method`/`x-side`).
+    pub raw: &'a Definitions,
+    /// Definitions after normalization (hoisted params/results, consts as enums).
+    pub normalized: &'a Definitions,
+    /// The other input files of the revision (ACP's meta.json), parsed.
+    pub extra: &'a [(String, Value)],
+}
+
+type MethodDeriver = dyn Fn(&MethodInput<'_>) -> Result<Vec<crate::model::MethodRow>>;
+
+/// Parses a JSON Schema file into a normalized model; the file and sha256 come from the pins.
+pub fn load_json(
+    spec: &RevisionSpec,
+    sources: &Sources,
+    cache: &Path,
+    derive_methods: &MethodDeriver,
+) -> Result<LoadedRevision> {
+    let mut files = Vec::new();
+    let mut parsed_extra = Vec::new();
+    let (schema_path, extra_paths) =
+        spec.inputs
+            .split_first()
+            .ok_or_else(|| CodegenError::Revision {
+                protocol: spec.protocol.clone(),
+                revision: spec.revision.clone(),
+                message: "no inputs".into(),
+            })?;
+    let bytes = read_cached(sources, cache, schema_path)?;
+    files.push(source_file(sources, schema_path));
+    for path in extra_paths {
+        let extra = read_cached(sources, cache, path)?;
+        let value = serde_json::from_slice(&extra).map_err(|source| CodegenError::NotJson {
+            file: path.clone(),
+            source,
+        })?;
+        files.push(source_file(sources, path));
+        parsed_extra.push((path.clone(), value));
+    }
+    let (doc, treatments, normalized) = parse_and_normalize(schema_path, &bytes)?;
+    let methods = derive_methods(&MethodInput {
+        doc: &doc,
+        raw: &doc.definitions,
+        normalized: &normalized,
+        extra: &parsed_extra,
+    })?;
+    Ok(LoadedRevision {
+        model: RevisionModel {
+            protocol: spec.protocol.clone(),
+            revision: spec.revision.clone(),
+            module: spec.module.clone(),
+            sources: files,
+            definitions: normalized,
+            custom_types: Default::default(),
+            methods,
+            feature: spec.feature.clone(),
+        },
+        treatments,
+    })
+}
+
+/// Parses, checks every reference and normalizes one JSON Schema file.
+pub fn parse_and_normalize(
+    file: &str,
+    bytes: &[u8],
+) -> Result<(SchemaDoc, Treatments, Definitions)> {
+    let doc = SchemaDoc::parse(file, bytes)?;
+    check_references(&doc)?;
+    let mut normalized = doc.definitions.clone();
+    let treatments = normalize(&mut normalized)
+        .map_err(|e| CodegenError::schema(file, &doc.pointer(&e.definition), e.message))?;
+    Ok((doc, treatments, normalized))
+}
+
+/// Every `$ref` must be local and name an existing definition; the error points at the `$ref`.
+fn check_references(doc: &SchemaDoc) -> Result<()> {
+    for (name, schema) in &doc.definitions {
+        let mut failure = None;
+        walk_with_pointer(schema, &doc.pointer(name), &mut |object, pointer| {
+            let Some(reference) = object.get("$ref") else {
+                return;
+            };
+            if failure.is_some() {
+                return;
+            }
+            let target = reference.as_str().and_then(ref_target);
+            failure = match target {
+                None => Some((pointer.to_string(), format!("unsupported $ref {reference}"))),
+                Some(target) if !doc.definitions.contains_key(target) => Some((
+                    pointer.to_string(),
+                    format!("$ref to missing definition `{target}`"),
+                )),
+                Some(_) => None,
+            };
+        });
+        if let Some((pointer, message)) = failure {
+            return Err(CodegenError::schema(&doc.file, &pointer, message));
+        }
+    }
+    Ok(())
+}
+
+fn source_file(sources: &Sources, path: &str) -> SourceFile {
+    SourceFile {
+        path: path.to_string(),
+        sha256: sources
+            .pin(path)
+            .map(|p| p.sha256.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// The A2A 1.0 proto front end (`crate::proto`) plugs in here.
+fn load_proto(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<LoadedRevision> {
+    let _ = (sources, cache);
+    Err(CodegenError::Revision {
+        protocol: spec.protocol.clone(),
+        revision: spec.revision.clone(),
+        message: "the proto front end is not integrated yet".into(),
+    })
+}
+
+/// The `$ref` target of `definitions[name].properties[field]`, if it is a plain reference.
+pub fn property_ref<'a>(definitions: &'a Definitions, name: &str, field: &str) -> Option<&'a str> {
+    definitions
+        .get(name)?
+        .get("properties")?
+        .get(field)?
+        .get("$ref")?
+        .as_str()
+        .and_then(ref_target)
+}
+
+/// Whether `field` is listed in `definitions[name].required`.
+pub fn is_required(definitions: &Definitions, name: &str, field: &str) -> bool {
+    definitions
+        .get(name)
+        .and_then(|d| d.get("required"))
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(field)))
+}
+
+/// The definition names an `anyOf`/`oneOf` union definition lists by `$ref`.
+pub fn union_members(definitions: &Definitions, name: &str) -> Vec<String> {
+    let Some(schema) = definitions.get(name) else {
+        return Vec::new();
+    };
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|member| {
+            member
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(ref_target)
+        })
+        .map(str::to_string)
+        .collect()
+}

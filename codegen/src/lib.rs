@@ -1,0 +1,16 @@
+//! codegen: pinned upstream schemas in, typed protocol modules out. `sources` and `sync` own the
+//! pins and the cache, `frontend` turns a revision's files into a `model::RevisionModel`,
+//! `normalize` rewrites schema typify cannot take, `emit` renders a module, `generate` runs it
+//! all in memory and `output` writes or checks the result.
+
+pub mod emit;
+pub mod error;
+pub mod frontend;
+pub mod generate;
+pub mod model;
+pub mod normalize;
+pub mod output;
+pub mod schema_doc;
+pub mod sources;
+pub mod sync;
+pub mod types_emit;

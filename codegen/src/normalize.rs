@@ -1,0 +1,525 @@
+//! The normalization pass: rewrites each schema construct typify 0.8 cannot take (or takes
+//! wrongly) into equivalent schema it can. One function per rewrite; each returns the
+//! definitions it changed so the run can report which definitions needed which treatment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use crate::schema_doc::{ref_target, walk_post_order};
+
+/// Definitions by name.
+pub type Definitions = BTreeMap<String, Value>;
+
+/// Which definitions each rewrite touched, by rewrite name.
+pub type Treatments = BTreeMap<&'static str, BTreeSet<String>>;
+
+/// Why a rewrite could not proceed; the caller names file and pointer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewriteError {
+    pub definition: String,
+    pub message: String,
+}
+
+/// Runs every rewrite in order and records what each touched.
+pub fn normalize(definitions: &mut Definitions) -> Result<Treatments, RewriteError> {
+    let mut treatments = Treatments::new();
+    let mut record = |name: &'static str, touched: BTreeSet<String>| {
+        if !touched.is_empty() {
+            treatments.insert(name, touched);
+        }
+    };
+    record("refs-to-definitions", rewrite_defs_refs(definitions));
+    record("strip-annotations", strip_annotations(definitions));
+    record("strip-string-formats", strip_string_formats(definitions));
+    record("const-to-enum", const_to_enum(definitions));
+    record("ref-with-siblings", split_ref_with_siblings(definitions));
+    record(
+        "collapse-single-ref-allof",
+        collapse_single_ref_all_of(definitions),
+    );
+    record("merge-allof", merge_all_of(definitions)?);
+    record("hoist-params-result", hoist_message_bodies(definitions));
+    Ok(treatments)
+}
+
+/// Applies `rewrite` to every subschema of every definition; returns the definitions where it
+/// reported a change.
+fn rewrite_each(
+    definitions: &mut Definitions,
+    rewrite: &mut dyn FnMut(&mut Map<String, Value>) -> bool,
+) -> BTreeSet<String> {
+    let mut touched = BTreeSet::new();
+    for (name, schema) in definitions.iter_mut() {
+        let mut changed = false;
+        walk_post_order(schema, &mut |object| changed |= rewrite(object));
+        if changed {
+            touched.insert(name.clone());
+        }
+    }
+    touched
+}
+
+/// `$ref: "#/$defs/X"` (ACP, MCP ≥ 2025-11-25) → `#/definitions/X`, the only form typify resolves.
+pub fn rewrite_defs_refs(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let Some(Value::String(reference)) = object.get_mut("$ref") else {
+            return false;
+        };
+        let Some(name) = reference.strip_prefix("#/$defs/") else {
+            return false;
+        };
+        *reference = format!("#/definitions/{name}");
+        true
+    })
+}
+
+/// Keywords that carry upstream prose or annotations only: they never reach generated code
+/// (docs name definition and revision instead) and they are what typify trips on inside `allOf`.
+/// `default` is here too: as a serde default it would make a round trip add absent fields.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "examples",
+    "$comment",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "markdownDescription",
+    "discriminator",
+    "$schema",
+    "$id",
+];
+
+/// Removes annotation keywords and `x-` extensions from every subschema.
+pub fn strip_annotations(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let before = object.len();
+        object.retain(|key, _| !ANNOTATIONS.contains(&key.as_str()) && !key.starts_with("x-"));
+        object.len() != before
+    })
+}
+
+/// Drops `format` on strings (`uri`, `date-time`, `byte`, …): typify would map some to chrono or
+/// uuid types, which do not round-trip the exact text; numeric formats stay (they size integers).
+pub fn strip_string_formats(definitions: &mut Definitions) -> BTreeSet<String> {
+    const NUMERIC: &[&str] = &[
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float",
+        "double", "uint", "int",
+    ];
+    rewrite_each(definitions, &mut |object| {
+        let Some(Value::String(format)) = object.get("format") else {
+            return false;
+        };
+        if NUMERIC.contains(&format.as_str()) {
+            return false;
+        }
+        object.remove("format");
+        true
+    })
+}
+
+/// `const: v` → `enum: [v]`: typify ignores `const`, so a `method` would become any string;
+/// a one-value enum is enforced on deserialization.
+pub fn const_to_enum(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let Some(value) = object.remove("const") else {
+            return false;
+        };
+        if !object.contains_key("type") {
+            if let Some(kind) = json_type_of(&value) {
+                object.insert("type".into(), Value::String(kind.into()));
+            }
+        }
+        object.insert("enum".into(), Value::Array(vec![value]));
+        true
+    })
+}
+
+fn json_type_of(value: &Value) -> Option<&'static str> {
+    match value {
+        Value::String(_) => Some("string"),
+        Value::Bool(_) => Some("boolean"),
+        Value::Number(n) if n.is_f64() => Some("number"),
+        Value::Number(_) => Some("integer"),
+        _ => None,
+    }
+}
+
+/// `{"$ref": X, <constraints>}` → `{"allOf": [{"$ref": X}, {<constraints>}]}` so the merge
+/// below sees one construct (typify ignores a `$ref`'s siblings).
+pub fn split_ref_with_siblings(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        if object.len() < 2 || !object.contains_key("$ref") {
+            return false;
+        }
+        let Some(reference) = object.remove("$ref") else {
+            return false;
+        };
+        let siblings = std::mem::take(object);
+        object.insert(
+            "allOf".into(),
+            json!([{ "$ref": reference }, Value::Object(siblings)]),
+        );
+        true
+    })
+}
+
+/// `{"allOf": [{"$ref": X}]}` with nothing beside it → `{"$ref": X}` (ACP wraps every reference
+/// this way to attach a description; typify does not implement the nested form).
+pub fn collapse_single_ref_all_of(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        if object.len() != 1 {
+            return false;
+        }
+        let Some(Value::Array(members)) = object.get("allOf") else {
+            return false;
+        };
+        let [Value::Object(member)] = members.as_slice() else {
+            return false;
+        };
+        if member.len() != 1 || !member.contains_key("$ref") {
+            return false;
+        }
+        let member = member.clone();
+        *object = member;
+        true
+    })
+}
+
+/// Merges every remaining `allOf` into one object schema: `$ref` members are resolved (and
+/// merged recursively), `properties` united with later members winning, `required` united.
+/// typify's own merge asserts on MCP 2025-11-25 and is unimplemented for ACP's nesting.
+pub fn merge_all_of(definitions: &mut Definitions) -> Result<BTreeSet<String>, RewriteError> {
+    let snapshot = definitions.clone();
+    let mut touched = BTreeSet::new();
+    for (name, schema) in definitions.iter_mut() {
+        let mut failure = None;
+        let mut changed = false;
+        walk_post_order(schema, &mut |object| {
+            if failure.is_none() && object.contains_key("allOf") {
+                changed = true;
+                if let Err(message) = merge_node(object, &snapshot, 0) {
+                    failure = Some(message);
+                }
+            }
+        });
+        if let Some(message) = failure {
+            return Err(RewriteError {
+                definition: name.clone(),
+                message,
+            });
+        }
+        if changed {
+            touched.insert(name.clone());
+        }
+    }
+    Ok(touched)
+}
+
+const MAX_MERGE_DEPTH: usize = 32;
+
+fn merge_node(
+    object: &mut Map<String, Value>,
+    definitions: &Definitions,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > MAX_MERGE_DEPTH {
+        return Err("allOf references nest too deep (a cycle?)".into());
+    }
+    let Some(Value::Array(members)) = object.remove("allOf") else {
+        return Err("allOf is not an array".into());
+    };
+    let own = std::mem::take(object);
+    let mut merged = Map::new();
+    for member in members {
+        let resolved = resolve_member(member, definitions, depth)?;
+        merge_into(&mut merged, resolved)?;
+    }
+    merge_into(&mut merged, own)?;
+    *object = merged;
+    Ok(())
+}
+
+fn resolve_member(
+    member: Value,
+    definitions: &Definitions,
+    depth: usize,
+) -> Result<Map<String, Value>, String> {
+    let Value::Object(mut member) = member else {
+        return Err("allOf member is not an object".into());
+    };
+    if let Some(reference) = member
+        .get("$ref")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    {
+        let target =
+            ref_target(&reference).ok_or_else(|| format!("unsupported $ref {reference}"))?;
+        let mut schema = definitions
+            .get(target)
+            .cloned()
+            .ok_or_else(|| format!("$ref to missing definition {target}"))?;
+        let mut failure = None;
+        walk_post_order(&mut schema, &mut |inner| {
+            if failure.is_none() && inner.contains_key("allOf") {
+                failure = merge_node(inner, definitions, depth + 1).err();
+            }
+        });
+        if let Some(message) = failure {
+            return Err(message);
+        }
+        member.remove("$ref");
+        let Value::Object(resolved) = schema else {
+            return Err(format!("{target} is not an object schema"));
+        };
+        merge_into(&mut member, resolved)?;
+    }
+    Ok(member)
+}
+
+fn merge_into(target: &mut Map<String, Value>, piece: Map<String, Value>) -> Result<(), String> {
+    for (key, value) in piece {
+        match key.as_str() {
+            "properties" => {
+                let Value::Object(properties) = value else {
+                    return Err("properties is not an object".into());
+                };
+                let slot = target.entry("properties").or_insert_with(|| json!({}));
+                if let Value::Object(existing) = slot {
+                    existing.extend(properties);
+                }
+            }
+            "required" => {
+                let slot = target.entry("required").or_insert_with(|| json!([]));
+                if let (Value::Array(existing), Value::Array(more)) = (slot, value) {
+                    for name in more {
+                        if !existing.contains(&name) {
+                            existing.push(name);
+                        }
+                    }
+                }
+            }
+            "$ref" => return Err("a $ref inside an allOf member beside other keywords".into()),
+            _ => {
+                target.insert(key, value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves an inline `params` of a request or notification definition (one whose `method` is a
+/// fixed string) to `<Def>Params`, and an inline `result` of a response definition to
+/// `<Def>Result`, so the method table and dispatch enums can name them.
+pub fn hoist_message_bodies(definitions: &mut Definitions) -> BTreeSet<String> {
+    let mut touched = BTreeSet::new();
+    let names: Vec<String> = definitions.keys().cloned().collect();
+    for name in names {
+        let Some((field, new_name)) = hoist_target(definitions, &name) else {
+            continue;
+        };
+        let reference = json!({ "$ref": format!("#/definitions/{new_name}") });
+        let body = definitions
+            .get_mut(&name)
+            .and_then(|d| d.get_mut("properties"))
+            .and_then(|p| p.get_mut(field))
+            .map(|body| std::mem::replace(body, reference));
+        if let Some(body) = body {
+            definitions.insert(new_name, body);
+            touched.insert(name);
+        }
+    }
+    touched
+}
+
+/// The body field to hoist out of definition `name` and the name it gets, if any.
+fn hoist_target(definitions: &Definitions, name: &str) -> Option<(&'static str, String)> {
+    let definition = definitions.get(name)?.as_object()?;
+    let (field, suffix) = if has_fixed_method(definition) {
+        ("params", "Params")
+    } else if is_response(definition) {
+        ("result", "Result")
+    } else {
+        return None;
+    };
+    let body = definition.get("properties")?.get(field)?;
+    let new_name = format!("{name}{suffix}");
+    (!is_plain_ref(body) && !definitions.contains_key(&new_name)).then_some((field, new_name))
+}
+
+/// Whether a definition is a message whose `method` is one fixed string.
+pub fn has_fixed_method(definition: &Map<String, Value>) -> bool {
+    fixed_method(definition).is_some()
+}
+
+/// The fixed `method` string of a request or notification definition (after `const-to-enum`).
+pub fn fixed_method(definition: &Map<String, Value>) -> Option<&str> {
+    let method = definition.get("properties")?.get("method")?;
+    if let Some(Value::Array(values)) = method.get("enum") {
+        if let [Value::String(name)] = values.as_slice() {
+            return Some(name);
+        }
+    }
+    method.get("const").and_then(Value::as_str)
+}
+
+fn is_response(definition: &Map<String, Value>) -> bool {
+    definition
+        .get("properties")
+        .is_some_and(|p| p.get("result").is_some() && p.get("id").is_some())
+}
+
+fn is_plain_ref(schema: &Value) -> bool {
+    schema
+        .as_object()
+        .is_some_and(|o| o.len() == 1 && o.contains_key("$ref"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types_emit::render_types_for_test;
+
+    fn defs(value: Value) -> Definitions {
+        value
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Normalizes, runs typify, returns the formatted Rust.
+    fn generate(value: Value) -> (Treatments, String) {
+        let mut definitions = defs(value);
+        let treatments = normalize(&mut definitions).unwrap();
+        (treatments, render_types_for_test(&definitions))
+    }
+
+    fn squash(code: &str) -> String {
+        code.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn dollar_defs_refs_resolve_as_definitions() {
+        let (treatments, code) = generate(json!({
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}, "required": ["b"]},
+            "B": {"type": "string"}
+        }));
+        assert!(treatments["refs-to-definitions"].contains("A"));
+        assert!(squash(&code).contains("pub b: B,"), "{code}");
+    }
+
+    #[test]
+    fn const_method_becomes_an_enforced_single_value_enum() {
+        let (_, code) = generate(json!({
+            "CallToolRequest": {"type": "object",
+                "properties": {"method": {"const": "tools/call", "type": "string"}},
+                "required": ["method"]}
+        }));
+        let code = squash(&code);
+        assert!(code.contains("pub enum CallToolRequestMethod"), "{code}");
+        assert!(
+            code.contains("#[serde(rename = \"tools/call\")] ToolsCall"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn descriptions_and_titles_never_reach_generated_code() {
+        let (treatments, code) = generate(json!({
+            "A": {"type": "object", "description": "UPSTREAM PROSE", "title": "TITLE",
+                "properties": {"x": {"type": "string", "description": "MORE PROSE"}}}
+        }));
+        assert!(treatments["strip-annotations"].contains("A"));
+        assert!(
+            !code.contains("UPSTREAM PROSE") && !code.contains("MORE PROSE"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn string_formats_stay_plain_strings() {
+        let (treatments, code) = generate(json!({
+            "A": {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}},
+                "required": ["at"]}
+        }));
+        assert!(treatments["strip-string-formats"].contains("A"));
+        assert!(
+            squash(&code).contains("pub at: ::std::string::String,"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn ref_with_sibling_constraints_is_merged_with_its_target() {
+        let (treatments, code) = generate(json!({
+            "Base": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            "Derived": {"$ref": "#/definitions/Base",
+                "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+        }));
+        assert!(treatments["ref-with-siblings"].contains("Derived"));
+        let code = squash(&code);
+        assert!(
+            code.contains("pub struct Derived { pub a: ::std::string::String, pub b: i64,"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn single_ref_all_of_collapses_to_the_reference() {
+        let (treatments, code) = generate(json!({
+            "Outer": {"type": "object", "properties": {
+                "inner": {"allOf": [{"$ref": "#/$defs/Inner"}], "description": "d"}},
+                "required": ["inner"]},
+            "Inner": {"type": "object", "properties": {"v": {"type": "boolean"}}, "required": ["v"]}
+        }));
+        assert!(treatments["collapse-single-ref-allof"].contains("Outer"));
+        assert!(squash(&code).contains("pub inner: Inner,"), "{code}");
+    }
+
+    #[test]
+    fn all_of_of_two_refs_merges_properties_and_required() {
+        let (treatments, code) = generate(json!({
+            "Result": {"type": "object", "properties": {"_meta": {"type": "object"}}},
+            "Task": {"type": "object", "properties": {"taskId": {"type": "string"}}, "required": ["taskId"]},
+            "CancelTaskResult": {"allOf": [{"$ref": "#/definitions/Result"}, {"$ref": "#/definitions/Task"}]}
+        }));
+        assert!(treatments["merge-allof"].contains("CancelTaskResult"));
+        let code = squash(&code);
+        assert!(code.contains("pub struct CancelTaskResult {"), "{code}");
+        assert!(
+            code.contains("pub task_id: ::std::string::String,"),
+            "{code}"
+        );
+        assert!(code.contains("pub meta: ::std::option::Option<"), "{code}");
+    }
+
+    #[test]
+    fn inline_params_and_results_are_hoisted_to_named_definitions() {
+        let (treatments, code) = generate(json!({
+            "PingRequest": {"type": "object", "properties": {
+                "method": {"const": "ping"},
+                "params": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+                "required": ["method"]},
+            "PingResultResponse": {"type": "object", "properties": {
+                "id": {"type": "integer"},
+                "result": {"type": "object", "properties": {"ok": {"type": "boolean"}}}},
+                "required": ["id", "result"]}
+        }));
+        assert!(treatments["hoist-params-result"].contains("PingRequest"));
+        assert!(treatments["hoist-params-result"].contains("PingResultResponse"));
+        let code = squash(&code);
+        assert!(code.contains("pub struct PingRequestParams"), "{code}");
+        assert!(
+            code.contains("pub params: ::std::option::Option<PingRequestParams>"),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub result: PingResultResponseResult,"),
+            "{code}"
+        );
+    }
+}
