@@ -1,0 +1,310 @@
+//! The seam between the runtime and a protocol: the [`RequestHandler`] trait a protocol crate
+//! implements (statically dispatched, no boxed future per request), the [`Profile`] through which
+//! it declares what differs between protocols, and the [`Context`] each call receives. The
+//! runtime decides who is calling, how large the body is and which session this is; everything
+//! a method means is the handler's.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
+use crate::peer::{CancelConvention, Peer, PeerError};
+use crate::session::Session;
+
+/// A handler's answer to one request: the raw result, or a JSON-RPC error.
+pub type Reply = Result<Box<RawValue>, ErrorObject>;
+
+/// Whether a protocol (revision) accepts JSON-RPC batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchPolicy {
+    Accept,
+    Refuse,
+}
+
+/// What a body means when the request named no session. Asked only when the session header is
+/// absent, so answering it can never consult the session store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsessioned {
+    /// The body opens a session (e.g. an initialize request).
+    Opens,
+    /// The body stands on its own and is served without a session.
+    Stateless,
+    /// The body belongs to a session and named none: refused with 400.
+    NeedsSession,
+}
+
+/// What a protocol declares about itself; a handler builds it once and returns it by reference.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    session_header: Option<HeaderName>,
+    version_header: Option<HeaderName>,
+    media_type: &'static str,
+    batches: BatchPolicy,
+    cancellation: Option<CancelConvention>,
+}
+
+impl Profile {
+    /// A sessionless JSON-RPC protocol over `application/json` that refuses batches.
+    pub const fn new() -> Self {
+        Self {
+            session_header: None,
+            version_header: None,
+            media_type: "application/json",
+            batches: BatchPolicy::Refuse,
+            cancellation: None,
+        }
+    }
+
+    /// The header naming the session (absent: the protocol has no transport sessions).
+    #[must_use]
+    pub fn with_session_header(mut self, name: HeaderName) -> Self {
+        self.session_header = Some(name);
+        self
+    }
+
+    /// The header a client states its protocol revision in; read and handed to the handler,
+    /// never judged by the runtime.
+    #[must_use]
+    pub fn with_version_header(mut self, name: HeaderName) -> Self {
+        self.version_header = Some(name);
+        self
+    }
+
+    /// The JSON media type requests carry and plain answers are labelled with.
+    #[must_use]
+    pub fn with_media_type(mut self, media_type: &'static str) -> Self {
+        self.media_type = media_type;
+        self
+    }
+
+    #[must_use]
+    pub fn with_batches(mut self, policy: BatchPolicy) -> Self {
+        self.batches = policy;
+        self
+    }
+
+    /// How requests in flight are cancelled, in both directions.
+    #[must_use]
+    pub fn with_cancellation(mut self, convention: CancelConvention) -> Self {
+        self.cancellation = Some(convention);
+        self
+    }
+
+    pub fn session_header(&self) -> Option<&HeaderName> {
+        self.session_header.as_ref()
+    }
+
+    pub fn version_header(&self) -> Option<&HeaderName> {
+        self.version_header.as_ref()
+    }
+
+    pub fn media_type(&self) -> &'static str {
+        self.media_type
+    }
+
+    pub fn batches(&self) -> BatchPolicy {
+        self.batches
+    }
+
+    pub fn cancellation(&self) -> Option<&CancelConvention> {
+        self.cancellation.as_ref()
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A protocol's refusal of a whole HTTP request before anything runs (e.g. a version header
+/// that disagrees with the session). Always an error status with a JSON-RPC error body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    status: StatusCode,
+    error: ErrorObject,
+}
+
+impl Rejection {
+    /// A rejection with `status`; a status that is not an error becomes 400, so a rejection can
+    /// never read as success.
+    pub fn new(status: StatusCode, error: ErrorObject) -> Self {
+        let status = if status.is_client_error() || status.is_server_error() {
+            status
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        Self { status, error }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn error(&self) -> &ErrorObject {
+        &self.error
+    }
+}
+
+/// What a protocol implements to be served by the runtime.
+///
+/// `handle` and `notify` return `impl Future + Send` rather than being `async fn`, so a generic
+/// transport can rely on `Send` without boxing; an implementor still writes `async fn`.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// The protocol's per-session state (negotiated revision, capabilities). Created with
+    /// `Default` when a session opens; interior mutability lets the opening request fill it.
+    type Session: Default + Send + Sync + 'static;
+
+    /// What this protocol declares about itself.
+    fn profile(&self) -> &Profile;
+
+    /// What the messages mean when the request named no session.
+    fn unsessioned(&self, messages: &[Message], headers: &HeaderMap) -> Unsessioned {
+        let _ = (messages, headers);
+        Unsessioned::NeedsSession
+    }
+
+    /// Whether a batch is accepted here (a protocol may allow them in some revisions only).
+    fn accepts_batch(&self, headers: &HeaderMap, session: Option<&Self::Session>) -> bool {
+        let _ = (headers, session);
+        self.profile().batches() == BatchPolicy::Accept
+    }
+
+    /// A last check of the whole request before anything runs.
+    fn admit(
+        &self,
+        messages: &[Message],
+        headers: &HeaderMap,
+        session: Option<&Self::Session>,
+    ) -> Result<(), Rejection> {
+        let _ = (messages, headers, session);
+        Ok(())
+    }
+
+    /// Answers one request.
+    fn handle(
+        &self,
+        request: Request,
+        cx: Context<Self::Session>,
+    ) -> impl Future<Output = Reply> + Send;
+
+    /// Takes one notification.
+    fn notify(
+        &self,
+        notification: Notification,
+        cx: Context<Self::Session>,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// What the transport knows about the request a message arrived on: its headers and the
+/// extensions earlier layers attached (the authenticated principal among them).
+#[derive(Debug, Default)]
+pub struct RequestMeta {
+    pub headers: HeaderMap,
+    pub extensions: Extensions,
+}
+
+/// Everything a handler gets beside the message.
+pub struct Context<S> {
+    request_id: Option<RequestId>,
+    session: Option<Arc<Session<S>>>,
+    meta: Arc<RequestMeta>,
+    version_header: Option<HeaderName>,
+    cancellation: CancellationToken,
+    peer: Peer,
+}
+
+impl<S> std::fmt::Debug for Context<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("request_id", &self.request_id)
+            .field(
+                "session",
+                &self.session.as_ref().map(|session| session.id()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Context<S> {
+    pub(crate) fn new(
+        request_id: Option<RequestId>,
+        session: Option<Arc<Session<S>>>,
+        meta: Arc<RequestMeta>,
+        profile: &Profile,
+        cancellation: CancellationToken,
+        peer: Peer,
+    ) -> Self {
+        Self {
+            request_id,
+            session,
+            meta,
+            version_header: profile.version_header().cloned(),
+            cancellation,
+            peer,
+        }
+    }
+
+    /// The id of the request being answered; `None` for a notification.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        self.request_id.as_ref()
+    }
+
+    /// The session this message belongs to (or opens).
+    pub fn session(&self) -> Option<&Arc<Session<S>>> {
+        self.session.as_ref()
+    }
+
+    /// The protocol's state for the session.
+    pub fn state(&self) -> Option<&S> {
+        self.session.as_deref().map(Session::state)
+    }
+
+    pub fn headers(&self) -> &HeaderMap {
+        &self.meta.headers
+    }
+
+    /// What earlier layers attached to the request (e.g. the authenticated principal).
+    pub fn extensions(&self) -> &Extensions {
+        &self.meta.extensions
+    }
+
+    /// The value of the profile's version header, when the client sent one.
+    pub fn protocol_version(&self) -> Option<&str> {
+        let name = self.version_header.as_ref()?;
+        self.meta
+            .headers
+            .get(name)
+            .and_then(|value| HeaderValue::to_str(value).ok())
+    }
+
+    /// Fires when the peer cancels this request or the conversation ends.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Talks back to the peer on this request's stream.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Sends an intermediate answer to this request (a streaming call's partial result) on its
+    /// stream; the final one is the handler's return value.
+    pub fn send_partial_result<T: serde::Serialize + ?Sized>(
+        &self,
+        result: &T,
+    ) -> Result<(), PeerError> {
+        let id = self.request_id.clone().ok_or(PeerError::NoStream)?;
+        let raw = to_raw(result).map_err(|_| PeerError::Unserializable)?;
+        self.peer
+            .send(&Message::Response(Response::success(id, raw)))
+    }
+}
+
+/// How long a server→client request waits for its answer unless the call says otherwise.
+pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);

@@ -1,0 +1,304 @@
+//! The stdio transport: newline-delimited JSON-RPC over any reader/writer pair (stdin/stdout in
+//! production, a duplex pipe in tests). Both directions are served at once, so a handler can
+//! call the peer and await its answer while other requests run. Nothing but JSON-RPC is ever
+//! written to the writer; logs belong on stderr. EOF on the reader ends the conversation cleanly.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::future::Either;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::dispatch::{Scope, answer_request, serve_message, take_notification, take_response};
+use crate::handler::{DEFAULT_PEER_TIMEOUT, RequestHandler, RequestMeta};
+use crate::jsonrpc::{
+    DecodeError, DecodeLimits, ErrorObject, InvalidMessage, Message, Payload, Response,
+    batch_to_bytes, decode,
+};
+use crate::peer::{Peer, Route};
+use crate::session::{Session, SessionId};
+
+/// How the stdio transport bounds its input and waits on its peer.
+#[derive(Debug, Clone, Copy)]
+pub struct StdioConfig {
+    pub limits: DecodeLimits,
+    pub peer_timeout: Duration,
+}
+
+impl Default for StdioConfig {
+    fn default() -> Self {
+        Self {
+            limits: DecodeLimits::default(),
+            peer_timeout: DEFAULT_PEER_TIMEOUT,
+        }
+    }
+}
+
+/// Serves `handler` on this process's stdin and stdout until stdin closes.
+pub async fn serve_stdio<H: RequestHandler>(
+    handler: &H,
+    config: StdioConfig,
+) -> std::io::Result<()> {
+    serve_lines(handler, tokio::io::stdin(), tokio::io::stdout(), config).await
+}
+
+/// Serves `handler` on a line-oriented reader/writer pair until the reader reaches EOF. Requests
+/// still running then are cancelled; answers already produced are written before returning.
+pub async fn serve_lines<H, R, W>(
+    handler: &H,
+    reader: R,
+    writer: W,
+    config: StdioConfig,
+) -> std::io::Result<()>
+where
+    H: RequestHandler,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (outbound, queued) = mpsc::unbounded_channel::<Bytes>();
+    let finished = CancellationToken::new();
+    let session = Arc::new(Session::new(
+        SessionId::random(),
+        H::Session::default(),
+        Instant::now(),
+        1,
+    ));
+    let span = tracing::debug_span!("stdio", session = %session.id());
+    let scope = Scope {
+        conversation: Some(Arc::clone(session.conversation())),
+        session: Some(Arc::clone(&session)),
+        meta: Arc::new(RequestMeta::default()),
+        peer: Peer::new(
+            Route::Lines(outbound.clone()),
+            Some(Arc::clone(session.conversation())),
+            config.peer_timeout,
+            handler.profile().cancellation().copied(),
+        ),
+    };
+    let reading = async {
+        let outcome = read_until_eof(handler, reader, &outbound, scope, &config).await;
+        session.end();
+        finished.cancel();
+        outcome
+    };
+    let (read_outcome, write_outcome) =
+        async { tokio::join!(reading, write_lines(writer, queued, &finished)) }
+            .instrument(span)
+            .await;
+    read_outcome.and(write_outcome)
+}
+
+/// Reads messages and runs them concurrently until EOF.
+async fn read_until_eof<H, R>(
+    handler: &H,
+    reader: R,
+    outbound: &mpsc::UnboundedSender<Bytes>,
+    scope: Scope<H::Session>,
+    config: &StdioConfig,
+) -> std::io::Result<()>
+where
+    H: RequestHandler,
+    R: AsyncRead + Unpin,
+{
+    let mut lines = LineReader::new(reader, config.limits.max_bytes);
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => {
+                let Some(line) = line? else { break };
+                let work = match line {
+                    Line::Complete(bytes) => serve_line(handler, &bytes, &scope, &config.limits),
+                    Line::TooLong => Work::Answer(DecodeError::TooLarge { limit: config.limits.max_bytes }.to_response()),
+                };
+                match work {
+                    Work::Nothing => {}
+                    Work::Answer(response) => send(outbound, Message::Response(response).to_bytes()),
+                    Work::Run(future) => in_flight.push(future),
+                }
+            }
+            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                if let Some(bytes) = answer {
+                    send(outbound, bytes);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one line asks for: nothing more, an immediate answer, or work to run.
+enum Work<F> {
+    Nothing,
+    Answer(Response),
+    Run(F),
+}
+
+fn serve_line<'a, H: RequestHandler>(
+    handler: &'a H,
+    line: &[u8],
+    scope: &Scope<H::Session>,
+    limits: &DecodeLimits,
+) -> Work<impl Future<Output = Option<Bytes>> + Send + 'a> {
+    match decode(line, limits) {
+        Err(error) => Work::Answer(error.to_response()),
+        Ok(Payload::Single(Message::Response(response))) => {
+            take_response(scope.conversation.as_deref(), response);
+            Work::Nothing
+        }
+        Ok(Payload::Single(Message::Request(request))) => {
+            let scope = scope.clone();
+            Work::Run(Either::Left(Either::Left(async move {
+                answer_request(handler, request, scope)
+                    .await
+                    .map(|response| Message::Response(response).to_bytes())
+            })))
+        }
+        Ok(Payload::Single(Message::Notification(notification))) => {
+            let scope = scope.clone();
+            Work::Run(Either::Left(Either::Right(async move {
+                take_notification(handler, notification, scope).await;
+                None
+            })))
+        }
+        Ok(Payload::Batch(entries)) => {
+            let state = scope.session.as_deref().map(Session::state);
+            if !handler.accepts_batch(&scope.meta.headers, state) {
+                return Work::Answer(Response::error(
+                    None,
+                    ErrorObject::invalid_request("batches are not accepted"),
+                ));
+            }
+            Work::Run(Either::Right(serve_batch(handler, entries, scope.clone())))
+        }
+    }
+}
+
+/// Runs a batch's entries concurrently and answers them as one array (nothing when the batch
+/// held only notifications and responses).
+async fn serve_batch<H: RequestHandler>(
+    handler: &H,
+    entries: Vec<Result<Message, InvalidMessage>>,
+    scope: Scope<H::Session>,
+) -> Option<Bytes> {
+    let answers = futures::future::join_all(entries.into_iter().map(|entry| {
+        let scope = scope.clone();
+        async move {
+            match entry {
+                Ok(message) => serve_message(handler, message, scope).await,
+                Err(invalid) => Some(invalid.to_response()),
+            }
+        }
+    }))
+    .await;
+    let answers: Vec<Message> = answers
+        .into_iter()
+        .flatten()
+        .map(Message::Response)
+        .collect();
+    (!answers.is_empty()).then(|| batch_to_bytes(&answers))
+}
+
+fn send(outbound: &mpsc::UnboundedSender<Bytes>, bytes: Bytes) {
+    if outbound.send(bytes).is_err() {
+        tracing::debug!("the writer has stopped; an answer was dropped");
+    }
+}
+
+/// Writes each queued message as one line, flushing whenever the queue runs dry. After
+/// `finished`, writes what is already queued and stops.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut queued: mpsc::UnboundedReceiver<Bytes>,
+    finished: &CancellationToken,
+) -> std::io::Result<()> {
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = queued.recv() => next,
+            () = finished.cancelled() => None,
+        };
+        let Some(bytes) = next else { break };
+        write_line(&mut writer, &bytes).await?;
+        while let Ok(bytes) = queued.try_recv() {
+            write_line(&mut writer, &bytes).await?;
+        }
+        writer.flush().await?;
+    }
+    while let Ok(bytes) = queued.try_recv() {
+        write_line(&mut writer, &bytes).await?;
+    }
+    writer.flush().await
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+    writer.write_all(bytes).await?;
+    writer.write_all(b"\n").await
+}
+
+/// One line read from the peer.
+enum Line {
+    Complete(Vec<u8>),
+    /// The line exceeded the limit and was discarded up to its end.
+    TooLong,
+}
+
+/// Reads LF-terminated lines (a trailing CR is dropped) of bounded length. Cancel-safe: every
+/// byte consumed is recorded in `self` before the next await.
+struct LineReader<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    overflowed: bool,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    fn new(reader: R, max: usize) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            line: Vec::new(),
+            overflowed: false,
+            max,
+        }
+    }
+
+    /// The next non-empty line; `None` at EOF.
+    async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(self.take_line());
+            }
+            let (chunk, complete) = match available.iter().position(|byte| *byte == b'\n') {
+                Some(end) => (available.get(..end).unwrap_or_default(), true),
+                None => (available, false),
+            };
+            let consumed = chunk.len() + usize::from(complete);
+            if self.line.len() + chunk.len() > self.max {
+                self.overflowed = true;
+                self.line.clear();
+            } else if !self.overflowed {
+                self.line.extend_from_slice(chunk);
+            }
+            self.reader.consume(consumed);
+            if complete && let Some(line) = self.take_line() {
+                return Ok(Some(line));
+            }
+        }
+    }
+
+    fn take_line(&mut self) -> Option<Line> {
+        if std::mem::take(&mut self.overflowed) {
+            return Some(Line::TooLong);
+        }
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        let line = std::mem::take(&mut self.line);
+        (!line.iter().all(u8::is_ascii_whitespace)).then_some(Line::Complete(line))
+    }
+}
