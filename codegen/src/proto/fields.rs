@@ -19,7 +19,10 @@ pub(super) enum ValueType {
     /// `google.protobuf.NullValue`: JSON `null`.
     Null,
     /// An enum definition, with the name of its zero value (the proto3 default).
-    Enum { definition: String, zero: String },
+    Enum {
+        definition: String,
+        zero: String,
+    },
     /// A well-known type mapped inline.
     WellKnown(WellKnown),
     /// A message definition, by key and proto full name.
@@ -71,12 +74,22 @@ impl FieldPlan {
         annotations: &Annotations,
     ) -> Result<Self, ProtoError> {
         if field.is_group() {
-            return Err(unsupported(file, field.full_name(), "proto2 groups have no JSON mapping"));
+            return Err(unsupported(
+                file,
+                field.full_name(),
+                "proto2 groups have no JSON mapping",
+            ));
         }
         let (container, value_field) = if field.is_map() {
             let entry = match field.kind() {
                 Kind::Message(entry) => entry,
-                _ => return Err(unsupported(file, field.full_name(), "map without an entry message")),
+                _ => {
+                    return Err(unsupported(
+                        file,
+                        field.full_name(),
+                        "map without an entry message",
+                    ));
+                }
             };
             (Container::Map, entry.map_entry_value_field())
         } else if field.is_list() {
@@ -165,9 +178,16 @@ fn named(
     full_name: &str,
     names: &NameTable,
 ) -> Result<String, ProtoError> {
-    names.definition(full_name).map(str::to_owned).ok_or_else(|| {
-        unsupported(file, element, &format!("type {full_name} was not collected"))
-    })
+    names
+        .definition(full_name)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            unsupported(
+                file,
+                element,
+                &format!("type {full_name} was not collected"),
+            )
+        })
 }
 
 fn presence(

@@ -76,7 +76,14 @@ pub fn load(
         "{} {}, from `{}`",
         revision.protocol, revision.revision, revision.source_path
     );
-    add_definitions(proto_file, &pool, &mut names, &annotations, &provenance, &mut model)?;
+    add_definitions(
+        proto_file,
+        &pool,
+        &mut names,
+        &annotations,
+        &provenance,
+        &mut model,
+    )?;
     model.methods = method_table(proto_file, &file, &names, &annotations)?;
     Ok(model)
 }
@@ -124,10 +131,7 @@ fn protox_message(error: &protox::Error) -> String {
 /// included, map entries excluded), its rpcs' input and output types, and everything they
 /// reference. Well-known types are mapped inline and get a definition only when they must be
 /// named (`Empty`, or a well-known rpc input/output).
-fn collect_types(
-    file_path: &Path,
-    file: &FileDescriptor,
-) -> Result<NameTable, ProtoError> {
+fn collect_types(file_path: &Path, file: &FileDescriptor) -> Result<NameTable, ProtoError> {
     let mut names = NameTable::default();
     let mut pending: Vec<MessageDescriptor> = Vec::new();
     let mut enums = Vec::new();
@@ -172,7 +176,7 @@ fn collect_types(
 }
 
 /// Queues the message and enum types a message's fields refer to; inline well-known types
-/// other than `Empty` need no definition.
+/// other than `Empty` need no definition (`Any` is refused later, naming the field).
 fn push_field_types(
     message: &MessageDescriptor,
     pending: &mut Vec<MessageDescriptor>,
@@ -181,7 +185,7 @@ fn push_field_types(
     for field in message.fields() {
         match field.kind() {
             Kind::Message(target) => match WellKnown::of(target.full_name()) {
-                None | Some(WellKnown::Empty) | Some(WellKnown::Any) => pending.push(target),
+                None | Some(WellKnown::Empty) => pending.push(target),
                 Some(_) => {}
             },
             Kind::Enum(target) => enums.push(target),
@@ -217,7 +221,11 @@ fn add_definitions(
             continue;
         }
         let Some(message) = pool.get_message_by_name(&full_name) else {
-            return Err(unsupported(file_path, &full_name, "named type vanished from the pool"));
+            return Err(unsupported(
+                file_path,
+                &full_name,
+                "named type vanished from the pool",
+            ));
         };
         if let Some(schema) = WellKnown::of(&full_name).and_then(WellKnown::schema) {
             model.definitions.insert(definition, schema);
@@ -334,4 +342,3 @@ fn message_definition(
 fn hex(digest: &[u8]) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
-

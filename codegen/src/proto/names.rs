@@ -35,7 +35,10 @@ pub(super) fn rust_variant_name(name: &str) -> String {
 
 /// typify appends `_` to anything that is not a usable identifier; so do we.
 fn not_a_keyword(candidate: String) -> String {
-    let reserved = matches!(candidate.as_str(), "gen" | "Self" | "self" | "super" | "crate");
+    let reserved = matches!(
+        candidate.as_str(),
+        "gen" | "Self" | "self" | "super" | "crate"
+    );
     if reserved || syn::parse_str::<syn::Ident>(&candidate).is_err() {
         format!("{candidate}_")
     } else {

@@ -39,8 +39,7 @@ impl Annotations {
         if field.is_required() {
             return true;
         }
-        let (Some(extension), Some(required)) = (&self.field_behavior, self.required_number)
-        else {
+        let (Some(extension), Some(required)) = (&self.field_behavior, self.required_number) else {
             return false;
         };
         let options = field.options();

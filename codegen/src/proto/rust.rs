@@ -51,7 +51,12 @@ pub(super) fn oneof_message_source(
         enums.push(oneof_enum(plan, oneof, &enum_ident, context)?);
     }
     for field in &plan.fields {
-        let field_ident = unique_field(context, &field.full_name, &field.proto_name, &mut field_names)?;
+        let field_ident = unique_field(
+            context,
+            &field.full_name,
+            &field.proto_name,
+            &mut field_names,
+        )?;
         let (tokens, default_fn) = struct_field(plan, field, &field_ident, &struct_name, context)?;
         struct_fields.push(tokens);
         default_fns.extend(default_fn);
@@ -111,6 +116,24 @@ fn struct_field(
             #[serde(rename = #json_name)]
             pub #field_ident: #item,
         },
+        // typify writes an optional Struct or ListValue as an empty-when-absent collection;
+        // the oneof structs do the same so every message reads alike.
+        (Container::Single, Presence::Optional)
+            if matches!(field.value, ValueType::WellKnown(WellKnown::Struct)) =>
+        {
+            quote! {
+                #[serde(rename = #json_name, default, skip_serializing_if = "::serde_json::Map::is_empty")]
+                pub #field_ident: #item,
+            }
+        }
+        (Container::Single, Presence::Optional)
+            if matches!(field.value, ValueType::WellKnown(WellKnown::ListValue)) =>
+        {
+            quote! {
+                #[serde(rename = #json_name, default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+                pub #field_ident: #item,
+            }
+        }
         (Container::Single, Presence::Optional) => quote! {
             #[serde(rename = #json_name, default, skip_serializing_if = "::std::option::Option::is_none")]
             pub #field_ident: ::std::option::Option<#item>,
@@ -248,9 +271,9 @@ fn value_type(
     let tokens = match value {
         ValueType::Scalar(scalar) => scalar.rust_type(),
         ValueType::Null => quote!(()),
-        ValueType::WellKnown(known) => known
-            .rust_type()
-            .ok_or_else(|| unsupported(context.file, parent, "well-known type without a Rust form"))?,
+        ValueType::WellKnown(known) => known.rust_type().ok_or_else(|| {
+            unsupported(context.file, parent, "well-known type without a Rust form")
+        })?,
         ValueType::Enum { definition, .. } => {
             let name = ident(context, parent, &rust_type_name(definition))?;
             quote!(#name)
@@ -292,6 +315,10 @@ fn unique_field(
 
 fn ident(context: &RustContext<'_>, element: &str, name: &str) -> Result<Ident, ProtoError> {
     syn::parse_str::<Ident>(name).map_err(|_| {
-        unsupported(context.file, element, &format!("`{name}` is not a Rust identifier"))
+        unsupported(
+            context.file,
+            element,
+            &format!("`{name}` is not a Rust identifier"),
+        )
     })
 }

@@ -82,7 +82,9 @@ impl WellKnown {
             Self::Struct => json!({"type": "object", "additionalProperties": {}}),
             Self::Value => json!({}),
             Self::ListValue => json!({"type": "array", "items": {}}),
-            Self::Empty => json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            Self::Empty => {
+                json!({"type": "object", "properties": {}, "additionalProperties": false})
+            }
             Self::Wrapper(scalar) => scalar.schema(),
             Self::Any => return None,
         };
