@@ -145,10 +145,12 @@ fn collect_types(file_path: &Path, file: &FileDescriptor) -> Result<NameTable, P
         }
     }
     while let Some(message) = pending.pop() {
-        if message.is_map_entry() || !seen.insert(message.full_name().to_owned()) {
-            if message.is_map_entry() {
-                push_field_types(&message, &mut pending, &mut enums);
-            }
+        if !seen.insert(message.full_name().to_owned()) {
+            continue;
+        }
+        // A map entry is the object's value type, not a definition of its own.
+        if message.is_map_entry() {
+            push_field_types(&message, &mut pending, &mut enums);
             continue;
         }
         if WellKnown::of(message.full_name()) == Some(WellKnown::Any) {

@@ -348,6 +348,40 @@ fn a_oneof_member_that_contains_its_parent_is_boxed() {
 }
 
 #[test]
+fn a_self_referencing_map_maps_to_an_object_of_refs() {
+    let model = load_inline(
+        r#"syntax = "proto3";
+        package tree;
+        message Dir { map<string, Dir> children = 1; }"#,
+    )
+    .unwrap();
+    assert_eq!(
+        model.definitions["Dir"]["properties"]["children"],
+        json!({"type": "object", "additionalProperties": {"$ref": "#/definitions/Dir"}})
+    );
+    assert_eq!(model.definitions.len(), 1);
+}
+
+#[test]
+fn a_custom_http_pattern_keeps_its_verb_and_the_body_field() {
+    let model = load_inline(
+        r#"syntax = "proto3";
+        package demo;
+        import "google/api/annotations.proto";
+        message A { string a = 1; }
+        service S {
+          rpc Head(A) returns (A) {
+            option (google.api.http) = { custom: { kind: "HEAD" path: "/a/{a}" } body: "a" };
+          }
+          rpc Plain(A) returns (A);
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(model.methods[0].http, [route("HEAD", "/a/{a}", "a")]);
+    assert!(model.methods[1].http.is_empty());
+}
+
+#[test]
 fn every_message_and_enum_of_lf_a2a_v1_has_a_definition() {
     let model = load_a2a();
     let pool = a2a_pool();
