@@ -1,6 +1,5 @@
-//! How much a caller may send and how often: the body limit enforced while reading, a
-//! per-subject token-bucket rate limit, and the mapping of tower's load-shed and timeout errors
-//! to refusals.
+//! How much a caller may send and how often: the body limit enforced while reading and a
+//! per-subject token-bucket rate limit.
 //!
 //! # Why the rate limiter is our own
 //!
@@ -14,10 +13,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::BoxError;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequest, Request};
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::Extensions;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
@@ -215,23 +212,11 @@ impl RateLimiter {
     }
 }
 
-/// Maps the errors of tower's load-shed and timeout layers to refusals.
-pub(crate) async fn refuse_middleware_error(error: BoxError) -> Response {
-    let refusal = if error.is::<tower::load_shed::error::Overloaded>() {
-        Refusal::Overloaded
-    } else if error.is::<tower::timeout::error::Elapsed>() {
-        Refusal::DeadlineExceeded
-    } else {
-        tracing::error!(%error, "middleware failed");
-        Refusal::Internal
-    };
-    refusal.into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use axum::Router;
+    use axum::response::Response;
     use axum::routing::post;
     use http::StatusCode;
     use tower::ServiceExt as _;
@@ -337,15 +322,5 @@ mod tests {
             .unwrap();
         let response = router.oneshot(request).await.unwrap();
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    }
-
-    #[tokio::test]
-    async fn tower_overload_and_timeout_errors_become_503_and_504() {
-        let overloaded =
-            refuse_middleware_error(Box::new(tower::load_shed::error::Overloaded::new())).await;
-        assert_eq!(overloaded.status(), StatusCode::SERVICE_UNAVAILABLE);
-        let elapsed =
-            refuse_middleware_error(Box::new(tower::timeout::error::Elapsed::new())).await;
-        assert_eq!(elapsed.status(), StatusCode::GATEWAY_TIMEOUT);
     }
 }

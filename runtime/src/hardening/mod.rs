@@ -10,6 +10,7 @@
 //! every refusal carry them.
 
 mod auth;
+mod guard;
 mod limits;
 mod origin;
 mod refusal;
@@ -21,13 +22,10 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{Request, State};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
-use axum::response::{IntoResponse, Response};
+use axum::extract::Request;
+use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
-use tower::ServiceBuilder;
-use tower::limit::GlobalConcurrencyLimitLayer;
+use tokio::sync::Semaphore;
 
 pub use auth::{
     AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN, Principal,
@@ -39,9 +37,10 @@ pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal};
 pub use security_headers::SecurityHeaders;
 
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
-use limits::{RateKey, RateLimiter, refuse_middleware_error};
+use guard::{AdmitLayer, GuardLayer, GuardPolicy};
+use limits::{RateKey, RateLimiter};
 use origin::SiteCheck;
-use security_headers::{refuse_bare_errors, refuse_unknown_path, stamp_security_headers};
+use security_headers::refuse_unknown_path;
 
 /// The body limit when none is configured: large enough for a base64 image in a tool result.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -232,16 +231,20 @@ impl HardeningConfig {
             return Err(HardeningError::NonPositiveLimit("request_deadline"));
         }
         Ok(Hardening {
-            headers,
-            site: Arc::new(site),
+            guard: Arc::new(GuardPolicy {
+                headers,
+                site,
+                in_flight: self
+                    .max_concurrency
+                    .map(|limit| Arc::new(Semaphore::new(limit))),
+                deadline: self.request_deadline,
+            }),
             admission: Arc::new(Admission {
                 gate,
                 rate_limiter,
                 body_limit: BodyLimit(self.max_body_bytes),
             }),
             metadata,
-            max_concurrency: self.max_concurrency,
-            request_deadline: self.request_deadline,
         })
     }
 
@@ -345,35 +348,31 @@ impl Admission {
 /// A validated hardening, ready to wrap routers. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Hardening {
-    headers: security_headers::ParsedSecurityHeaders,
-    site: Arc<SiteCheck>,
+    guard: Arc<GuardPolicy>,
     admission: Arc<Admission>,
     metadata: Option<PublishedMetadata>,
-    max_concurrency: Option<usize>,
-    request_deadline: Option<Duration>,
 }
 
 impl Hardening {
-    /// Wraps a transport router. Layers, outermost first:
+    /// Wraps a transport router. Outermost first:
     ///
-    /// 1. security headers — on every response, framework and refusal alike;
-    /// 2. bare framework errors (empty 404/405/413) turned into refusal bodies;
-    /// 3. load shedding over a global concurrency limit (503), and the request deadline (504);
-    /// 4. `Host` and `Origin` checks (421, 403);
-    /// 5. the RFC 9728 metadata route and the unknown-path fallback, which are public;
-    /// 6. authentication (401/403), then the per-subject rate limit (429), then the body limit
-    ///    handed to the routes as a [`BodyLimit`] extension — all before any route runs, so no
-    ///    session is looked up for a caller that has proved nothing.
+    /// 1. security headers — on every response, framework and refusal alike — and the framework's
+    ///    bare 404/405/413 turned into refusal bodies;
+    /// 2. `Host` and `Origin` checks (421, 403);
+    /// 3. load shedding past the concurrency limit (503), and the request deadline (504);
+    /// 4. the RFC 9728 metadata route and the unknown-path fallback, which are public;
+    /// 5. authentication (401/403), then the per-subject rate limit (429), then the body limit
+    ///    handed to the routes as a [`BodyLimit`] extension — all before any transport route
+    ///    runs, so no session is looked up for a caller that has proved nothing.
     pub fn wrap(&self, router: Router) -> Router {
-        let admitted = router.layer(from_fn_with_state(Arc::clone(&self.admission), admit));
+        let admitted = router.layer(AdmitLayer(Arc::clone(&self.admission)));
         let public = match self.metadata_router() {
             Some(metadata) => admitted.merge(metadata),
             None => admitted,
         };
-        let screened = public
+        public
             .fallback(refuse_unknown_path)
-            .layer(from_fn_with_state(Arc::clone(&self.site), screen_site));
-        self.stamp(self.limit(screened))
+            .layer(GuardLayer(Arc::clone(&self.guard)))
     }
 
     /// The RFC 9728 document route alone, for an application that nests the wrapped router
@@ -392,53 +391,6 @@ impl Hardening {
     pub fn max_body_bytes(&self) -> usize {
         self.admission.body_limit.0
     }
-
-    fn limit(&self, router: Router) -> Router {
-        let router = match self.request_deadline {
-            Some(deadline) => router.layer(
-                ServiceBuilder::new()
-                    .layer(HandleErrorLayer::new(refuse_middleware_error))
-                    .timeout(deadline),
-            ),
-            None => router,
-        };
-        match self.max_concurrency {
-            Some(limit) => router.layer(
-                ServiceBuilder::new()
-                    .layer(HandleErrorLayer::new(refuse_middleware_error))
-                    .load_shed()
-                    .layer(GlobalConcurrencyLimitLayer::new(limit)),
-            ),
-            None => router,
-        }
-    }
-
-    fn stamp(&self, router: Router) -> Router {
-        router
-            .layer(from_fn(refuse_bare_errors))
-            .layer(from_fn_with_state(
-                self.headers.clone(),
-                stamp_security_headers,
-            ))
-    }
-}
-
-async fn admit(
-    State(admission): State<Arc<Admission>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    match admission.admit(&mut request).await {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refusal.into_response(),
-    }
-}
-
-async fn screen_site(State(site): State<Arc<SiteCheck>>, request: Request, next: Next) -> Response {
-    if let Err(refusal) = site.check(request.headers(), request.uri()) {
-        return refusal.into_response();
-    }
-    next.run(request).await
 }
 
 /// Public by design (RFC 9728 §3): a client fetches it because it could not authenticate.

@@ -8,8 +8,6 @@
 use std::sync::Arc;
 
 use axum::body::HttpBody as _;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, header};
 
@@ -73,30 +71,26 @@ impl SecurityHeaders {
 #[derive(Debug, Clone)]
 pub(crate) struct ParsedSecurityHeaders(Arc<[(HeaderName, HeaderValue)]>);
 
-/// Middleware: stamps the security headers on whatever the inner service answered.
-///
-/// `insert`, not `append`: these are policies about the response as a whole, and a handler's
-/// own copy must not leave a client choosing between two.
-pub(crate) async fn stamp_security_headers(
-    State(headers): State<ParsedSecurityHeaders>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let mut response = next.run(request).await;
-    let out = response.headers_mut();
-    for (name, value) in headers.0.iter() {
-        out.insert(name.clone(), value.clone());
+impl ParsedSecurityHeaders {
+    /// Stamps the headers on `response`.
+    ///
+    /// `insert`, not `append`: these are policies about the response as a whole, and a
+    /// handler's own copy must not leave a client choosing between two.
+    pub(crate) fn stamp(&self, mut response: Response) -> Response {
+        let out = response.headers_mut();
+        for (name, value) in self.0.iter() {
+            out.insert(name.clone(), value.clone());
+        }
+        response
     }
-    response
 }
 
-/// Middleware: a framework error response with no body becomes the matching [`Refusal`].
+/// A framework error response with no body becomes the matching [`Refusal`].
 ///
 /// axum answers an unknown path or method, and tower an over-limit body, with an empty body;
 /// clients of a JSON-RPC endpoint expect an error object. Responses that already carry a body
 /// or a media type are left untouched, so refusals built elsewhere pass through unchanged.
-pub(crate) async fn refuse_bare_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+pub(crate) fn refuse_bare_error(response: Response) -> Response {
     let status = response.status();
     let is_bare = response.body().size_hint().exact() == Some(0)
         && !response.headers().contains_key(header::CONTENT_TYPE);
@@ -108,8 +102,7 @@ pub(crate) async fn refuse_bare_errors(request: Request, next: Next) -> Response
         return response;
     };
     let (mut parts, _) = response.into_parts();
-    let refused = refusal.into_response();
-    let (refused_parts, body) = refused.into_parts();
+    let (refused_parts, body) = refusal.into_response().into_parts();
     // Keep what the framework said (Allow, Retry-After) and add the refusal's media type.
     for (name, value) in &refused_parts.headers {
         parts.headers.insert(name.clone(), value.clone());
@@ -135,21 +128,29 @@ pub(crate) async fn body_bytes(body: axum::body::Body) -> bytes::Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardening::guard::{GuardLayer, GuardPolicy};
+    use crate::hardening::origin::{HostPolicy, OriginPolicy, SiteCheck};
     use axum::Router;
     use axum::body::Body;
+    use axum::extract::Request;
     use axum::routing::get;
     use http::{Method, StatusCode};
     use tower::ServiceExt as _;
 
-    fn stamped(router: Router) -> Router {
-        let headers = SecurityHeaders::default().parse().unwrap();
+    fn guarded(router: Router, headers: &SecurityHeaders) -> Router {
+        let policy = GuardPolicy {
+            headers: headers.parse().unwrap(),
+            site: SiteCheck::new(&HostPolicy::AnyHost, &OriginPolicy::AnyOrigin).unwrap(),
+            in_flight: None,
+            deadline: None,
+        };
         router
             .fallback(refuse_unknown_path)
-            .layer(axum::middleware::from_fn(refuse_bare_errors))
-            .layer(axum::middleware::from_fn_with_state(
-                headers,
-                stamp_security_headers,
-            ))
+            .layer(GuardLayer(Arc::new(policy)))
+    }
+
+    fn stamped(router: Router) -> Router {
+        guarded(router, &SecurityHeaders::default())
     }
 
     fn assert_security_headers(response: &Response) {
@@ -248,11 +249,10 @@ mod tests {
         let headers = SecurityHeaders {
             strict_transport_security: None,
             ..SecurityHeaders::default()
-        }
-        .parse()
-        .unwrap();
-        let router = Router::new().route("/mcp", get(|| async { "ok" })).layer(
-            axum::middleware::from_fn_with_state(headers, stamp_security_headers),
+        };
+        let router = guarded(
+            Router::new().route("/mcp", get(|| async { "ok" })),
+            &headers,
         );
         let response = send(router, Method::GET, "/mcp").await;
         assert!(
