@@ -10,6 +10,7 @@ pub mod generate;
 pub mod model;
 pub mod normalize;
 pub mod output;
+pub mod proto;
 pub mod schema_doc;
 pub mod sources;
 pub mod sync;

@@ -108,7 +108,4 @@ fn print_summary(generation: &Generation, report: bool) {
             );
         }
     }
-    for skipped in &generation.skipped {
-        println!("{skipped}: skipped, its front end is not in this build");
-    }
 }

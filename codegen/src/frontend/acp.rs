@@ -59,7 +59,7 @@ fn row(input: &MethodInput<'_>, method: String, parts: Parts) -> Result<MethodRo
     let direction = match parts.side.as_deref() {
         Some("agent") => Direction::ClientToServer,
         Some("client") => Direction::ServerToClient,
-        Some("protocol") => Direction::Both,
+        Some("protocol" | "both") => Direction::Both,
         other => return Err(fail(format!("`{method}` has x-side {other:?}"))),
     };
     let kind = if parts.notification {

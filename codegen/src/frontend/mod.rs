@@ -6,15 +6,16 @@ mod a2a;
 mod acp;
 mod mcp;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::error::{CodegenError, Result};
 use crate::model::{RevisionModel, SourceFile};
 use crate::normalize::{Definitions, Treatments, normalize};
+use crate::proto::ProtoRevision;
 use crate::schema_doc::{SchemaDoc, ref_target, walk_with_pointer};
-use crate::sources::{FrontEnd, RevisionSpec, Sources};
+use crate::sources::{FrontEnd, RevisionSpec, Role, Sources};
 use crate::sync::read_cached;
 
 /// A front end's output plus what normalization had to do to it.
@@ -22,12 +23,6 @@ use crate::sync::read_cached;
 pub struct LoadedRevision {
     pub model: RevisionModel,
     pub treatments: Treatments,
-}
-
-/// Whether this build has the front end a revision needs; the proto front end arrives
-/// separately, and until then its revisions are skipped (and listed as skipped) rather than failing.
-pub fn available(spec: &RevisionSpec) -> bool {
-    spec.front_end != FrontEnd::A2aProto
 }
 
 /// Loads one revision through its front end.
@@ -155,13 +150,44 @@ fn source_file(sources: &Sources, path: &str) -> SourceFile {
     }
 }
 
-/// The A2A 1.0 proto front end (`crate::proto`) plugs in here.
+/// The A2A 1.0 proto front end: every pinned input (proto and includes) is verified first, then
+/// `crate::proto` maps the `.proto` onto the model. Its definitions need no normalization.
 fn load_proto(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<LoadedRevision> {
-    let _ = (sources, cache);
-    Err(CodegenError::Revision {
+    let proto_path = spec.inputs.first().ok_or_else(|| CodegenError::Revision {
         protocol: spec.protocol.clone(),
         revision: spec.revision.clone(),
-        message: "the proto front end is not integrated yet".into(),
+        message: "no inputs".into(),
+    })?;
+    for pin in sources.files.iter().filter(|f| {
+        f.protocol == spec.protocol
+            && f.revision == spec.revision
+            && matches!(f.role, Role::Proto | Role::ProtoInclude)
+    }) {
+        read_cached(sources, cache, &pin.path)?;
+    }
+    let include_dirs: Vec<PathBuf> = spec
+        .include_dirs
+        .iter()
+        .map(|dir| cache.join(dir))
+        .collect();
+    let revision = ProtoRevision {
+        protocol: spec.protocol.clone(),
+        revision: spec.revision.clone(),
+        module: spec.module.clone(),
+        source_path: proto_path.clone(),
+    };
+    let mut model =
+        crate::proto::load(&cache.join(proto_path), &include_dirs, &revision).map_err(|e| {
+            CodegenError::Revision {
+                protocol: spec.protocol.clone(),
+                revision: spec.revision.clone(),
+                message: e.to_string(),
+            }
+        })?;
+    model.feature = spec.feature.clone();
+    Ok(LoadedRevision {
+        model,
+        treatments: Treatments::new(),
     })
 }
 
