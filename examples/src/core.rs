@@ -1,0 +1,54 @@
+//! The protocol-neutral demo behaviour: what every demo agent answers to a piece of user text.
+
+use std::time::Duration;
+
+/// What the demo does with one user message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DemoAction {
+    /// Answer at once with this text.
+    Echo(String),
+    /// Work for a while, reporting progress every `tick`, then answer with `reply`; a client may
+    /// cancel meanwhile.
+    Slow {
+        reply: String,
+        tick: Duration,
+        total: Duration,
+    },
+}
+
+/// The prefix that makes the demo take its time.
+pub const SLOW_PREFIX: &str = "slow";
+
+/// Decides what the demo does with `text`.
+pub fn plan(text: &str) -> DemoAction {
+    let reply = echo(text);
+    if text.trim_start().starts_with(SLOW_PREFIX) {
+        DemoAction::Slow {
+            reply,
+            tick: Duration::from_millis(500),
+            total: Duration::from_secs(8),
+        }
+    } else {
+        DemoAction::Echo(reply)
+    }
+}
+
+/// The demo's answer to `text`.
+pub fn echo(text: &str) -> String {
+    format!("echo: {text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_echoed_with_prefix() {
+        assert_eq!(plan("hi"), DemoAction::Echo("echo: hi".into()));
+    }
+
+    #[test]
+    fn text_starting_with_slow_takes_its_time() {
+        assert!(matches!(plan("slow please"), DemoAction::Slow { .. }));
+    }
+}

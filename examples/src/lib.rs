@@ -1,0 +1,5 @@
+//! The demo agents behind the runnable servers. One shared core ([`core`]) decides what the demo
+//! answers; each protocol module only translates it to its protocol, so the three protocols in
+//! `all-protocols` behave alike.
+
+pub mod core;
