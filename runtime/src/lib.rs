@@ -5,13 +5,17 @@
 
 mod dispatch;
 pub mod handler;
+pub mod http;
 pub mod hardening;
 pub mod jsonrpc;
+pub mod legacy;
 pub mod method;
 pub mod peer;
+pub mod server;
 pub mod session;
 pub mod sse;
 pub mod stdio;
+pub mod stream;
 pub mod tail;
 
 pub use handler::{BatchPolicy, Context, Profile, Rejection, Reply, RequestHandler, RequestMeta, Unsessioned};

@@ -191,17 +191,10 @@ impl SseEvent {
 
     /// Appends the event's bytes to `out`.
     pub fn encode_into(&self, out: &mut BytesMut) {
-        if let Some(name) = &self.name {
-            put_field(out, "event", name.as_str());
-        }
-        if let Some(id) = self.id {
-            put_field(out, "id", &id.to_string());
-        }
         if let Some(retry) = self.retry {
             put_field(out, "retry", &retry.as_millis().to_string());
         }
-        encode_data_lines(out, &self.data);
-        out.put_u8(b'\n');
+        encode_event(out, self.name.as_ref(), self.id, &self.data);
     }
 
     /// The event's bytes as one chunk.
@@ -225,6 +218,25 @@ impl SseEvent {
         }
         Ok(builder.finish())
     }
+}
+
+/// Appends one event from borrowed parts: `event`, `id`, one `data:` line per payload line,
+/// then the blank line that dispatches it.
+pub fn encode_event(out: &mut BytesMut, name: Option<&EventName>, id: Option<EventId>, data: &str) {
+    if let Some(name) = name {
+        put_field(out, "event", name.as_str());
+    }
+    if let Some(id) = id {
+        put_field(out, "id", &id.to_string());
+    }
+    encode_data_lines(out, data);
+    out.put_u8(b'\n');
+}
+
+/// Appends a block that only sets the client's reconnection delay (it dispatches nothing).
+pub fn encode_retry(out: &mut BytesMut, retry: Duration) {
+    put_field(out, "retry", &retry.as_millis().to_string());
+    out.put_u8(b'\n');
 }
 
 /// Writes a keep-alive: a comment line and the blank line after it, which dispatches nothing.
@@ -826,6 +838,6 @@ mod tests {
         let encoded = SseEvent::new(EventId::new(5), "")
             .with_retry(Duration::from_secs(2))
             .encode();
-        assert_eq!(encoded, "id: 5\nretry: 2000\ndata: \n\n");
+        assert_eq!(encoded, "retry: 2000\nid: 5\ndata: \n\n");
     }
 }

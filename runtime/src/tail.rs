@@ -278,6 +278,11 @@ impl Subscription {
     pub fn tail(&self) -> &Arc<EventTail> {
         &self.tail
     }
+
+    /// The id of the last event this reader was handed (or the cursor it started from).
+    pub fn cursor_id(&self) -> EventId {
+        self.tail.cursor(self.cursor).to_event_id()
+    }
 }
 
 /// The streams of one session: the standalone (server-initiated) stream, number 0, and the

@@ -1,0 +1,751 @@
+//! The Streamable HTTP transport: `POST` carries messages and is answered with JSON or an SSE
+//! stream, `GET` opens (or resumes) the session's server-initiated stream, `DELETE` ends a
+//! session. This module decides how a request is framed and which session it belongs to, and
+//! nothing else: authentication, origin checks and limits are the hardening layer's (it runs
+//! first, so no session is looked up for an unproven caller), and what a message means is the
+//! handler's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request as HttpRequest, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::dispatch::{Scope, serve_message};
+use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
+use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body};
+use crate::jsonrpc::{
+    DecodeError, DecodeLimits, InvalidMessage, Message, Payload, RequestId,
+    Response as RpcResponse, batch_to_bytes, decode,
+};
+use crate::peer::{Peer, Route};
+use crate::session::{
+    Clock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, SystemClock,
+    spawn_reaper,
+};
+use crate::sse::EventId;
+use crate::stream::{Framing, Stops, StreamPolicy, sse_response};
+use crate::tail::{EventCursor, EventTail};
+
+const EVENT_STREAM: &str = "text/event-stream";
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// How a `POST` with requests in it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// Plain JSON; messages the handler sends meanwhile go to the session's own stream.
+    Json,
+    /// Always an SSE stream.
+    Sse,
+    /// JSON, unless the handler sends something before its answer; then an SSE stream.
+    Auto,
+}
+
+/// The transport's configuration.
+#[derive(Clone)]
+pub struct HttpConfig {
+    pub response_mode: ResponseMode,
+    /// Bounds on each body's JSON; the byte bound applies when no hardening set one.
+    pub limits: DecodeLimits,
+    pub sessions: SessionLimits,
+    /// Events each stream keeps for resumption.
+    pub tail_capacity: usize,
+    pub streams: StreamPolicy,
+    /// How long a server→client request waits for its answer.
+    pub peer_timeout: Duration,
+    /// How often expired sessions are reaped.
+    pub reap_every: Duration,
+    pub clock: Arc<dyn Clock>,
+    /// Fired at shutdown: every open stream ends cleanly.
+    pub shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("response_mode", &self.response_mode)
+            .field("limits", &self.limits)
+            .field("sessions", &self.sessions)
+            .field("tail_capacity", &self.tail_capacity)
+            .field("streams", &self.streams)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            response_mode: ResponseMode::Auto,
+            limits: DecodeLimits::default(),
+            sessions: SessionLimits::default(),
+            tail_capacity: 1024,
+            streams: StreamPolicy {
+                keep_alive: Some(Duration::from_secs(15)),
+                ..StreamPolicy::default()
+            },
+            peer_timeout: DEFAULT_PEER_TIMEOUT,
+            reap_every: Duration::from_secs(30),
+            clock: Arc::new(SystemClock),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+/// One protocol served over Streamable HTTP.
+pub struct StreamableHttp<H: RequestHandler> {
+    handler: H,
+    config: HttpConfig,
+    store: Arc<dyn SessionStore<H::Session>>,
+}
+
+impl<H: RequestHandler> std::fmt::Debug for StreamableHttp<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: RequestHandler> StreamableHttp<H> {
+    /// Serves `handler` with an in-memory session store.
+    pub fn new(handler: H, config: HttpConfig) -> Self {
+        let store = Arc::new(MemorySessionStore::new(config.sessions));
+        spawn_reaper::<H::Session, _>(&store, Arc::clone(&config.clock), config.reap_every);
+        Self {
+            handler,
+            config,
+            store,
+        }
+    }
+
+    /// Serves `handler` with a store of the caller's (e.g. one shared between replicas).
+    pub fn with_store(
+        handler: H,
+        config: HttpConfig,
+        store: Arc<dyn SessionStore<H::Session>>,
+    ) -> Self {
+        Self {
+            handler,
+            config,
+            store,
+        }
+    }
+
+    /// The session store, e.g. to count live sessions.
+    pub fn store(&self) -> Arc<dyn SessionStore<H::Session>> {
+        Arc::clone(&self.store)
+    }
+
+    /// Routes at `path`, without hardening (the composition applies it once to everything).
+    pub fn into_routes(self, path: &str) -> Router {
+        let transport = Arc::new(self);
+        let methods: MethodRouter<Arc<Self>> = axum::routing::post(post::<H>)
+            .get(get::<H>)
+            .delete(delete::<H>);
+        Router::new().route(path, methods).with_state(transport)
+    }
+}
+
+/// The one-call server for tests and simple deployments: `handler` at `path`, hardened.
+pub fn router<H: RequestHandler>(
+    path: &str,
+    handler: H,
+    config: HttpConfig,
+    hardening: &Hardening,
+) -> Router {
+    hardening.wrap(StreamableHttp::new(handler, config).into_routes(path))
+}
+
+/// A refusal echoing the request id when it is known.
+fn refuse(refusal: Refusal, id: Option<&RequestId>) -> Response {
+    refusal.into_response_with_id(echo(id).as_ref())
+}
+
+/// The id a refusal may echo; the hardening decides which ids are safe to reflect.
+pub(crate) fn echo(id: Option<&RequestId>) -> Option<EchoId> {
+    let value = match id? {
+        RequestId::Number(number) => serde_json::Value::from(*number),
+        RequestId::String(text) => serde_json::Value::from(text.as_ref()),
+    };
+    EchoId::from_json(&value)
+}
+
+/// The protocol's own refusal: its status and its JSON-RPC error.
+fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
+    let body =
+        Message::Response(RpcResponse::error(id.cloned(), rejection.error().clone())).to_bytes();
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = rejection.status();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// What the client's `Accept` admits.
+#[derive(Debug, Clone, Copy)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    /// An absent `Accept` admits anything.
+    fn read(headers: &HeaderMap, json_type: &str) -> Self {
+        let values: Vec<&str> = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect();
+        if values.is_empty() {
+            return Self {
+                json: true,
+                sse: true,
+            };
+        }
+        let ranges = values
+            .iter()
+            .flat_map(|value| value.split(','))
+            .filter_map(|range| range.split(';').next())
+            .map(str::trim);
+        let mut accepts = Self {
+            json: false,
+            sse: false,
+        };
+        for range in ranges {
+            let admits = |media: &str| {
+                range.eq_ignore_ascii_case(media)
+                    || range == "*/*"
+                    || media
+                        .split_once('/')
+                        .is_some_and(|(kind, _)| range.eq_ignore_ascii_case(&format!("{kind}/*")))
+            };
+            accepts.json |= admits(json_type);
+            accepts.sse |= admits(EVENT_STREAM);
+        }
+        accepts
+    }
+}
+
+/// How this answer is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framed {
+    Json,
+    Sse,
+    Auto,
+}
+
+fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
+    match (mode, accepts.json, accepts.sse) {
+        (_, false, false) => None,
+        (ResponseMode::Json, true, _) | (_, true, false) => Some(Framed::Json),
+        (ResponseMode::Sse, _, true) | (_, false, true) => Some(Framed::Sse),
+        (ResponseMode::Auto, true, true) => Some(Framed::Auto),
+    }
+}
+
+fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case(media_type))
+}
+
+/// The session the header names, if it names one.
+fn session_id(headers: &HeaderMap, name: &HeaderName) -> Result<Option<SessionId>, Refusal> {
+    let Some(value) = headers.get(name) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| Refusal::MalformedSessionId)?;
+    text.parse()
+        .map(Some)
+        .map_err(|_| Refusal::MalformedSessionId)
+}
+
+/// The session a request resolved to.
+enum Resolved<S> {
+    /// No session: stateless, or a protocol without sessions.
+    None,
+    /// A session this request opens; stored now, forgotten again if the opening fails.
+    Opening(Arc<Session<S>>),
+    Live(Arc<Session<S>>),
+}
+
+impl<S> Resolved<S> {
+    fn session(&self) -> Option<&Arc<Session<S>>> {
+        match self {
+            Self::None => None,
+            Self::Opening(session) | Self::Live(session) => Some(session),
+        }
+    }
+}
+
+/// A decoded body: its valid messages, and the invalid entries of a batch.
+struct Inbound {
+    messages: Vec<Message>,
+    invalid: Vec<InvalidMessage>,
+    batch: bool,
+}
+
+impl Inbound {
+    fn from_payload(payload: Payload) -> Self {
+        match payload {
+            Payload::Single(message) => Self {
+                messages: vec![message],
+                invalid: Vec::new(),
+                batch: false,
+            },
+            Payload::Batch(entries) => {
+                let (mut messages, mut invalid) = (Vec::new(), Vec::new());
+                for entry in entries {
+                    match entry {
+                        Ok(message) => messages.push(message),
+                        Err(error) => invalid.push(error),
+                    }
+                }
+                Self {
+                    messages,
+                    invalid,
+                    batch: true,
+                }
+            }
+        }
+    }
+
+    fn has_requests(&self) -> bool {
+        self.messages
+            .iter()
+            .any(|message| matches!(message, Message::Request(_)))
+    }
+
+    /// The id a refusal of the whole body echoes: the single request's.
+    fn echo_id(&self) -> Option<&RequestId> {
+        match (self.batch, self.messages.first()) {
+            (false, Some(Message::Request(request))) => Some(&request.id),
+            _ => None,
+        }
+    }
+}
+
+/// The refusal a body that did not decode is owed.
+pub(crate) fn decode_refusal(error: &DecodeError) -> Refusal {
+    match error {
+        DecodeError::TooLarge { .. } => Refusal::BodyTooLarge,
+        DecodeError::NotJson | DecodeError::InvalidUtf8 | DecodeError::TooDeep { .. } => {
+            Refusal::ParseError
+        }
+        DecodeError::EmptyBatch | DecodeError::Invalid(_) => Refusal::InvalidRequest,
+    }
+}
+
+async fn post<H: RequestHandler>(
+    State(transport): State<Arc<StreamableHttp<H>>>,
+    request: HttpRequest,
+) -> Response {
+    let span = tracing::debug_span!("post");
+    transport.serve_post(request).instrument(span).await
+}
+
+async fn get<H: RequestHandler>(
+    State(transport): State<Arc<StreamableHttp<H>>>,
+    request: HttpRequest,
+) -> Response {
+    transport.open_stream(request.headers())
+}
+
+async fn delete<H: RequestHandler>(
+    State(transport): State<Arc<StreamableHttp<H>>>,
+    request: HttpRequest,
+) -> Response {
+    transport.end_session(request.headers())
+}
+
+impl<H: RequestHandler> StreamableHttp<H> {
+    async fn serve_post(self: Arc<Self>, request: HttpRequest) -> Response {
+        let (parts, body) = request.into_parts();
+        let profile = self.handler.profile();
+        if !content_type_is(&parts.headers, profile.media_type()) {
+            return refuse(Refusal::UnsupportedMediaType, None);
+        }
+        let Some(framing) = choose_framing(
+            self.config.response_mode,
+            Accepts::read(&parts.headers, profile.media_type()),
+        ) else {
+            return refuse(Refusal::NotAcceptable, None);
+        };
+        let limit = parts
+            .extensions
+            .get::<BodyLimit>()
+            .map_or(self.config.limits.max_bytes, |limit| limit.0);
+        let bytes = match read_body(body, limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refuse(refusal, None),
+        };
+        let body = match decode(&bytes, &self.config.limits) {
+            Ok(payload) => Inbound::from_payload(payload),
+            Err(error) => return refuse(decode_refusal(&error), error.request_id()),
+        };
+        let resolved = match self.resolve_post_session(&parts.headers, &body) {
+            Ok(resolved) => resolved,
+            Err(refusal) => return refuse(refusal, body.echo_id()),
+        };
+        let state = resolved.session().map(|session| session.state());
+        if body.batch && !self.handler.accepts_batch(&parts.headers, state) {
+            return refuse(Refusal::InvalidRequest, None);
+        }
+        if let Some(name) = profile.version_header()
+            && parts
+                .headers
+                .get(name)
+                .is_some_and(|value| value.to_str().is_err())
+        {
+            return refuse(Refusal::MalformedHeader("protocol version"), body.echo_id());
+        }
+        if let Err(rejection) = self.handler.admit(&body.messages, &parts.headers, state) {
+            return reject(&rejection, body.echo_id());
+        }
+        let meta = Arc::new(RequestMeta {
+            headers: parts.headers,
+            extensions: parts.extensions,
+        });
+        if !body.has_requests() && body.invalid.is_empty() {
+            self.take_without_answer(body.messages, &resolved, meta)
+                .await;
+            return StatusCode::ACCEPTED.into_response();
+        }
+        let opened = match &resolved {
+            Resolved::Opening(session) => Some(Arc::clone(session)),
+            _ => None,
+        };
+        let mut response = match framing {
+            Framed::Json => self.answer_json(body, &resolved, meta).await,
+            Framed::Sse | Framed::Auto => {
+                Arc::clone(&self)
+                    .answer_streaming(body, resolved, meta, framing)
+                    .await
+            }
+        };
+        // An opening that failed (answered only errors) has already ended its session.
+        if let (Some(session), Some(name)) = (opened, profile.session_header())
+            && !session.ended().is_cancelled()
+            && let Ok(value) = HeaderValue::from_str(session.id().as_str())
+        {
+            response.headers_mut().insert(name.clone(), value);
+        }
+        response
+    }
+
+    /// Which session a POST belongs to. The store is consulted only when the header names a
+    /// session; otherwise the handler says what the body means.
+    fn resolve_post_session(
+        &self,
+        headers: &HeaderMap,
+        body: &Inbound,
+    ) -> Result<Resolved<H::Session>, Refusal> {
+        let Some(name) = self.handler.profile().session_header() else {
+            return Ok(Resolved::None);
+        };
+        if let Some(id) = session_id(headers, name)? {
+            return self.live_session(&id).map(Resolved::Live);
+        }
+        if !body.has_requests() {
+            return Ok(Resolved::None);
+        }
+        match self.handler.unsessioned(&body.messages, headers) {
+            Unsessioned::Stateless => Ok(Resolved::None),
+            Unsessioned::NeedsSession => Err(Refusal::MissingSession),
+            Unsessioned::Opens => self.open_session().map(Resolved::Opening),
+        }
+    }
+
+    fn live_session(&self, id: &SessionId) -> Result<Arc<Session<H::Session>>, Refusal> {
+        self.store
+            .get(id, self.config.clock.now())
+            .ok_or(Refusal::UnknownSession)
+    }
+
+    fn open_session(&self) -> Result<Arc<Session<H::Session>>, Refusal> {
+        let session = Arc::new(Session::new(
+            SessionId::random(),
+            H::Session::default(),
+            self.config.clock.now(),
+            self.config.tail_capacity,
+        ));
+        self.store
+            .insert(Arc::clone(&session))
+            .map_err(|_| Refusal::Overloaded)?;
+        tracing::debug!(session = %session.id(), "session opened");
+        Ok(session)
+    }
+
+    fn scope(
+        &self,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        route: Route,
+    ) -> Scope<H::Session> {
+        let session = resolved.session().cloned();
+        let conversation = session
+            .as_ref()
+            .map(|session| Arc::clone(session.conversation()));
+        Scope {
+            peer: Peer::new(
+                route,
+                conversation.clone(),
+                self.config.peer_timeout,
+                self.handler.profile().cancellation().copied(),
+            ),
+            session,
+            conversation,
+            meta,
+        }
+    }
+
+    /// Where a handler's own messages go when the answer is plain JSON.
+    fn side_route(resolved: &Resolved<H::Session>) -> Route {
+        resolved.session().map_or(Route::Nowhere, |session| {
+            Route::Tail(session.standalone_stream())
+        })
+    }
+
+    async fn take_without_answer(
+        &self,
+        messages: Vec<Message>,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+    ) {
+        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        for message in messages {
+            serve_message(&self.handler, message, scope.clone()).await;
+        }
+    }
+
+    async fn answer_json(
+        &self,
+        body: Inbound,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+    ) -> Response {
+        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        let batch = body.batch;
+        let answers = run_all(&self.handler, body, scope).await;
+        self.settle_opening(resolved, &answers);
+        let bytes = match (batch, answers.as_slice()) {
+            (false, [single]) => Message::Response(single.clone()).to_bytes(),
+            (false, []) => return StatusCode::ACCEPTED.into_response(),
+            _ => batch_to_bytes(
+                &answers
+                    .into_iter()
+                    .map(Message::Response)
+                    .collect::<Vec<_>>(),
+            ),
+        };
+        self.json_response(bytes)
+    }
+
+    fn json_response(&self, bytes: Bytes) -> Response {
+        let mut response = Response::new(Body::from(bytes));
+        if let Ok(value) = HeaderValue::from_str(self.handler.profile().media_type()) {
+            response.headers_mut().insert(header::CONTENT_TYPE, value);
+        }
+        response
+    }
+
+    /// An opening session whose opening request failed is forgotten.
+    fn settle_opening(&self, resolved: &Resolved<H::Session>, answers: &[RpcResponse]) {
+        if let Resolved::Opening(session) = resolved
+            && !answers.iter().any(|answer| !answer.is_error())
+        {
+            self.store.remove(session.id());
+        }
+    }
+
+    async fn answer_streaming(
+        self: Arc<Self>,
+        body: Inbound,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Response {
+        let tail = match resolved.session() {
+            Some(session) => session.streams().open_request_stream(),
+            None => Arc::new(EventTail::new(1, self.config.tail_capacity)),
+        };
+        let scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
+        let batch = body.batch;
+        let transport = Arc::clone(&self);
+        let work_tail = Arc::clone(&tail);
+        let mut subscription = tail.subscribe_after(0);
+        let work = async move {
+            let answers = run_all(&transport.handler, body, scope).await;
+            transport.settle_opening(&resolved, &answers);
+            answers
+        };
+        if framing == Framed::Auto {
+            let mut work = Box::pin(work);
+            tokio::select! {
+                biased;
+                answers = &mut work => {
+                    if tail.is_untouched() {
+                        return self.json_answers(batch, answers);
+                    }
+                    publish_answers(&tail, answers);
+                }
+                () = subscription.changed() => {
+                    tokio::spawn(async move { publish_answers(&work_tail, work.await) }.in_current_span());
+                }
+            }
+        } else {
+            tokio::spawn(async move { publish_answers(&work_tail, work.await) }.in_current_span());
+        }
+        sse_response(
+            subscription,
+            Vec::new(),
+            Framing::Resumable,
+            self.stops(None),
+            &self.config.streams,
+        )
+    }
+
+    fn json_answers(&self, batch: bool, answers: Vec<RpcResponse>) -> Response {
+        match (batch, answers.as_slice()) {
+            (false, [single]) => self.json_response(Message::Response(single.clone()).to_bytes()),
+            (_, []) => StatusCode::ACCEPTED.into_response(),
+            _ => self.json_response(batch_to_bytes(
+                &answers
+                    .into_iter()
+                    .map(Message::Response)
+                    .collect::<Vec<_>>(),
+            )),
+        }
+    }
+
+    fn stops(&self, session: Option<&Arc<Session<H::Session>>>) -> Stops {
+        Stops {
+            session: session.map(|session| session.ended().clone()),
+            shutdown: Some(self.config.shutdown.clone()),
+        }
+    }
+
+    /// `GET`: the session's stream, fresh or resumed from `Last-Event-ID`.
+    fn open_stream(&self, headers: &HeaderMap) -> Response {
+        let Some(name) = self.handler.profile().session_header() else {
+            return refuse(
+                Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
+                None,
+            );
+        };
+        if !Accepts::read(headers, self.handler.profile().media_type()).sse {
+            return refuse(Refusal::NotAcceptable, None);
+        }
+        let session = match session_id(headers, name) {
+            Ok(Some(id)) => match self.live_session(&id) {
+                Ok(session) => session,
+                Err(refusal) => return refuse(refusal, None),
+            },
+            Ok(None) => return refuse(Refusal::MissingSession, None),
+            Err(refusal) => return refuse(refusal, None),
+        };
+        let subscription = match headers.get(LAST_EVENT_ID) {
+            None => session.standalone_stream().subscribe_fresh(),
+            Some(value) => match resume(&session, value) {
+                Ok(subscription) => subscription,
+                Err(refusal) => return refuse(refusal, None),
+            },
+        };
+        tracing::debug!(session = %session.id(), stream = subscription.tail().stream(), "stream opened");
+        sse_response(
+            subscription,
+            Vec::new(),
+            Framing::Resumable,
+            self.stops(Some(&session)),
+            &self.config.streams,
+        )
+    }
+
+    /// `DELETE`: ends the session; its id is unknown afterwards.
+    fn end_session(&self, headers: &HeaderMap) -> Response {
+        let Some(name) = self.handler.profile().session_header() else {
+            return refuse(
+                Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
+                None,
+            );
+        };
+        match session_id(headers, name) {
+            Ok(Some(id)) => match self.store.remove(&id) {
+                Some(_) => {
+                    tracing::debug!(session = %id, "session ended by the client");
+                    StatusCode::OK.into_response()
+                }
+                None => refuse(Refusal::UnknownSession, None),
+            },
+            Ok(None) => refuse(Refusal::MissingSession, None),
+            Err(refusal) => refuse(refusal, None),
+        }
+    }
+}
+
+/// Resumes one of the session's streams after the event `Last-Event-ID` names.
+fn resume<S>(
+    session: &Session<S>,
+    value: &HeaderValue,
+) -> Result<crate::tail::Subscription, Refusal> {
+    let id: EventId = value
+        .to_str()
+        .map_err(|_| Refusal::MalformedLastEventId)?
+        .trim()
+        .parse()
+        .map_err(|_| Refusal::MalformedLastEventId)?;
+    let cursor = EventCursor::from_event_id(id).ok_or(Refusal::MalformedLastEventId)?;
+    let tail = session
+        .streams()
+        .find(cursor.stream)
+        .ok_or(Refusal::ResumeGone)?;
+    tail.resume_after(cursor.sequence)
+        .map_err(|_| Refusal::ResumeGone)
+}
+
+/// Runs every message of a body concurrently; returns the answers owed, invalid entries first.
+async fn run_all<H: RequestHandler>(
+    handler: &H,
+    body: Inbound,
+    scope: Scope<H::Session>,
+) -> Vec<RpcResponse> {
+    let mut answers: Vec<RpcResponse> = body
+        .invalid
+        .iter()
+        .map(InvalidMessage::to_response)
+        .collect();
+    if body.batch {
+        let served = futures::future::join_all(
+            body.messages
+                .into_iter()
+                .map(|message| serve_message(handler, message, scope.clone())),
+        )
+        .await;
+        answers.extend(served.into_iter().flatten());
+    } else {
+        for message in body.messages {
+            answers.extend(serve_message(handler, message, scope.clone()).await);
+        }
+    }
+    answers
+}
+
+fn publish_answers(tail: &EventTail, answers: Vec<RpcResponse>) {
+    for answer in answers {
+        if tail.publish(Message::Response(answer).to_bytes()).is_err() {
+            tracing::debug!("an answer's stream closed before the answer");
+        }
+    }
+    tail.close();
+}

@@ -1,0 +1,173 @@
+//! Composition: several protocols mounted at their own paths in one server, hardened once as a
+//! whole, returned as an axum `Router` a user can nest into their own app — or served here on a
+//! listener this module owns (TCP_NODELAY on every accepted socket; graceful shutdown that stops
+//! accepting, lets in-flight requests finish and ends every stream cleanly).
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::RequestHandler;
+use crate::hardening::{HardeningConfig, HardeningError};
+use crate::http::{HttpConfig, StreamableHttp};
+use crate::legacy::LegacySse;
+
+/// Builds a [`Server`] from protocol mounts and extra routes.
+#[derive(Debug)]
+pub struct ServerBuilder {
+    routes: Router,
+    hardening: HardeningConfig,
+    shutdown: CancellationToken,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ServerBuilder {
+    pub fn new() -> Self {
+        Self {
+            routes: Router::new(),
+            hardening: HardeningConfig::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The hardening every mounted route runs behind.
+    #[must_use]
+    pub fn hardening(mut self, config: HardeningConfig) -> Self {
+        self.hardening = config;
+        self
+    }
+
+    /// Serves `handler` over Streamable HTTP at `path`.
+    #[must_use]
+    pub fn streamable_http<H: RequestHandler>(
+        self,
+        path: &str,
+        handler: H,
+        config: HttpConfig,
+    ) -> Self {
+        let config = self.owned(config);
+        self.routes(StreamableHttp::new(handler, config).into_routes(path))
+    }
+
+    /// Serves `handler` over legacy HTTP+SSE: the stream at `stream_path`, messages to
+    /// `post_path`.
+    #[must_use]
+    pub fn legacy_sse<H: RequestHandler>(
+        self,
+        stream_path: &str,
+        post_path: &str,
+        handler: H,
+        config: HttpConfig,
+    ) -> Self {
+        let config = self.owned(config);
+        self.routes(LegacySse::new(handler, config, post_path).into_routes(stream_path))
+    }
+
+    /// Adds routes of the caller's (a protocol's REST binding, a discovery document); they run
+    /// behind the same hardening.
+    #[must_use]
+    pub fn routes(mut self, routes: Router) -> Self {
+        self.routes = self.routes.merge(routes);
+        self
+    }
+
+    /// Ties a transport's streams to this server's shutdown.
+    fn owned(&self, mut config: HttpConfig) -> HttpConfig {
+        config.shutdown = self.shutdown.clone();
+        config
+    }
+
+    /// The hardened server.
+    ///
+    /// # Errors
+    /// A hardening configuration that cannot be served safely.
+    pub fn build(self) -> Result<Server, HardeningError> {
+        let hardening = self.hardening.build()?;
+        Ok(Server {
+            router: hardening.wrap(self.routes),
+            shutdown: self.shutdown,
+        })
+    }
+}
+
+/// A hardened set of protocol routes.
+#[derive(Debug, Clone)]
+pub struct Server {
+    router: Router,
+    shutdown: CancellationToken,
+}
+
+impl Server {
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::new()
+    }
+
+    /// The routes, to nest into another app. Streams still end when [`Self::shutdown`] fires.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// Fires to end every stream (also fired by the serving methods on shutdown).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Ends every open stream now.
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Binds `address` and serves until Ctrl-C.
+    ///
+    /// # Errors
+    /// Binding or serving failed.
+    pub async fn serve(self, address: SocketAddr) -> std::io::Result<()> {
+        let listener = TcpListener::bind(address).await?;
+        self.serve_until(listener, async {
+            if let Err(error) = tokio::signal::ctrl_c().await {
+                tracing::warn!(%error, "cannot listen for Ctrl-C; serving until the process ends");
+                std::future::pending::<()>().await;
+            }
+        })
+        .await
+    }
+
+    /// Serves on `listener` until `signal` completes, then shuts down gracefully: no new
+    /// connections, in-flight requests finish, streams end.
+    ///
+    /// # Errors
+    /// Serving failed.
+    pub async fn serve_until(
+        self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let shutdown = self.shutdown.clone();
+        let listener = listener.tap_io(|stream| {
+            // Without this a small SSE write waits for the peer's delayed ACK (~40 ms).
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
+        tracing::info!("serving");
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    () = signal => {}
+                    () = shutdown.cancelled() => {}
+                }
+                shutdown.cancel();
+                tracing::info!("shutting down");
+            })
+            .await
+    }
+}

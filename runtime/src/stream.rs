@@ -1,0 +1,167 @@
+//! An SSE response body read from an event tail: each published message becomes one event
+//! (with its resumable id, or named for the legacy transport), idle periods carry keep-alive
+//! comments, and the stream ends cleanly when its tail closes, its session ends, the server
+//! shuts down, or the configured polling window passes (after telling the client when to
+//! reconnect).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use http::{HeaderValue, StatusCode, header};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::sse::{EventName, encode_event, encode_retry, keep_alive};
+use crate::tail::{Next, Subscription};
+
+/// How an SSE response behaves over time.
+#[derive(Debug, Clone, Default)]
+pub struct StreamPolicy {
+    /// A comment is sent after this long without an event.
+    pub keep_alive: Option<Duration>,
+    /// The server closes the stream after this long (SSE polling); the client resumes.
+    pub close_after: Option<Duration>,
+    /// The reconnection delay announced to the client.
+    pub retry: Option<Duration>,
+    /// Whether a stream opens with an event carrying its cursor and no data, so a client can
+    /// resume even before the first message.
+    pub prime: bool,
+}
+
+/// How each message is framed.
+#[derive(Debug, Clone)]
+pub(crate) enum Framing {
+    /// Unnamed events with resumable ids (Streamable HTTP).
+    Resumable,
+    /// Events named `name` without ids (legacy HTTP+SSE).
+    Named(EventName),
+}
+
+/// What ends a stream besides its tail closing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stops {
+    pub(crate) session: Option<CancellationToken>,
+    pub(crate) shutdown: Option<CancellationToken>,
+}
+
+struct StreamState {
+    subscription: Subscription,
+    prelude: VecDeque<Bytes>,
+    framing: Framing,
+    stops: Stops,
+    keep_alive: Option<Duration>,
+    next_keep_alive: Option<Instant>,
+    close_at: Option<Instant>,
+    retry: Option<Duration>,
+    done: bool,
+}
+
+/// A `200 text/event-stream` response reading `subscription`, after `prelude` events.
+pub(crate) fn sse_response(
+    subscription: Subscription,
+    prelude: Vec<Bytes>,
+    framing: Framing,
+    stops: Stops,
+    policy: &StreamPolicy,
+) -> Response {
+    let mut prelude: VecDeque<Bytes> = prelude.into();
+    if policy.prime && matches!(framing, Framing::Resumable) {
+        let mut out = BytesMut::new();
+        if let Some(retry) = policy.retry {
+            encode_retry(&mut out, retry);
+        }
+        encode_event(&mut out, None, Some(subscription.cursor_id()), "");
+        prelude.push_front(out.freeze());
+    }
+    let now = Instant::now();
+    let state = StreamState {
+        subscription,
+        prelude,
+        framing,
+        stops,
+        keep_alive: policy.keep_alive,
+        next_keep_alive: policy.keep_alive.map(|every| now + every),
+        close_at: policy.close_after.map(|after| now + after),
+        retry: policy.retry,
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, next_chunk);
+    let mut response = Response::new(Body::from_stream(stream));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Proxies that buffer (nginx) would hold events back without this.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>, StreamState)> {
+    if let Some(chunk) = state.prelude.pop_front() {
+        return Some((Ok(chunk), state));
+    }
+    if state.done {
+        return None;
+    }
+    loop {
+        match state.subscription.poll_next() {
+            Next::Event(id, payload) => {
+                let chunk = encode_message(&state.framing, id, &payload);
+                state.next_keep_alive = state.keep_alive.map(|every| Instant::now() + every);
+                return Some((Ok(chunk), state));
+            }
+            Next::Closed | Next::Evicted | Next::Superseded => return None,
+            Next::Idle => {}
+        }
+        let keep_alive_at = state.next_keep_alive;
+        let close_at = state.close_at;
+        let session = state.stops.session.clone();
+        let shutdown = state.stops.shutdown.clone();
+        tokio::select! {
+            () = state.subscription.changed() => {}
+            () = cancelled(session) => return None,
+            () = cancelled(shutdown) => return None,
+            () = sleep_until(keep_alive_at) => {
+                state.next_keep_alive = state.keep_alive.map(|every| Instant::now() + every);
+                return Some((Ok(keep_alive()), state));
+            }
+            () = sleep_until(close_at) => {
+                state.done = true;
+                let mut out = BytesMut::new();
+                encode_retry(&mut out, state.retry.unwrap_or(Duration::from_secs(1)));
+                return Some((Ok(out.freeze()), state));
+            }
+        }
+    }
+}
+
+fn encode_message(framing: &Framing, id: crate::sse::EventId, payload: &[u8]) -> Bytes {
+    let data = String::from_utf8_lossy(payload);
+    let mut out = BytesMut::with_capacity(payload.len() + 32);
+    match framing {
+        Framing::Resumable => encode_event(&mut out, None, Some(id), &data),
+        Framing::Named(name) => encode_event(&mut out, Some(name), None, &data),
+    }
+    out.freeze()
+}
+
+async fn cancelled(token: Option<CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,250 @@
+//! A minimal protocol for the transport tests, a server harness on a real loopback socket, and
+//! an SSE reader over reqwest's byte stream.
+
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName};
+use protocols_runtime::hardening::HardeningConfig;
+use protocols_runtime::http::HttpConfig;
+use protocols_runtime::jsonrpc::to_raw;
+use protocols_runtime::server::{Server, ServerBuilder};
+use protocols_runtime::sse::{SseDecoder, SseEvent};
+use protocols_runtime::{
+    BatchPolicy, CancelConvention, CancelReply, Context, ErrorObject, Message, Notification,
+    Profile, Reply, Request, RequestHandler, Unsessioned,
+};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub const SESSION_HEADER: &str = "test-session-id";
+pub const CANCEL_METHOD: &str = "cancel";
+
+/// Per-session state: whatever the opening request recorded.
+#[derive(Debug, Default)]
+pub struct TestSession {
+    pub opened_by: Mutex<Option<String>>,
+}
+
+/// The test protocol: `open` opens a session, `stateless/*` stands alone, everything else needs
+/// a session.
+pub struct TestProtocol {
+    profile: Profile,
+    pub notifications: Arc<Mutex<Vec<String>>>,
+}
+
+impl TestProtocol {
+    pub fn new() -> Self {
+        Self {
+            profile: Profile::new()
+                .with_session_header(HeaderName::from_static(SESSION_HEADER))
+                .with_version_header(HeaderName::from_static("test-version"))
+                .with_batches(BatchPolicy::Accept)
+                .with_cancellation(CancelConvention {
+                    method: CANCEL_METHOD,
+                    id_field: "requestId",
+                    reply: CancelReply::Nothing,
+                }),
+            notifications: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+fn params(request: &Request) -> Value {
+    request
+        .params
+        .as_ref()
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn reply(value: &Value) -> Reply {
+    to_raw(value).map_err(|_| ErrorObject::internal_error())
+}
+
+impl RequestHandler for TestProtocol {
+    type Session = TestSession;
+
+    fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn unsessioned(&self, messages: &[Message], _headers: &HeaderMap) -> Unsessioned {
+        match messages.first() {
+            Some(Message::Request(request)) if request.method == "open" => Unsessioned::Opens,
+            Some(Message::Request(request)) if request.method.starts_with("stateless/") => {
+                Unsessioned::Stateless
+            }
+            _ => Unsessioned::NeedsSession,
+        }
+    }
+
+    async fn handle(&self, request: Request, cx: Context<TestSession>) -> Reply {
+        let params = params(&request);
+        match request.method.as_str() {
+            "open" if params["fail"] == true => Err(ErrorObject::new(-32000, "refused to open")),
+            "open" => {
+                if let Some(state) = cx.state()
+                    && let Ok(mut opened_by) = state.opened_by.lock()
+                {
+                    *opened_by = Some("open".to_owned());
+                }
+                reply(&json!({"opened": true}))
+            }
+            "echo" | "stateless/echo" => reply(&params),
+            "whoami" => reply(&json!({"version": cx.protocol_version()})),
+            "notify-then-answer" | "burst" => {
+                let count = params["count"].as_u64().unwrap_or(3);
+                for i in 0..count {
+                    if cx.peer().notify("progress", &json!({"i": i})).is_err() {
+                        return Err(ErrorObject::internal_error());
+                    }
+                    if request.method == "burst" && i % 8 == 0 {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                reply(&json!({"sent": count}))
+            }
+            "ask-client" => match cx.peer().request("client/ask", &params).await {
+                Ok(answer) => {
+                    let answer: Value = serde_json::from_str(answer.get()).unwrap_or(Value::Null);
+                    reply(&json!({"client_said": answer}))
+                }
+                Err(error) => Err(ErrorObject::new(-32001, error.to_string())),
+            },
+            "ask-client-briefly" => match cx
+                .peer()
+                .request_within("client/ask", &params, Duration::from_millis(100))
+                .await
+            {
+                Ok(_) => reply(&json!("answered")),
+                Err(error) => Err(ErrorObject::new(-32002, error.to_string())),
+            },
+            "slow" => {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                reply(&json!("finished"))
+            }
+            "fail" => Err(ErrorObject::new(-32000, "failed on purpose")),
+            _ => Err(ErrorObject::method_not_found()),
+        }
+    }
+
+    async fn notify(&self, notification: Notification, _cx: Context<TestSession>) {
+        if let Ok(mut seen) = self.notifications.lock() {
+            seen.push(notification.method);
+        }
+    }
+}
+
+/// A server on 127.0.0.1:0 that stops when dropped.
+pub struct TestServer {
+    pub address: SocketAddr,
+    stop: CancellationToken,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        self.stop.cancel();
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Hardening for tests: loopback host policy, no rate limit.
+pub fn test_hardening() -> HardeningConfig {
+    HardeningConfig::new().rate_limit(None)
+}
+
+/// Serves a built server on a fresh loopback port.
+pub async fn serve(server: Server) -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let address = listener.local_addr().expect("local address");
+    let stop = CancellationToken::new();
+    let signal = stop.clone();
+    let task = tokio::spawn(server.serve_until(listener, async move { signal.cancelled().await }));
+    TestServer {
+        address,
+        stop,
+        task: Some(task),
+    }
+}
+
+/// The test protocol at `/rpc` over Streamable HTTP with `config`.
+pub async fn serve_protocol(config: HttpConfig) -> TestServer {
+    let server = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http("/rpc", TestProtocol::new(), config)
+        .build()
+        .expect("server builds");
+    serve(server).await
+}
+
+pub fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// Reads SSE events from a streaming response.
+pub struct SseReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+}
+
+impl SseReader {
+    pub fn new(response: reqwest::Response) -> Self {
+        Self {
+            body: response.bytes_stream().boxed(),
+            decoder: SseDecoder::new(1 << 20),
+        }
+    }
+
+    /// The next event, or `None` when the stream ends (or nothing arrives within 10 s).
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(event) = self.decoder.next_event() {
+                return Some(event.expect("well-formed SSE"));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
+                .await
+                .ok()??;
+            self.decoder.push(&chunk.ok()?);
+        }
+    }
+
+    /// The next event that carries data, parsed as JSON.
+    pub async fn next_json(&mut self) -> Option<(Option<u64>, Value)> {
+        loop {
+            let event = self.next().await?;
+            if event.data().is_empty() {
+                continue;
+            }
+            let value = serde_json::from_str(event.data()).expect("JSON event data");
+            return Some((event.id().map(|id| id.get()), value));
+        }
+    }
+
+    pub fn last_event_id(&self) -> Option<u64> {
+        self.decoder.last_event_id().map(|id| id.get())
+    }
+}

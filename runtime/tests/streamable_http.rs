@@ -1,0 +1,768 @@
+//! Streamable HTTP over a real loopback socket with a real HTTP client: framing, sessions and
+//! their expiry, resumption, bidirectional calls, cancellation and shutdown.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{SESSION_HEADER, SseReader, request, serve_protocol};
+use protocols_runtime::ManualClock;
+use protocols_runtime::http::{HttpConfig, ResponseMode};
+use protocols_runtime::session::SessionLimits;
+use protocols_runtime::stream::StreamPolicy;
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+const BOTH: &str = "application/json, text/event-stream";
+
+fn client() -> Client {
+    Client::builder().build().expect("client")
+}
+
+async fn post(
+    client: &Client,
+    url: &str,
+    session: Option<&str>,
+    accept: &str,
+    body: &Value,
+) -> reqwest::Response {
+    let mut builder = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .body(body.to_string());
+    if let Some(session) = session {
+        builder = builder.header(SESSION_HEADER, session);
+    }
+    builder.send().await.expect("request sent")
+}
+
+/// Opens a session and returns its id.
+async fn open(client: &Client, url: &str) -> String {
+    let response = post(
+        client,
+        url,
+        None,
+        "application/json",
+        &request(0, "open", json!({})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let id = response.headers()[SESSION_HEADER]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["result"]["opened"], true);
+    id
+}
+
+#[tokio::test]
+async fn a_plain_request_is_answered_with_json_echoing_its_id() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        None,
+        BOTH,
+        &request(41, "stateless/echo", json!({"text": "a\nb"})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "id": 41, "result": {"text": "a\nb"}})
+    );
+}
+
+#[tokio::test]
+async fn notifications_travel_on_the_request_stream_before_its_answer() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(2, "notify-then-answer", json!({"count": 3})),
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = SseReader::new(response);
+    for i in 0..3 {
+        let (_, message) = events.next_json().await.expect("a notification");
+        assert_eq!(message["method"], "progress");
+        assert_eq!(message["params"]["i"], i);
+    }
+    let (_, answer) = events.next_json().await.expect("the answer");
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["sent"], 3);
+    assert!(
+        events.next().await.is_none(),
+        "the stream ends after the answer"
+    );
+}
+
+#[tokio::test]
+async fn json_mode_answers_json_even_when_the_handler_notifies() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Json,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(3, "notify-then-answer", json!({"count": 2})),
+    )
+    .await;
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["sent"], 2);
+}
+
+#[tokio::test]
+async fn sse_mode_streams_even_a_plain_answer() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let response = post(
+        &client(),
+        &server.url("/rpc"),
+        None,
+        BOTH,
+        &request(4, "stateless/echo", json!({"x": 1})),
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = SseReader::new(response);
+    let (id, answer) = events.next_json().await.expect("the answer");
+    assert!(id.is_some(), "events carry resumable ids");
+    assert_eq!(answer["result"]["x"], 1);
+}
+
+#[tokio::test]
+async fn a_batch_is_answered_as_an_array_with_invalid_entries_answered_alone() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let batch = json!([
+        request(1, "echo", json!({"a": 1})),
+        7,
+        request(2, "fail", json!({}))
+    ]);
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        "application/json",
+        &batch,
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answers: Vec<Value> = response.json().await.unwrap();
+    assert_eq!(answers.len(), 3);
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"].is_null() && a["error"]["code"] == -32600)
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == 1 && a["result"]["a"] == 1)
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == 2 && a["error"]["code"] == -32000)
+    );
+}
+
+#[tokio::test]
+async fn notifications_alone_are_accepted_with_202_and_reach_the_handler() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let note = json!({"jsonrpc": "2.0", "method": "hello"});
+    let response = post(&client, &server.url("/rpc"), Some(&session), BOTH, &note).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn a_request_needing_a_session_without_one_is_refused_with_400_echoing_its_id() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let response = post(
+        &client(),
+        &server.url("/rpc"),
+        None,
+        BOTH,
+        &request(9, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["id"], 9);
+    assert_eq!(body["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn an_unknown_session_is_404_and_a_malformed_one_is_400() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let unknown = post(
+        &client,
+        &server.url("/rpc"),
+        Some("no-such-session"),
+        BOTH,
+        &request(1, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    let malformed = post(
+        &client,
+        &server.url("/rpc"),
+        Some("has space"),
+        BOTH,
+        &request(1, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_failed_opening_request_issues_no_session() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let response = post(
+        &client(),
+        &server.url("/rpc"),
+        None,
+        "application/json",
+        &request(1, "open", json!({"fail": true})),
+    )
+    .await;
+    assert!(response.headers().get(SESSION_HEADER).is_none());
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32000);
+}
+
+#[tokio::test]
+async fn after_delete_the_session_id_is_404() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let echo = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(1, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(echo.status(), StatusCode::OK);
+    let delete = client
+        .delete(server.url("/rpc"))
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), StatusCode::OK);
+    let after = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(2, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(after.status(), StatusCode::NOT_FOUND);
+    let again = client
+        .delete(server.url("/rpc"))
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_idle_session_expires_under_the_injected_clock_without_any_delete() {
+    let clock = Arc::new(ManualClock::new());
+    let config = HttpConfig {
+        clock: clock.clone(),
+        sessions: SessionLimits {
+            idle: Duration::from_secs(60),
+            absolute: Duration::from_secs(3600),
+            max_live: 100,
+        },
+        reap_every: Duration::from_millis(10),
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    clock.advance(Duration::from_secs(59));
+    let still = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(1, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(still.status(), StatusCode::OK);
+    clock.advance(Duration::from_secs(61));
+    let gone = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(2, "echo", json!({})),
+    )
+    .await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_session_cap_refuses_new_sessions_with_503() {
+    let config = HttpConfig {
+        sessions: SessionLimits {
+            max_live: 2,
+            ..SessionLimits::default()
+        },
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    open(&client, &server.url("/rpc")).await;
+    open(&client, &server.url("/rpc")).await;
+    let third = post(
+        &client,
+        &server.url("/rpc"),
+        None,
+        BOTH,
+        &request(0, "open", json!({})),
+    )
+    .await;
+    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn get_without_event_stream_in_accept_is_406_and_without_session_is_400() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let json_only = client
+        .get(server.url("/rpc"))
+        .header("accept", "application/json")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_only.status(), StatusCode::NOT_ACCEPTABLE);
+    let no_session = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_session.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn resuming_from_a_malformed_or_unknown_event_id_is_refused_never_an_empty_200() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    for (cursor, status) in [
+        ("abc", StatusCode::BAD_REQUEST),
+        ("-1", StatusCode::BAD_REQUEST),
+        ("99999", StatusCode::GONE),
+        ("1099511627776", StatusCode::GONE),
+    ] {
+        let response = client
+            .get(server.url("/rpc"))
+            .header("accept", "text/event-stream")
+            .header(SESSION_HEADER, &session)
+            .header("last-event-id", cursor)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "cursor {cursor}");
+    }
+}
+
+#[tokio::test]
+async fn resume_from_evicted_event_id_is_refused_with_410() {
+    let config = HttpConfig {
+        tail_capacity: 4,
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(5, "burst", json!({"count": 20})),
+    )
+    .await;
+    let mut events = SseReader::new(response);
+    let (first_id, _) = events.next_json().await.expect("first event");
+    while events.next_json().await.is_some() {}
+    let resume = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .header("last-event-id", first_id.expect("an id").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resume.status(), StatusCode::GONE);
+    let body: Value = resume.json().await.unwrap();
+    assert!(body["error"]["code"].is_i64());
+}
+
+#[tokio::test]
+async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly_once_in_order() {
+    const COUNT: u64 = 2_000;
+    let config = HttpConfig {
+        tail_capacity: 4_096,
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+
+    // Load beside the stream: other requests on the same session while it runs.
+    let load = {
+        let (client, url, session) = (client.clone(), server.url("/rpc"), session.clone());
+        tokio::spawn(async move {
+            for n in 0..200 {
+                let response = post(
+                    &client,
+                    &url,
+                    Some(&session),
+                    "application/json",
+                    &request(1000 + n, "echo", json!({"n": n})),
+                )
+                .await;
+                assert_eq!(response.status(), StatusCode::OK);
+            }
+        })
+    };
+
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(7, "burst", json!({"count": COUNT})),
+    )
+    .await;
+    let mut events = SseReader::new(response);
+    let mut seen: Vec<u64> = Vec::new();
+    while seen.len() < 300 {
+        let (_, message) = events.next_json().await.expect("an event before the drop");
+        seen.push(message["params"]["i"].as_u64().expect("an index"));
+    }
+    let cursor = events.last_event_id().expect("events carry ids");
+    drop(events);
+
+    let resumed = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .header("last-event-id", cursor.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut events = SseReader::new(resumed);
+    let mut answer = None;
+    while let Some((_, message)) = events.next_json().await {
+        if message.get("method").is_some() {
+            seen.push(message["params"]["i"].as_u64().expect("an index"));
+        } else {
+            answer = Some(message);
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        (0..COUNT).collect::<Vec<_>>(),
+        "every event exactly once, in order"
+    );
+    assert_eq!(answer.expect("the final answer")["result"]["sent"], COUNT);
+    load.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_to_client_request_is_answered_by_a_later_post() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(11, "ask-client", json!({"q": "name?"})),
+    )
+    .await;
+    let mut events = SseReader::new(response);
+    let (_, asked) = events.next_json().await.expect("the server's request");
+    assert_eq!(asked["method"], "client/ask");
+    assert_eq!(asked["params"]["q"], "name?");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"name": "tester"}});
+    let ack = post(&client, &server.url("/rpc"), Some(&session), BOTH, &answer).await;
+    assert_eq!(ack.status(), StatusCode::ACCEPTED);
+    let (_, reply) = events.next_json().await.expect("the final answer");
+    assert_eq!(reply["id"], 11);
+    assert_eq!(reply["result"]["client_said"]["name"], "tester");
+}
+
+#[tokio::test]
+async fn a_server_to_client_request_that_times_out_is_cancelled_at_the_client() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(12, "ask-client-briefly", json!({})),
+    )
+    .await;
+    let mut events = SseReader::new(response);
+    let (_, asked) = events.next_json().await.expect("the server's request");
+    let (_, cancel) = events.next_json().await.expect("the cancellation");
+    assert_eq!(cancel["method"], common::CANCEL_METHOD);
+    assert_eq!(cancel["params"]["requestId"], asked["id"]);
+    let (_, reply) = events.next_json().await.expect("the final answer");
+    assert_eq!(reply["error"]["code"], -32002);
+}
+
+#[tokio::test]
+async fn a_cancellation_from_the_client_stops_the_running_request() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let slow = {
+        let (client, url, session) = (client.clone(), server.url("/rpc"), session.clone());
+        tokio::spawn(async move {
+            post(
+                &client,
+                &url,
+                Some(&session),
+                "application/json",
+                &request(13, "slow", json!({})),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": common::CANCEL_METHOD, "params": {"requestId": 13}});
+    let ack = post(&client, &server.url("/rpc"), Some(&session), BOTH, &cancel).await;
+    assert_eq!(ack.status(), StatusCode::ACCEPTED);
+    let answered = tokio::time::timeout(Duration::from_secs(5), slow)
+        .await
+        .expect("cancelled well before 30 s");
+    // The convention answers nothing, so the POST completes without a JSON-RPC answer.
+    assert_eq!(answered.unwrap().status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn the_session_stream_carries_messages_sent_while_answering_json() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Json,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let stream = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut events = SseReader::new(stream);
+    let answer = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(3, "notify-then-answer", json!({"count": 2})),
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    for i in 0..2 {
+        let (_, message) = events
+            .next_json()
+            .await
+            .expect("a notification on the session stream");
+        assert_eq!(message["params"]["i"], i);
+    }
+}
+
+#[tokio::test]
+async fn keep_alive_comments_flow_on_an_idle_stream_and_dispatch_nothing() {
+    let config = HttpConfig {
+        streams: StreamPolicy {
+            keep_alive: Some(Duration::from_millis(20)),
+            ..StreamPolicy::default()
+        },
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let mut stream = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(&first[..], b":\n\n");
+}
+
+#[tokio::test]
+async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Sse,
+        streams: StreamPolicy {
+            keep_alive: None,
+            close_after: Some(Duration::from_millis(150)),
+            retry: Some(Duration::from_millis(50)),
+            prime: true,
+        },
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    // `ask-client` waits for the client, so the stream outlives the polling window.
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(21, "ask-client", json!({})),
+    )
+    .await;
+    let mut events = SseReader::new(response);
+    let priming = events.next().await.expect("a priming event");
+    assert_eq!(priming.data(), "");
+    let (_, asked) = events.next_json().await.expect("the server's request");
+    assert!(
+        events.next().await.is_none(),
+        "the server closed the stream"
+    );
+    let cursor = events.last_event_id().expect("a cursor");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": "yes"});
+    post(&client, &server.url("/rpc"), Some(&session), BOTH, &answer).await;
+    let resumed = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .header("last-event-id", cursor.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(resumed);
+    let (_, reply) = events.next_json().await.expect("the answer after resuming");
+    assert_eq!(reply["id"], 21);
+    assert_eq!(reply["result"]["client_said"], "yes");
+}
+
+#[tokio::test]
+async fn the_version_header_reaches_the_handler_unjudged() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let response = client
+        .post(server.url("/rpc"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header(SESSION_HEADER, &session)
+        .header("test-version", "2099-01-01")
+        .body(request(1, "whoami", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["version"], "2099-01-01");
+}
+
+#[tokio::test]
+async fn graceful_shutdown_ends_open_streams_and_the_server_returns() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let stream = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(stream);
+    let stopped = tokio::time::timeout(Duration::from_secs(5), server.stop()).await;
+    assert!(
+        matches!(stopped, Ok(Ok(()))),
+        "the server stopped gracefully"
+    );
+    assert!(events.next().await.is_none(), "the stream ended cleanly");
+}
+
+#[tokio::test]
+async fn a_wrong_content_type_is_415() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let response = client()
+        .post(server.url("/rpc"))
+        .header("content-type", "text/plain")
+        .header("accept", BOTH)
+        .body(request(1, "stateless/echo", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+}
