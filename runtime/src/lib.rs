@@ -4,6 +4,7 @@
 //! [`handler`].
 
 mod dispatch;
+pub mod connect;
 pub mod handler;
 pub mod http;
 pub mod hardening;

@@ -60,6 +60,23 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    serve_lines_exposing(handler, reader, writer, config, |_| {}).await
+}
+
+/// [`serve_lines`], handing the conversation's [`Peer`] to `expose` before the first line is
+/// read, so the side that opened the conversation can call first (see `crate::connect`).
+pub(crate) async fn serve_lines_exposing<H, R, W>(
+    handler: &H,
+    reader: R,
+    writer: W,
+    config: StdioConfig,
+    expose: impl FnOnce(Peer),
+) -> std::io::Result<()>
+where
+    H: RequestHandler,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let (outbound, queued) = mpsc::unbounded_channel::<Bytes>();
     let finished = CancellationToken::new();
     let session = Arc::new(Session::new(
@@ -80,6 +97,7 @@ where
             handler.profile().cancellation().copied(),
         ),
     };
+    expose(scope.peer.clone());
     let reading = async {
         let outcome = read_until_eof(handler, reader, &outbound, scope, &config).await;
         session.end();
