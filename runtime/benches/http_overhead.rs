@@ -1,0 +1,341 @@
+//! The HTTP overhead benchmark: one binary that is either a server (a bare axum handler, the
+//! same handler behind the hardening layers, or a JSON-RPC echo through the runtime) or the
+//! closed-loop load generator that drives them. `scripts/bench-runtime.sh` runs the servers and
+//! the generator as separate processes pinned to separate cores and reports the ratios; run
+//! directly by `cargo bench` it only prints how to.
+//!
+//! ```text
+//! http_overhead serve <bare|hardened|runtime|runtime-auto|sessions> <port-file>
+//! http_overhead load <port> <concurrency> <seconds>
+//! http_overhead open <port> <sessions>      # against `serve sessions`: prints one id opened
+//! http_overhead probe <port> <session-id>   # prints the status a call on that session gets
+//! http_overhead summarize <results-file>    # lines `<kind> <load output>`: medians and ratios
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::post;
+use bytes::Bytes;
+use http::{Request, header};
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::rt::TokioIo;
+use protocols_runtime::hardening::BoundedBody;
+use protocols_runtime::http::ResponseMode;
+use tokio::net::{TcpListener, TcpStream};
+
+mod bench_support;
+
+/// The request every connection sends, and the answer both echo servers give.
+const REQUEST: &str =
+    r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"hello, world"}}"#;
+const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"text":"hello, world"}}"#;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outcome = match words.as_slice() {
+        ["serve", kind, port_file] => serve(kind, PathBuf::from(port_file)),
+        ["load", port, concurrency, seconds] => load(port, concurrency, seconds),
+        ["open", port, count] => open_sessions(port, count),
+        ["probe", port, session] => probe(port, session),
+        ["summarize", file] => summarize(file),
+        _ => {
+            eprintln!(
+                "run scripts/bench-runtime.sh; usage: serve <kind> <port-file> | load <port> <conc> <secs>"
+            );
+            Ok(())
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("http_overhead: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .map_err(|error| error.to_string())
+}
+
+fn serve(kind: &str, port_file: PathBuf) -> Result<(), String> {
+    runtime(1)?.block_on(async move {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|error| error.to_string())?;
+        let address = listener.local_addr().map_err(|error| error.to_string())?;
+        let app = app(kind, address)?;
+        std::fs::write(&port_file, address.port().to_string())
+            .map_err(|error| error.to_string())?;
+        bench_support::serve_nodelay(listener, app).await
+    })
+}
+
+fn app(kind: &str, address: SocketAddr) -> Result<Router, String> {
+    match kind {
+        "bare" => Ok(Router::new().route("/mcp", post(bare_echo))),
+        "hardened" => {
+            let hardening = bench_support::bench_hardening(address)
+                .build()
+                .map_err(|error| error.to_string())?;
+            Ok(hardening.wrap(Router::new().route("/mcp", post(hardened_echo))))
+        }
+        "runtime" => bench_support::runtime_echo(address, ResponseMode::Json),
+        "runtime-auto" => bench_support::runtime_echo(address, ResponseMode::Auto),
+        "sessions" => bench_support::runtime_sessions(address),
+        other => Err(format!("unknown server kind {other}")),
+    }
+}
+
+async fn bare_echo(body: Bytes) -> ([(header::HeaderName, &'static str); 1], &'static str) {
+    let _ = body;
+    ([(header::CONTENT_TYPE, "application/json")], ANSWER)
+}
+
+async fn hardened_echo(
+    BoundedBody(body): BoundedBody,
+) -> ([(header::HeaderName, &'static str); 1], &'static str) {
+    let _ = body;
+    ([(header::CONTENT_TYPE, "application/json")], ANSWER)
+}
+
+/// Closed loop: `concurrency` keep-alive connections, each sending the next request as soon as
+/// the previous answer is read. One warm-up second is discarded.
+fn load(port: &str, concurrency: &str, seconds: &str) -> Result<(), String> {
+    let port: u16 = port.parse().map_err(|_| "port")?;
+    let concurrency: usize = concurrency.parse().map_err(|_| "concurrency")?;
+    let seconds: u64 = seconds.parse().map_err(|_| "seconds")?;
+    runtime(1)?.block_on(async move {
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let warmup = Duration::from_secs(1);
+        let measured = Duration::from_secs(seconds);
+        let start = Instant::now();
+        let workers: Vec<_> = (0..concurrency)
+            .map(|_| tokio::spawn(worker(address, start + warmup, start + warmup + measured)))
+            .collect();
+        let mut latencies = Vec::new();
+        for worker in workers {
+            let mut samples = worker.await.map_err(|error| error.to_string())??;
+            latencies.append(&mut samples);
+        }
+        report(concurrency, measured, &mut latencies);
+        Ok(())
+    })
+}
+
+async fn worker(
+    address: SocketAddr,
+    measure_from: Instant,
+    stop_at: Instant,
+) -> Result<Vec<u32>, String> {
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|error| error.to_string())?;
+    stream
+        .set_nodelay(true)
+        .map_err(|error| error.to_string())?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(connection);
+    let mut samples = Vec::with_capacity(1 << 16);
+    loop {
+        let sent = Instant::now();
+        if sent >= stop_at {
+            return Ok(samples);
+        }
+        let request = Request::post("/mcp")
+            .header(header::HOST, format!("127.0.0.1:{}", address.port()))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .body(Full::new(Bytes::from_static(REQUEST.as_bytes())))
+            .map_err(|error| error.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|error| error.to_string())?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|error| error.to_string())?
+            .to_bytes();
+        if !status.is_success() || body.is_empty() {
+            return Err(format!("server answered {status}"));
+        }
+        if sent >= measure_from {
+            let micros = sent.elapsed().as_micros();
+            samples.push(u32::try_from(micros).unwrap_or(u32::MAX));
+        }
+    }
+}
+
+fn report(concurrency: usize, measured: Duration, latencies: &mut [u32]) {
+    latencies.sort_unstable();
+    let percentile = |p: f64| -> u32 {
+        if latencies.is_empty() {
+            return 0;
+        }
+        let rank = ((latencies.len() as f64) * p).ceil() as usize;
+        latencies[rank.clamp(1, latencies.len()) - 1]
+    };
+    let requests = latencies.len();
+    println!(
+        "{{\"concurrency\":{concurrency},\"requests\":{requests},\"rps\":{:.0},\"p50_us\":{},\"p99_us\":{}}}",
+        requests as f64 / measured.as_secs_f64(),
+        percentile(0.50),
+        percentile(0.99),
+    );
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn connect(port: u16) -> Result<Sender, String> {
+    let stream = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .map_err(|error| error.to_string())?;
+    stream
+        .set_nodelay(true)
+        .map_err(|error| error.to_string())?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|error| error.to_string())?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+/// One POST; returns the status and the session header of the answer.
+async fn post_once(
+    sender: &mut Sender,
+    port: u16,
+    body: &'static str,
+    session: Option<&str>,
+) -> Result<(http::StatusCode, Option<String>), String> {
+    let mut request = Request::post("/mcp")
+        .header(header::HOST, format!("127.0.0.1:{port}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream");
+    if let Some(session) = session {
+        request = request.header(bench_support::SESSION_HEADER, session);
+    }
+    let request = request
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .map_err(|error| error.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|error| error.to_string())?;
+    let status = response.status();
+    let session = response
+        .headers()
+        .get(bench_support::SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok((status, session))
+}
+
+const OPEN: &str = r#"{"jsonrpc":"2.0","id":1,"method":"open"}"#;
+
+/// Opens `count` sessions over 16 connections and never closes them: they can only leave the
+/// server by expiring.
+fn open_sessions(port: &str, count: &str) -> Result<(), String> {
+    let port: u16 = port.parse().map_err(|_| "port")?;
+    let count: usize = count.parse().map_err(|_| "count")?;
+    runtime(1)?.block_on(async move {
+        let connections = 16;
+        let mut openers = Vec::new();
+        for index in 0..connections {
+            let share = count / connections + usize::from(index < count % connections);
+            openers.push(tokio::spawn(async move {
+                let mut sender = connect(port).await?;
+                let mut first = None;
+                for _ in 0..share {
+                    let (status, session) = post_once(&mut sender, port, OPEN, None).await?;
+                    if !status.is_success() || session.is_none() {
+                        return Err(format!("open answered {status}"));
+                    }
+                    first = first.or(session);
+                }
+                Ok::<_, String>(first)
+            }));
+        }
+        let mut first = None;
+        for opener in openers {
+            let opened = opener.await.map_err(|error| error.to_string())??;
+            first = first.or(opened);
+        }
+        println!("{}", first.ok_or("no session opened")?);
+        Ok(())
+    })
+}
+
+/// The status a call on `session` gets: 200 while it lives, 404 once it expired.
+fn probe(port: &str, session: &str) -> Result<(), String> {
+    let port: u16 = port.parse().map_err(|_| "port")?;
+    let session = session.to_owned();
+    runtime(1)?.block_on(async move {
+        let mut sender = connect(port).await?;
+        let (status, _) = post_once(&mut sender, port, REQUEST, Some(&session)).await?;
+        println!("{}", status.as_u16());
+        Ok(())
+    })
+}
+
+/// Medians over rounds per (server kind, concurrency), and each kind's ratios to `bare` from
+/// the same run: throughput (higher is better) and p99 latency (lower is better).
+fn summarize(file: &str) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let text = std::fs::read_to_string(file).map_err(|error| error.to_string())?;
+    let mut runs: BTreeMap<(u64, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((kind, json)) = line.split_once(' ') else {
+            continue;
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|error| format!("{error}: {line}"))?;
+        let number = |key: &str| value[key].as_f64().ok_or(format!("no {key} in {line}"));
+        let entry = runs
+            .entry((number("concurrency")? as u64, kind.to_owned()))
+            .or_default();
+        entry.0.push(number("rps")?);
+        entry.1.push(number("p99_us")?);
+    }
+    let median = |values: &[f64]| -> f64 {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    println!(
+        "| concurrency | server | rounds | req/s (median) | p99 µs (median) | throughput ÷ bare | p99 ÷ bare |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for ((concurrency, kind), (rps, p99)) in &runs {
+        let Some((bare_rps, bare_p99)) = runs.get(&(*concurrency, "bare".to_owned())) else {
+            continue;
+        };
+        println!(
+            "| {concurrency} | {kind} | {} | {:.0} | {:.0} | {:.2} | {:.2} |",
+            rps.len(),
+            median(rps),
+            median(p99),
+            median(rps) / median(bare_rps),
+            median(p99) / median(bare_p99),
+        );
+    }
+    Ok(())
+}
