@@ -12,6 +12,7 @@ use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use crate::hardening::Principal;
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
 use crate::peer::{CancelConvention, Peer, PeerError};
 use crate::session::Session;
@@ -272,6 +273,11 @@ impl<S> Context<S> {
     /// What earlier layers attached to the request (e.g. the authenticated principal).
     pub fn extensions(&self) -> &Extensions {
         &self.meta.extensions
+    }
+
+    /// Who the hardening authenticated, when the endpoint requires a credential.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.meta.extensions.get::<Principal>()
     }
 
     /// The value of the profile's version header, when the client sent one.

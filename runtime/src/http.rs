@@ -351,7 +351,7 @@ async fn post<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
-    let span = tracing::debug_span!("post");
+    let span = tracing::debug_span!("post", session = tracing::field::Empty);
     transport.serve_post(request).instrument(span).await
 }
 
@@ -398,6 +398,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
             Ok(resolved) => resolved,
             Err(refusal) => return refuse(refusal, body.echo_id()),
         };
+        if let Some(session) = resolved.session() {
+            tracing::Span::current().record("session", tracing::field::display(session.id()));
+        }
         let state = resolved.session().map(|session| session.state());
         if body.batch && !self.handler.accepts_batch(&parts.headers, state) {
             return refuse(Refusal::InvalidRequest, None);

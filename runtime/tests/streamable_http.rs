@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{SESSION_HEADER, SseReader, request, serve_protocol};
+use common::{SESSION_HEADER, SseReader, TestProtocol, request, serve_handler, serve_protocol};
 use protocols_runtime::ManualClock;
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::session::SessionLimits;
@@ -204,12 +204,16 @@ async fn a_batch_is_answered_as_an_array_with_invalid_entries_answered_alone() {
 
 #[tokio::test]
 async fn notifications_alone_are_accepted_with_202_and_reach_the_handler() {
-    let server = serve_protocol(HttpConfig::default()).await;
+    let handler = TestProtocol::new();
+    let seen = Arc::clone(&handler.notifications);
+    let server = serve_handler(handler, HttpConfig::default()).await;
     let client = client();
     let session = open(&client, &server.url("/rpc")).await;
     let note = json!({"jsonrpc": "2.0", "method": "hello"});
     let response = post(&client, &server.url("/rpc"), Some(&session), BOTH, &note).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert_eq!(response.content_length(), Some(0));
+    assert_eq!(*seen.lock().unwrap(), vec!["hello".to_owned()]);
 }
 
 #[tokio::test]

@@ -98,7 +98,10 @@ impl RequestHandler for TestProtocol {
                 reply(&json!({"opened": true}))
             }
             "echo" | "stateless/echo" => reply(&params),
-            "whoami" => reply(&json!({"version": cx.protocol_version()})),
+            "whoami" => reply(&json!({
+                "version": cx.protocol_version(),
+                "subject": cx.principal().map(|principal| principal.subject.to_string()),
+            })),
             "notify-then-answer" | "burst" => {
                 let count = params["count"].as_u64().unwrap_or(3);
                 for i in 0..count {
@@ -193,9 +196,14 @@ pub async fn serve(server: Server) -> TestServer {
 
 /// The test protocol at `/rpc` over Streamable HTTP with `config`.
 pub async fn serve_protocol(config: HttpConfig) -> TestServer {
+    serve_handler(TestProtocol::new(), config).await
+}
+
+/// `handler` at `/rpc` over Streamable HTTP with `config`.
+pub async fn serve_handler(handler: TestProtocol, config: HttpConfig) -> TestServer {
     let server = ServerBuilder::new()
         .hardening(test_hardening())
-        .streamable_http("/rpc", TestProtocol::new(), config)
+        .streamable_http("/rpc", handler, config)
         .build()
         .expect("server builds");
     serve(server).await
