@@ -200,38 +200,38 @@ struct Accepts {
 impl Accepts {
     /// An absent `Accept` admits anything.
     fn read(headers: &HeaderMap, json_type: &str) -> Self {
-        let values: Vec<&str> = headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .collect();
-        if values.is_empty() {
+        let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+        if values.peek().is_none() {
             return Self {
                 json: true,
                 sse: true,
             };
         }
-        let ranges = values
-            .iter()
-            .flat_map(|value| value.split(','))
-            .filter_map(|range| range.split(';').next())
-            .map(str::trim);
         let mut accepts = Self {
             json: false,
             sse: false,
         };
+        let ranges = values
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .filter_map(|range| range.split(';').next())
+            .map(str::trim);
         for range in ranges {
-            let admits = |media: &str| {
-                range.eq_ignore_ascii_case(media)
-                    || range == "*/*"
-                    || media
-                        .split_once('/')
-                        .is_some_and(|(kind, _)| range.eq_ignore_ascii_case(&format!("{kind}/*")))
-            };
-            accepts.json |= admits(json_type);
-            accepts.sse |= admits(EVENT_STREAM);
+            accepts.json |= media_range_admits(range, json_type);
+            accepts.sse |= media_range_admits(range, EVENT_STREAM);
         }
         accepts
+    }
+}
+
+/// Whether the `Accept` media range `range` admits `media` (exactly, `type/*` or `*/*`).
+fn media_range_admits(range: &str, media: &str) -> bool {
+    if range == "*/*" || range.eq_ignore_ascii_case(media) {
+        return true;
+    }
+    match (range.strip_suffix("/*"), media.split_once('/')) {
+        (Some(range_type), Some((media_type, _))) => range_type.eq_ignore_ascii_case(media_type),
+        _ => false,
     }
 }
 
@@ -252,7 +252,8 @@ fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
     }
 }
 
-fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
+/// Whether the request's `Content-Type` is `media_type` (parameters aside).
+pub(crate) fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -390,7 +391,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
             Ok(bytes) => bytes,
             Err(refusal) => return refuse(refusal, None),
         };
-        let body = match decode(&bytes, &self.config.limits) {
+        let limits = DecodeLimits {
+            max_bytes: limit,
+            ..self.config.limits
+        };
+        let body = match decode(&bytes, &limits) {
             Ok(payload) => Inbound::from_payload(payload),
             Err(error) => return refuse(decode_refusal(&error), error.request_id()),
         };
@@ -506,7 +511,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
                 conversation.clone(),
                 self.config.peer_timeout,
                 self.handler.profile().cancellation().copied(),
-            ),
+            )
+            .with_session_route(Self::side_route(resolved)),
             session,
             conversation,
             meta,
@@ -604,11 +610,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
                     publish_answers(&tail, answers);
                 }
                 () = subscription.changed() => {
-                    tokio::spawn(async move { publish_answers(&work_tail, work.await) }.in_current_span());
+                    spawn_stream_work(work_tail, work);
                 }
             }
         } else {
-            tokio::spawn(async move { publish_answers(&work_tail, work.await) }.in_current_span());
+            spawn_stream_work(work_tail, work);
         }
         sse_response(
             subscription,
@@ -751,4 +757,25 @@ fn publish_answers(tail: &EventTail, answers: Vec<RpcResponse>) {
         }
     }
     tail.close();
+}
+
+/// Runs a request stream's work on its own task; the stream is closed however the work ends
+/// (a panicking handler included), so no reader waits forever.
+fn spawn_stream_work(
+    tail: Arc<EventTail>,
+    work: impl Future<Output = Vec<RpcResponse>> + Send + 'static,
+) {
+    struct CloseOnDrop(Arc<EventTail>);
+    impl Drop for CloseOnDrop {
+        fn drop(&mut self) {
+            self.0.close();
+        }
+    }
+    tokio::spawn(
+        async move {
+            let closer = CloseOnDrop(tail);
+            publish_answers(&closer.0, work.await);
+        }
+        .in_current_span(),
+    );
 }

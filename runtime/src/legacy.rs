@@ -16,7 +16,7 @@ use http::{HeaderValue, StatusCode, header};
 use crate::dispatch::{Scope, serve_message};
 use crate::handler::{RequestHandler, RequestMeta};
 use crate::hardening::{BodyLimit, Refusal, read_body};
-use crate::http::{HttpConfig, decode_refusal, echo};
+use crate::http::{HttpConfig, content_type_is, decode_refusal, echo};
 use crate::jsonrpc::{Message, Payload, decode};
 use crate::peer::{Peer, Route};
 use crate::session::{MemorySessionStore, Session, SessionId, SessionStore, spawn_reaper};
@@ -153,6 +153,9 @@ async fn message<H: RequestHandler>(
     request: HttpRequest,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    if !content_type_is(&parts.headers, transport.handler.profile().media_type()) {
+        return Refusal::UnsupportedMediaType.into_response();
+    }
     let session = match session_of(parts.uri.query()) {
         Ok(id) => match transport.store.get(&id, transport.config.clock.now()) {
             Some(session) => session,

@@ -195,6 +195,8 @@ impl Drop for RunningRequest {
 #[derive(Clone, Debug)]
 pub struct Peer {
     route: Route,
+    /// Where messages not tied to the current request go; `None`: the same route.
+    session_route: Option<Route>,
     conversation: Option<Arc<Conversation>>,
     timeout: Duration,
     cancel: Option<CancelConvention>,
@@ -209,9 +211,33 @@ impl Peer {
     ) -> Self {
         Self {
             route,
+            session_route: None,
             conversation,
             timeout,
             cancel,
+        }
+    }
+
+    /// Sets where [`Self::session_wide`] sends (the session's own stream over HTTP).
+    #[must_use]
+    pub(crate) fn with_session_route(mut self, route: Route) -> Self {
+        self.session_route = Some(route);
+        self
+    }
+
+    /// A peer for messages not tied to the current request (list changes, log lines, calls
+    /// made after the request answered): the session's own stream over HTTP, the one line
+    /// stream over stdio. It stays usable after the request that produced it has finished.
+    pub fn session_wide(&self) -> Self {
+        Self {
+            route: self
+                .session_route
+                .clone()
+                .unwrap_or_else(|| self.route.clone()),
+            session_route: None,
+            conversation: self.conversation.clone(),
+            timeout: self.timeout,
+            cancel: self.cancel,
         }
     }
 

@@ -165,3 +165,12 @@ async fn end_of_input_ends_the_server_cleanly_even_with_work_in_flight() {
         "the server returned Ok promptly"
     );
 }
+
+#[tokio::test]
+async fn a_session_wide_peer_writes_to_the_same_line_stream() {
+    let mut peer = Peer::start(StdioConfig::default());
+    peer.send_json(&request(12, "notify-later", json!({})))
+        .await;
+    assert_eq!(peer.receive().await["result"], "scheduled");
+    assert_eq!(peer.receive().await["method"], "later");
+}

@@ -770,3 +770,30 @@ async fn a_wrong_content_type_is_415() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
+
+#[tokio::test]
+async fn a_session_wide_peer_reaches_the_session_stream_after_the_request_answered() {
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = client();
+    let session = open(&client, &server.url("/rpc")).await;
+    let stream = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    let mut events = SseReader::new(stream);
+    let answer = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        BOTH,
+        &request(1, "notify-later", json!({})),
+    )
+    .await;
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["result"], "scheduled");
+    let (_, later) = events.next_json().await.expect("the later notification");
+    assert_eq!(later["method"], "later");
+}

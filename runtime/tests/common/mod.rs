@@ -133,6 +133,14 @@ impl RequestHandler for TestProtocol {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 reply(&json!("finished"))
             }
+            "notify-later" => {
+                let later = cx.peer().session_wide();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let _ = later.notify("later", &json!({"after": "answer"}));
+                });
+                reply(&json!("scheduled"))
+            }
             "fail" => Err(ErrorObject::new(-32000, "failed on purpose")),
             _ => Err(ErrorObject::method_not_found()),
         }
