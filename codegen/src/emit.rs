@@ -108,6 +108,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
     let methods_mod = methods_module(model)?;
     let table = method_table(model);
     let enums = direction_enums(model, sides)?;
+    let service = crate::service::emit_service(model, sides)?;
     let module_doc = format!(
         " {} revision `{}`: every definition of `{}` as a Rust type, the method table, and \
          method-dispatched enums per direction.",
@@ -131,6 +132,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
         #methods_mod
         #table
         #enums
+        #service
     };
     let file: syn::File = syn::parse2(tokens).map_err(|e| {
         CodegenError::schema(

@@ -12,6 +12,7 @@ pub mod normalize;
 pub mod output;
 pub mod proto;
 pub mod schema_doc;
+pub mod service;
 pub mod sources;
 pub mod sync;
 pub mod types_emit;

@@ -1,9 +1,22 @@
 //! The contract between generated protocol crates and the runtime: a method table entry per
-//! wire method, typed marker traits a client calls through, and the error a method-keyed decode
-//! reports. Generated code fills these in; the runtime only reads them.
+//! wire method, typed marker traits a client calls through, the error a method-keyed decode
+//! reports, and what generated services stand on — the params/result codec rules their
+//! dispatchers and clients share, the streaming answer types, and [`RpcClient`], the transport a
+//! generated typed client calls through (implemented here for [`Peer`]). Generated code fills
+//! these in; the runtime only reads them.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::handler::Reply;
+use crate::jsonrpc::ErrorObject;
+use crate::peer::{Peer, PeerError};
 
 /// Which peer sends a method. "Client" is the side that opened the connection (an MCP client,
 /// an ACP editor, an A2A client); "server" is the side that answers it (MCP server, ACP agent,
@@ -100,4 +113,265 @@ impl DispatchError {
             Self::InvalidParams { .. } => -32602,
         }
     }
+}
+
+impl DispatchError {
+    /// The JSON-RPC error this failure answers with. The message names the method, never the
+    /// input, so a bad request cannot make the server echo attacker-chosen text.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Self::UnknownMethod => ErrorObject::method_not_found(),
+            Self::InvalidParams { method, .. } => {
+                ErrorObject::invalid_params(format!("invalid params for {method}"))
+            }
+        }
+    }
+}
+
+impl From<DispatchError> for ErrorObject {
+    fn from(error: DispatchError) -> Self {
+        error.to_error_object()
+    }
+}
+
+/// Decodes the params of `method`; absent params decode as `null`, so a method whose params are
+/// required refuses them with -32602.
+pub fn decode_params<T: DeserializeOwned>(
+    method: &'static str,
+    params: Option<&RawValue>,
+) -> Result<T, DispatchError> {
+    let text = params.map_or("null", RawValue::get);
+    serde_json::from_str(text).map_err(|source| DispatchError::InvalidParams { method, source })
+}
+
+/// Decodes the params of a method whose params may be omitted: absent and `null` are `None`.
+pub fn decode_optional_params<T: DeserializeOwned>(
+    method: &'static str,
+    params: Option<&RawValue>,
+) -> Result<Option<T>, DispatchError> {
+    match params {
+        Some(raw) if raw.get() != "null" => decode_params(method, Some(raw)).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Serializes a handler's typed answer into the runtime's [`Reply`]. A result that cannot be
+/// serialized is the server's fault: -32603, logged, its content never sent.
+pub fn reply<T: Serialize>(result: Result<T, ErrorObject>) -> Reply {
+    let value = result?;
+    serde_json::value::to_raw_value(&value).map_err(|error| {
+        tracing::error!(%error, "a handler result could not be serialized");
+        ErrorObject::internal_error()
+    })
+}
+
+/// A typed stream a streaming method answers with (A2A's streaming RPCs). An `Err` item is
+/// sent as the stream's error; the binding decides whether the stream ends there.
+pub type ResultStream<T> = Pin<Box<dyn Stream<Item = Result<T, ErrorObject>> + Send + 'static>>;
+
+/// A [`ResultStream`] serialized for the wire, one [`Reply`] per item.
+pub type ReplyStream = Pin<Box<dyn Stream<Item = Reply> + Send + 'static>>;
+
+/// Serializes each item of a typed answer stream, like [`reply`] does for one answer.
+pub fn reply_stream<T: Serialize + 'static>(stream: ResultStream<T>) -> ReplyStream {
+    Box::pin(stream.map(reply))
+}
+
+/// What a generated dispatcher whose side has streaming methods answers: one reply, or a stream
+/// of them for the binding to carry (SSE events, or [`crate::Context::send_partial_result`] per
+/// item).
+pub enum Answer {
+    Reply(Reply),
+    Stream(ReplyStream),
+}
+
+impl Answer {
+    /// The answer of a unary method.
+    pub fn single<T: Serialize>(result: Result<T, ErrorObject>) -> Self {
+        Self::Reply(reply(result))
+    }
+
+    /// The answer of a streaming method: its stream, or the error that refused it up front.
+    pub fn streaming<T: Serialize + 'static>(result: Result<ResultStream<T>, ErrorObject>) -> Self {
+        match result {
+            Ok(stream) => Self::Stream(reply_stream(stream)),
+            Err(error) => Self::Reply(Err(error)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reply(reply) => f.debug_tuple("Reply").field(reply).finish(),
+            Self::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+/// Why a typed client call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the params of {method} could not be serialized")]
+    Unserializable {
+        method: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the peer answered with an error: {0}")]
+    Rejected(ErrorObject),
+    #[error("the result of {method} does not fit its type")]
+    InvalidResult {
+        method: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("this transport cannot carry streaming calls")]
+    StreamingUnsupported,
+    #[error("the transport failed: {0}")]
+    Transport(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<PeerError> for ClientError {
+    fn from(error: PeerError) -> Self {
+        match error {
+            PeerError::Rejected(error) => Self::Rejected(error),
+            other => Self::Transport(Box::new(other)),
+        }
+    }
+}
+
+/// The raw answers of a streaming call, as a transport yields them.
+pub type RawResultStream =
+    Pin<Box<dyn Stream<Item = Result<Box<RawValue>, ClientError>> + Send + 'static>>;
+
+/// A typed stream of a streaming call's answers, as a generated client yields them.
+pub type ClientStream<T> = Pin<Box<dyn Stream<Item = Result<T, ClientError>> + Send + 'static>>;
+
+/// What a generated typed client calls through: one JSON-RPC exchange per call, params and
+/// results raw. Implemented for [`Peer`] (calls back to the peer from inside a handler); the
+/// protocol crates implement it over HTTP and stdio.
+pub trait RpcClient: Send + Sync {
+    /// Sends a request and waits for its result.
+    fn call(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<Box<RawValue>, ClientError>> + Send;
+
+    /// Sends a notification.
+    fn notify(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<(), ClientError>> + Send;
+
+    /// Sends a request answered by a stream of results; transports without streaming refuse.
+    fn call_streaming(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<RawResultStream, ClientError>> + Send {
+        let _ = (method, params);
+        std::future::ready(Err(ClientError::StreamingUnsupported))
+    }
+}
+
+impl<T: RpcClient + ?Sized> RpcClient for &T {
+    fn call(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<Box<RawValue>, ClientError>> + Send {
+        (**self).call(method, params)
+    }
+
+    fn notify(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<(), ClientError>> + Send {
+        (**self).notify(method, params)
+    }
+
+    fn call_streaming(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<RawResultStream, ClientError>> + Send {
+        (**self).call_streaming(method, params)
+    }
+}
+
+impl<T: RpcClient + ?Sized> RpcClient for Arc<T> {
+    fn call(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<Box<RawValue>, ClientError>> + Send {
+        (**self).call(method, params)
+    }
+
+    fn notify(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<(), ClientError>> + Send {
+        (**self).notify(method, params)
+    }
+
+    fn call_streaming(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<RawResultStream, ClientError>> + Send {
+        (**self).call_streaming(method, params)
+    }
+}
+
+/// Calls back to the peer on the current request's stream (or the session's), so the same
+/// generated client serves server→client calls from inside a handler.
+impl RpcClient for Peer {
+    async fn call(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        Ok(self.request(method, &params).await?)
+    }
+
+    async fn notify(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(), ClientError> {
+        Ok(Peer::notify(self, method, &params)?)
+    }
+}
+
+/// Serializes a call's params; `None` and values serializing to `null` send no params.
+pub fn encode_params<P: Serialize>(
+    method: &'static str,
+    params: &P,
+) -> Result<Option<Box<RawValue>>, ClientError> {
+    let raw = serde_json::value::to_raw_value(params)
+        .map_err(|source| ClientError::Unserializable { method, source })?;
+    Ok((raw.get() != "null").then_some(raw))
+}
+
+/// Decodes the result of the request `method` it answers.
+pub fn decode_result<T: DeserializeOwned>(
+    method: &'static str,
+    result: &RawValue,
+) -> Result<T, ClientError> {
+    serde_json::from_str(result.get())
+        .map_err(|source| ClientError::InvalidResult { method, source })
+}
+
+/// Decodes each raw answer of a streaming call as the result type of `method`.
+pub fn decode_stream<T: DeserializeOwned + 'static>(
+    method: &'static str,
+    stream: RawResultStream,
+) -> ClientStream<T> {
+    Box::pin(stream.map(move |item| item.and_then(|raw| decode_result(method, &raw))))
 }

@@ -5355,3 +5355,575 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+/// The agent side of A2A 0.3.0: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
+pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `agent/getAuthenticatedExtendedCard`: answers -32601 unless implemented.
+    fn agent_get_authenticated_extended_card(
+        &self,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::AgentCard,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = cx;
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `message/send`: answers -32601 unless implemented.
+    fn message_send(
+        &self,
+        params: types::MessageSendParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SendMessageSuccessResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `message/stream`: answers -32601 unless implemented.
+    fn message_stream(
+        &self,
+        params: types::MessageSendParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            ::protocols_runtime::method::ResultStream<
+                types::SendStreamingMessageSuccessResponseResult,
+            >,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/cancel`: answers -32601 unless implemented.
+    fn tasks_cancel(
+        &self,
+        params: types::TaskIdParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/get`: answers -32601 unless implemented.
+    fn tasks_get(
+        &self,
+        params: types::TaskQueryParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/pushNotificationConfig/delete`: answers -32601 unless implemented.
+    fn tasks_push_notification_config_delete(
+        &self,
+        params: types::DeleteTaskPushNotificationConfigParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::DeleteTaskPushNotificationConfigSuccessResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/pushNotificationConfig/get`: answers -32601 unless implemented.
+    fn tasks_push_notification_config_get(
+        &self,
+        params: types::GetTaskPushNotificationConfigRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::TaskPushNotificationConfig,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/pushNotificationConfig/list`: answers -32601 unless implemented.
+    fn tasks_push_notification_config_list(
+        &self,
+        params: types::ListTaskPushNotificationConfigParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListTaskPushNotificationConfigSuccessResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/pushNotificationConfig/set`: answers -32601 unless implemented.
+    fn tasks_push_notification_config_set(
+        &self,
+        params: types::TaskPushNotificationConfig,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::TaskPushNotificationConfig,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tasks/resubscribe`: answers -32601 unless implemented.
+    fn tasks_resubscribe(
+        &self,
+        params: types::TaskIdParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            ::protocols_runtime::method::ResultStream<
+                types::SendStreamingMessageSuccessResponseResult,
+            >,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+}
+/// Answers one request to a [`Agent`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602. Streaming methods answer `Answer::Stream`, one serialized item per result, for the binding to carry.
+pub async fn dispatch_agent_request<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::method::Answer {
+    let answer = async {
+        ::std::result::Result::Ok::<
+            _,
+            ::protocols_runtime::ErrorObject,
+        >(
+            match method {
+                methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler.agent_get_authenticated_extended_card(cx).await,
+                    )
+                }
+                methods::MESSAGE_SEND => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .message_send(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::MESSAGE_SEND,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::MESSAGE_STREAM => {
+                    ::protocols_runtime::method::Answer::streaming(
+                        handler
+                            .message_stream(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::MESSAGE_STREAM,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_CANCEL => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_cancel(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_CANCEL,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_GET => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_get(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_GET,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_push_notification_config_delete(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_push_notification_config_get(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_push_notification_config_list(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .tasks_push_notification_config_set(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::TASKS_RESUBSCRIBE => {
+                    ::protocols_runtime::method::Answer::streaming(
+                        handler
+                            .tasks_resubscribe(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::TASKS_RESUBSCRIBE,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                _ => {
+                    return ::std::result::Result::Err(
+                        ::protocols_runtime::ErrorObject::method_not_found(),
+                    );
+                }
+            },
+        )
+    }
+        .await;
+    answer
+        .unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(
+            ::std::result::Result::Err(error),
+        ))
+}
+/// Delivers one notification to a [`Agent`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_agent_notification<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    let _ = (handler, method, params, cx);
+    ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+}
+/// Calls a remote agent of A2A 0.3.0 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteAgent<T> {
+    transport: T,
+}
+impl<T> RemoteAgent<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+    /// Calls `agent/getAuthenticatedExtendedCard`.
+    pub async fn agent_get_authenticated_extended_card(
+        &self,
+    ) -> ::std::result::Result<
+        types::AgentCard,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
+                ::std::option::Option::None,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
+            &result,
+        )
+    }
+    /// Calls `message/send`.
+    pub async fn message_send(
+        &self,
+        params: types::MessageSendParams,
+    ) -> ::std::result::Result<
+        types::SendMessageSuccessResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::MESSAGE_SEND,
+                ::protocols_runtime::method::encode_params(
+                    methods::MESSAGE_SEND,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::MESSAGE_SEND, &result)
+    }
+    /// Calls `message/stream`.
+    pub async fn message_stream(
+        &self,
+        params: types::MessageSendParams,
+    ) -> ::std::result::Result<
+        ::protocols_runtime::method::ClientStream<
+            types::SendStreamingMessageSuccessResponseResult,
+        >,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let stream = self
+            .transport
+            .call_streaming(
+                methods::MESSAGE_STREAM,
+                ::protocols_runtime::method::encode_params(
+                    methods::MESSAGE_STREAM,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::std::result::Result::Ok(
+            ::protocols_runtime::method::decode_stream(methods::MESSAGE_STREAM, stream),
+        )
+    }
+    /// Calls `tasks/cancel`.
+    pub async fn tasks_cancel(
+        &self,
+        params: types::TaskIdParams,
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_CANCEL,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_CANCEL,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TASKS_CANCEL, &result)
+    }
+    /// Calls `tasks/get`.
+    pub async fn tasks_get(
+        &self,
+        params: types::TaskQueryParams,
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_GET,
+                ::protocols_runtime::method::encode_params(methods::TASKS_GET, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TASKS_GET, &result)
+    }
+    /// Calls `tasks/pushNotificationConfig/delete`.
+    pub async fn tasks_push_notification_config_delete(
+        &self,
+        params: types::DeleteTaskPushNotificationConfigParams,
+    ) -> ::std::result::Result<
+        types::DeleteTaskPushNotificationConfigSuccessResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+            &result,
+        )
+    }
+    /// Calls `tasks/pushNotificationConfig/get`.
+    pub async fn tasks_push_notification_config_get(
+        &self,
+        params: types::GetTaskPushNotificationConfigRequestParams,
+    ) -> ::std::result::Result<
+        types::TaskPushNotificationConfig,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+            &result,
+        )
+    }
+    /// Calls `tasks/pushNotificationConfig/list`.
+    pub async fn tasks_push_notification_config_list(
+        &self,
+        params: types::ListTaskPushNotificationConfigParams,
+    ) -> ::std::result::Result<
+        types::ListTaskPushNotificationConfigSuccessResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+            &result,
+        )
+    }
+    /// Calls `tasks/pushNotificationConfig/set`.
+    pub async fn tasks_push_notification_config_set(
+        &self,
+        params: types::TaskPushNotificationConfig,
+    ) -> ::std::result::Result<
+        types::TaskPushNotificationConfig,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+            &result,
+        )
+    }
+    /// Calls `tasks/resubscribe`.
+    pub async fn tasks_resubscribe(
+        &self,
+        params: types::TaskIdParams,
+    ) -> ::std::result::Result<
+        ::protocols_runtime::method::ClientStream<
+            types::SendStreamingMessageSuccessResponseResult,
+        >,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let stream = self
+            .transport
+            .call_streaming(
+                methods::TASKS_RESUBSCRIBE,
+                ::protocols_runtime::method::encode_params(
+                    methods::TASKS_RESUBSCRIBE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::std::result::Result::Ok(
+            ::protocols_runtime::method::decode_stream(
+                methods::TASKS_RESUBSCRIBE,
+                stream,
+            ),
+        )
+    }
+}

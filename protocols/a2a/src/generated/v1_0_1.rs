@@ -2203,3 +2203,625 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+/// The agent side of A2A 1.0.1: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
+pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `SendMessage`: answers -32601 unless implemented.
+    fn send_message(
+        &self,
+        params: types::SendMessageRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SendMessageResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `SendStreamingMessage`: answers -32601 unless implemented.
+    fn send_streaming_message(
+        &self,
+        params: types::SendMessageRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `GetTask`: answers -32601 unless implemented.
+    fn get_task(
+        &self,
+        params: types::GetTaskRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `ListTasks`: answers -32601 unless implemented.
+    fn list_tasks(
+        &self,
+        params: ::std::option::Option<types::ListTasksRequest>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListTasksResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `CancelTask`: answers -32601 unless implemented.
+    fn cancel_task(
+        &self,
+        params: types::CancelTaskRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `SubscribeToTask`: answers -32601 unless implemented.
+    fn subscribe_to_task(
+        &self,
+        params: types::SubscribeToTaskRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `CreateTaskPushNotificationConfig`: answers -32601 unless implemented.
+    fn create_task_push_notification_config(
+        &self,
+        params: types::TaskPushNotificationConfig,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::TaskPushNotificationConfig,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `GetTaskPushNotificationConfig`: answers -32601 unless implemented.
+    fn get_task_push_notification_config(
+        &self,
+        params: types::GetTaskPushNotificationConfigRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::TaskPushNotificationConfig,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `ListTaskPushNotificationConfigs`: answers -32601 unless implemented.
+    fn list_task_push_notification_configs(
+        &self,
+        params: types::ListTaskPushNotificationConfigsRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListTaskPushNotificationConfigsResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `GetExtendedAgentCard`: answers -32601 unless implemented.
+    fn get_extended_agent_card(
+        &self,
+        params: ::std::option::Option<types::GetExtendedAgentCardRequest>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::AgentCard,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `DeleteTaskPushNotificationConfig`: answers -32601 unless implemented.
+    fn delete_task_push_notification_config(
+        &self,
+        params: types::DeleteTaskPushNotificationConfigRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<types::Empty, ::protocols_runtime::ErrorObject>,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+}
+/// Answers one request to a [`Agent`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602. Streaming methods answer `Answer::Stream`, one serialized item per result, for the binding to carry.
+pub async fn dispatch_agent_request<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::method::Answer {
+    let answer = async {
+        ::std::result::Result::Ok::<
+            _,
+            ::protocols_runtime::ErrorObject,
+        >(
+            match method {
+                methods::SEND_MESSAGE => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .send_message(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::SEND_MESSAGE,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::SEND_STREAMING_MESSAGE => {
+                    ::protocols_runtime::method::Answer::streaming(
+                        handler
+                            .send_streaming_message(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::SEND_STREAMING_MESSAGE,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::GET_TASK => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .get_task(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::GET_TASK,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::LIST_TASKS => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .list_tasks(
+                                ::protocols_runtime::method::decode_optional_params(
+                                    methods::LIST_TASKS,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::CANCEL_TASK => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .cancel_task(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::CANCEL_TASK,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::SUBSCRIBE_TO_TASK => {
+                    ::protocols_runtime::method::Answer::streaming(
+                        handler
+                            .subscribe_to_task(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::SUBSCRIBE_TO_TASK,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .create_task_push_notification_config(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::GET_TASK_PUSH_NOTIFICATION_CONFIG => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .get_task_push_notification_config(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .list_task_push_notification_configs(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::GET_EXTENDED_AGENT_CARD => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .get_extended_agent_card(
+                                ::protocols_runtime::method::decode_optional_params(
+                                    methods::GET_EXTENDED_AGENT_CARD,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
+                    ::protocols_runtime::method::Answer::single(
+                        handler
+                            .delete_task_push_notification_config(
+                                ::protocols_runtime::method::decode_params(
+                                    methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+                                    params,
+                                )?,
+                                cx,
+                            )
+                            .await,
+                    )
+                }
+                _ => {
+                    return ::std::result::Result::Err(
+                        ::protocols_runtime::ErrorObject::method_not_found(),
+                    );
+                }
+            },
+        )
+    }
+        .await;
+    answer
+        .unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(
+            ::std::result::Result::Err(error),
+        ))
+}
+/// Delivers one notification to a [`Agent`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_agent_notification<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    let _ = (handler, method, params, cx);
+    ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+}
+/// Calls a remote agent of A2A 1.0.1 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteAgent<T> {
+    transport: T,
+}
+impl<T> RemoteAgent<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+    /// Calls `SendMessage`.
+    pub async fn send_message(
+        &self,
+        params: types::SendMessageRequest,
+    ) -> ::std::result::Result<
+        types::SendMessageResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SEND_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SEND_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SEND_MESSAGE, &result)
+    }
+    /// Calls `SendStreamingMessage`.
+    pub async fn send_streaming_message(
+        &self,
+        params: types::SendMessageRequest,
+    ) -> ::std::result::Result<
+        ::protocols_runtime::method::ClientStream<types::StreamResponse>,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let stream = self
+            .transport
+            .call_streaming(
+                methods::SEND_STREAMING_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SEND_STREAMING_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::std::result::Result::Ok(
+            ::protocols_runtime::method::decode_stream(
+                methods::SEND_STREAMING_MESSAGE,
+                stream,
+            ),
+        )
+    }
+    /// Calls `GetTask`.
+    pub async fn get_task(
+        &self,
+        params: types::GetTaskRequest,
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+        let result = self
+            .transport
+            .call(
+                methods::GET_TASK,
+                ::protocols_runtime::method::encode_params(methods::GET_TASK, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::GET_TASK, &result)
+    }
+    /// Calls `ListTasks`.
+    pub async fn list_tasks(
+        &self,
+        params: ::std::option::Option<types::ListTasksRequest>,
+    ) -> ::std::result::Result<
+        types::ListTasksResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::LIST_TASKS,
+                ::protocols_runtime::method::encode_params(methods::LIST_TASKS, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::LIST_TASKS, &result)
+    }
+    /// Calls `CancelTask`.
+    pub async fn cancel_task(
+        &self,
+        params: types::CancelTaskRequest,
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+        let result = self
+            .transport
+            .call(
+                methods::CANCEL_TASK,
+                ::protocols_runtime::method::encode_params(
+                    methods::CANCEL_TASK,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::CANCEL_TASK, &result)
+    }
+    /// Calls `SubscribeToTask`.
+    pub async fn subscribe_to_task(
+        &self,
+        params: types::SubscribeToTaskRequest,
+    ) -> ::std::result::Result<
+        ::protocols_runtime::method::ClientStream<types::StreamResponse>,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let stream = self
+            .transport
+            .call_streaming(
+                methods::SUBSCRIBE_TO_TASK,
+                ::protocols_runtime::method::encode_params(
+                    methods::SUBSCRIBE_TO_TASK,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::std::result::Result::Ok(
+            ::protocols_runtime::method::decode_stream(
+                methods::SUBSCRIBE_TO_TASK,
+                stream,
+            ),
+        )
+    }
+    /// Calls `CreateTaskPushNotificationConfig`.
+    pub async fn create_task_push_notification_config(
+        &self,
+        params: types::TaskPushNotificationConfig,
+    ) -> ::std::result::Result<
+        types::TaskPushNotificationConfig,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+                ::protocols_runtime::method::encode_params(
+                    methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+            &result,
+        )
+    }
+    /// Calls `GetTaskPushNotificationConfig`.
+    pub async fn get_task_push_notification_config(
+        &self,
+        params: types::GetTaskPushNotificationConfigRequest,
+    ) -> ::std::result::Result<
+        types::TaskPushNotificationConfig,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
+                ::protocols_runtime::method::encode_params(
+                    methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
+            &result,
+        )
+    }
+    /// Calls `ListTaskPushNotificationConfigs`.
+    pub async fn list_task_push_notification_configs(
+        &self,
+        params: types::ListTaskPushNotificationConfigsRequest,
+    ) -> ::std::result::Result<
+        types::ListTaskPushNotificationConfigsResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+                ::protocols_runtime::method::encode_params(
+                    methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+            &result,
+        )
+    }
+    /// Calls `GetExtendedAgentCard`.
+    pub async fn get_extended_agent_card(
+        &self,
+        params: ::std::option::Option<types::GetExtendedAgentCardRequest>,
+    ) -> ::std::result::Result<
+        types::AgentCard,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::GET_EXTENDED_AGENT_CARD,
+                ::protocols_runtime::method::encode_params(
+                    methods::GET_EXTENDED_AGENT_CARD,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::GET_EXTENDED_AGENT_CARD,
+            &result,
+        )
+    }
+    /// Calls `DeleteTaskPushNotificationConfig`.
+    pub async fn delete_task_push_notification_config(
+        &self,
+        params: types::DeleteTaskPushNotificationConfigRequest,
+    ) -> ::std::result::Result<types::Empty, ::protocols_runtime::method::ClientError> {
+        let result = self
+            .transport
+            .call(
+                methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+                ::protocols_runtime::method::encode_params(
+                    methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+            &result,
+        )
+    }
+}

@@ -14820,3 +14820,1692 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+/// The agent side of ACP v2-unstable: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
+pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `auth/login`: answers -32601 unless implemented.
+    fn auth_login(
+        &self,
+        params: types::LoginAuthRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::LoginAuthResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `auth/logout`: answers -32601 unless implemented.
+    fn auth_logout(
+        &self,
+        params: types::LogoutAuthRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::LogoutAuthResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `initialize`: answers -32601 unless implemented.
+    fn initialize(
+        &self,
+        params: types::InitializeRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::InitializeResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `mcp/message`: answers -32601 unless implemented.
+    fn mcp_message(
+        &self,
+        params: types::MessageMcpRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::MessageMcpResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `nes/close`: answers -32601 unless implemented.
+    fn nes_close(
+        &self,
+        params: types::CloseNesRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CloseNesResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `nes/start`: answers -32601 unless implemented.
+    fn nes_start(
+        &self,
+        params: types::StartNesRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::StartNesResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `nes/suggest`: answers -32601 unless implemented.
+    fn nes_suggest(
+        &self,
+        params: types::SuggestNesRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SuggestNesResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `providers/disable`: answers -32601 unless implemented.
+    fn providers_disable(
+        &self,
+        params: types::DisableProviderRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::DisableProviderResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `providers/list`: answers -32601 unless implemented.
+    fn providers_list(
+        &self,
+        params: types::ListProvidersRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListProvidersResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `providers/set`: answers -32601 unless implemented.
+    fn providers_set(
+        &self,
+        params: types::SetProviderRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SetProviderResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/close`: answers -32601 unless implemented.
+    fn session_close(
+        &self,
+        params: types::CloseSessionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CloseSessionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/delete`: answers -32601 unless implemented.
+    fn session_delete(
+        &self,
+        params: types::DeleteSessionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::DeleteSessionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/fork`: answers -32601 unless implemented.
+    fn session_fork(
+        &self,
+        params: types::ForkSessionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ForkSessionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/list`: answers -32601 unless implemented.
+    fn session_list(
+        &self,
+        params: types::ListSessionsRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListSessionsResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/new`: answers -32601 unless implemented.
+    fn session_new(
+        &self,
+        params: types::NewSessionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::NewSessionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/prompt`: answers -32601 unless implemented.
+    fn session_prompt(
+        &self,
+        params: types::PromptRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::PromptResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/resume`: answers -32601 unless implemented.
+    fn session_resume(
+        &self,
+        params: types::ResumeSessionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ResumeSessionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/set_config_option`: answers -32601 unless implemented.
+    fn session_set_config_option(
+        &self,
+        params: types::SetSessionConfigOptionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SetSessionConfigOptionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `$/cancel_request`: ignored unless implemented.
+    fn cancel_request(
+        &self,
+        params: types::CancelRequestNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `document/didChange`: ignored unless implemented.
+    fn document_did_change(
+        &self,
+        params: types::DidChangeDocumentNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `document/didClose`: ignored unless implemented.
+    fn document_did_close(
+        &self,
+        params: types::DidCloseDocumentNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `document/didFocus`: ignored unless implemented.
+    fn document_did_focus(
+        &self,
+        params: types::DidFocusDocumentNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `document/didOpen`: ignored unless implemented.
+    fn document_did_open(
+        &self,
+        params: types::DidOpenDocumentNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `document/didSave`: ignored unless implemented.
+    fn document_did_save(
+        &self,
+        params: types::DidSaveDocumentNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `nes/accept`: ignored unless implemented.
+    fn nes_accept(
+        &self,
+        params: types::AcceptNesNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `nes/reject`: ignored unless implemented.
+    fn nes_reject(
+        &self,
+        params: types::RejectNesNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `session/cancel`: ignored unless implemented.
+    fn session_cancel(
+        &self,
+        params: types::CancelSessionNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Agent`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_agent_request<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::AUTH_LOGIN => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .auth_login(
+                        ::protocols_runtime::method::decode_params(
+                            methods::AUTH_LOGIN,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::AUTH_LOGOUT => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .auth_logout(
+                        ::protocols_runtime::method::decode_params(
+                            methods::AUTH_LOGOUT,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::INITIALIZE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .initialize(
+                        ::protocols_runtime::method::decode_params(
+                            methods::INITIALIZE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::MCP_MESSAGE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .mcp_message(
+                        ::protocols_runtime::method::decode_params(
+                            methods::MCP_MESSAGE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::NES_CLOSE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .nes_close(
+                        ::protocols_runtime::method::decode_params(
+                            methods::NES_CLOSE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::NES_START => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .nes_start(
+                        ::protocols_runtime::method::decode_params(
+                            methods::NES_START,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::NES_SUGGEST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .nes_suggest(
+                        ::protocols_runtime::method::decode_params(
+                            methods::NES_SUGGEST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROVIDERS_DISABLE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .providers_disable(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROVIDERS_DISABLE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROVIDERS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .providers_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROVIDERS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROVIDERS_SET => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .providers_set(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROVIDERS_SET,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_CLOSE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_close(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_CLOSE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_DELETE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_delete(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_DELETE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_FORK => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_fork(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_FORK,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_NEW => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_new(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_NEW,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_PROMPT => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_prompt(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_PROMPT,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_RESUME => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_resume(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_RESUME,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_SET_CONFIG_OPTION => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_set_config_option(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_SET_CONFIG_OPTION,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Agent`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_agent_notification<H: Agent>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::CANCEL_REQUEST => {
+            handler
+                .cancel_request(
+                    ::protocols_runtime::method::decode_params(
+                        methods::CANCEL_REQUEST,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::DOCUMENT_DID_CHANGE => {
+            handler
+                .document_did_change(
+                    ::protocols_runtime::method::decode_params(
+                        methods::DOCUMENT_DID_CHANGE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::DOCUMENT_DID_CLOSE => {
+            handler
+                .document_did_close(
+                    ::protocols_runtime::method::decode_params(
+                        methods::DOCUMENT_DID_CLOSE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::DOCUMENT_DID_FOCUS => {
+            handler
+                .document_did_focus(
+                    ::protocols_runtime::method::decode_params(
+                        methods::DOCUMENT_DID_FOCUS,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::DOCUMENT_DID_OPEN => {
+            handler
+                .document_did_open(
+                    ::protocols_runtime::method::decode_params(
+                        methods::DOCUMENT_DID_OPEN,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::DOCUMENT_DID_SAVE => {
+            handler
+                .document_did_save(
+                    ::protocols_runtime::method::decode_params(
+                        methods::DOCUMENT_DID_SAVE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NES_ACCEPT => {
+            handler
+                .nes_accept(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NES_ACCEPT,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NES_REJECT => {
+            handler
+                .nes_reject(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NES_REJECT,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::SESSION_CANCEL => {
+            handler
+                .session_cancel(
+                    ::protocols_runtime::method::decode_params(
+                        methods::SESSION_CANCEL,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote agent of ACP v2-unstable through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteAgent<T> {
+    transport: T,
+}
+impl<T> RemoteAgent<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+    /// Calls `auth/login`.
+    pub async fn auth_login(
+        &self,
+        params: types::LoginAuthRequest,
+    ) -> ::std::result::Result<
+        types::LoginAuthResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::AUTH_LOGIN,
+                ::protocols_runtime::method::encode_params(methods::AUTH_LOGIN, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::AUTH_LOGIN, &result)
+    }
+    /// Calls `auth/logout`.
+    pub async fn auth_logout(
+        &self,
+        params: types::LogoutAuthRequest,
+    ) -> ::std::result::Result<
+        types::LogoutAuthResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::AUTH_LOGOUT,
+                ::protocols_runtime::method::encode_params(
+                    methods::AUTH_LOGOUT,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::AUTH_LOGOUT, &result)
+    }
+    /// Calls `initialize`.
+    pub async fn initialize(
+        &self,
+        params: types::InitializeRequest,
+    ) -> ::std::result::Result<
+        types::InitializeResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::INITIALIZE,
+                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+    }
+    /// Calls `mcp/message`.
+    pub async fn mcp_message(
+        &self,
+        params: types::MessageMcpRequest,
+    ) -> ::std::result::Result<
+        types::MessageMcpResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::MCP_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::MCP_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+    }
+    /// Calls `nes/close`.
+    pub async fn nes_close(
+        &self,
+        params: types::CloseNesRequest,
+    ) -> ::std::result::Result<
+        types::CloseNesResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::NES_CLOSE,
+                ::protocols_runtime::method::encode_params(methods::NES_CLOSE, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::NES_CLOSE, &result)
+    }
+    /// Calls `nes/start`.
+    pub async fn nes_start(
+        &self,
+        params: types::StartNesRequest,
+    ) -> ::std::result::Result<
+        types::StartNesResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::NES_START,
+                ::protocols_runtime::method::encode_params(methods::NES_START, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::NES_START, &result)
+    }
+    /// Calls `nes/suggest`.
+    pub async fn nes_suggest(
+        &self,
+        params: types::SuggestNesRequest,
+    ) -> ::std::result::Result<
+        types::SuggestNesResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::NES_SUGGEST,
+                ::protocols_runtime::method::encode_params(
+                    methods::NES_SUGGEST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::NES_SUGGEST, &result)
+    }
+    /// Calls `providers/disable`.
+    pub async fn providers_disable(
+        &self,
+        params: types::DisableProviderRequest,
+    ) -> ::std::result::Result<
+        types::DisableProviderResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROVIDERS_DISABLE,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROVIDERS_DISABLE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROVIDERS_DISABLE, &result)
+    }
+    /// Calls `providers/list`.
+    pub async fn providers_list(
+        &self,
+        params: types::ListProvidersRequest,
+    ) -> ::std::result::Result<
+        types::ListProvidersResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROVIDERS_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROVIDERS_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROVIDERS_LIST, &result)
+    }
+    /// Calls `providers/set`.
+    pub async fn providers_set(
+        &self,
+        params: types::SetProviderRequest,
+    ) -> ::std::result::Result<
+        types::SetProviderResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROVIDERS_SET,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROVIDERS_SET,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROVIDERS_SET, &result)
+    }
+    /// Calls `session/close`.
+    pub async fn session_close(
+        &self,
+        params: types::CloseSessionRequest,
+    ) -> ::std::result::Result<
+        types::CloseSessionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_CLOSE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_CLOSE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+    }
+    /// Calls `session/delete`.
+    pub async fn session_delete(
+        &self,
+        params: types::DeleteSessionRequest,
+    ) -> ::std::result::Result<
+        types::DeleteSessionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_DELETE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_DELETE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+    }
+    /// Calls `session/fork`.
+    pub async fn session_fork(
+        &self,
+        params: types::ForkSessionRequest,
+    ) -> ::std::result::Result<
+        types::ForkSessionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_FORK,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_FORK,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_FORK, &result)
+    }
+    /// Calls `session/list`.
+    pub async fn session_list(
+        &self,
+        params: types::ListSessionsRequest,
+    ) -> ::std::result::Result<
+        types::ListSessionsResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+    }
+    /// Calls `session/new`.
+    pub async fn session_new(
+        &self,
+        params: types::NewSessionRequest,
+    ) -> ::std::result::Result<
+        types::NewSessionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_NEW,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_NEW,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+    }
+    /// Calls `session/prompt`.
+    pub async fn session_prompt(
+        &self,
+        params: types::PromptRequest,
+    ) -> ::std::result::Result<
+        types::PromptResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_PROMPT,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_PROMPT,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+    }
+    /// Calls `session/resume`.
+    pub async fn session_resume(
+        &self,
+        params: types::ResumeSessionRequest,
+    ) -> ::std::result::Result<
+        types::ResumeSessionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_RESUME,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_RESUME,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+    }
+    /// Calls `session/set_config_option`.
+    pub async fn session_set_config_option(
+        &self,
+        params: types::SetSessionConfigOptionRequest,
+    ) -> ::std::result::Result<
+        types::SetSessionConfigOptionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_SET_CONFIG_OPTION,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_SET_CONFIG_OPTION,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::SESSION_SET_CONFIG_OPTION,
+            &result,
+        )
+    }
+    /// Sends `$/cancel_request`.
+    pub async fn cancel_request(
+        &self,
+        params: types::CancelRequestNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::CANCEL_REQUEST,
+                ::protocols_runtime::method::encode_params(
+                    methods::CANCEL_REQUEST,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `document/didChange`.
+    pub async fn document_did_change(
+        &self,
+        params: types::DidChangeDocumentNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::DOCUMENT_DID_CHANGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::DOCUMENT_DID_CHANGE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `document/didClose`.
+    pub async fn document_did_close(
+        &self,
+        params: types::DidCloseDocumentNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::DOCUMENT_DID_CLOSE,
+                ::protocols_runtime::method::encode_params(
+                    methods::DOCUMENT_DID_CLOSE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `document/didFocus`.
+    pub async fn document_did_focus(
+        &self,
+        params: types::DidFocusDocumentNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::DOCUMENT_DID_FOCUS,
+                ::protocols_runtime::method::encode_params(
+                    methods::DOCUMENT_DID_FOCUS,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `document/didOpen`.
+    pub async fn document_did_open(
+        &self,
+        params: types::DidOpenDocumentNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::DOCUMENT_DID_OPEN,
+                ::protocols_runtime::method::encode_params(
+                    methods::DOCUMENT_DID_OPEN,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `document/didSave`.
+    pub async fn document_did_save(
+        &self,
+        params: types::DidSaveDocumentNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::DOCUMENT_DID_SAVE,
+                ::protocols_runtime::method::encode_params(
+                    methods::DOCUMENT_DID_SAVE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `nes/accept`.
+    pub async fn nes_accept(
+        &self,
+        params: types::AcceptNesNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NES_ACCEPT,
+                ::protocols_runtime::method::encode_params(methods::NES_ACCEPT, &params)?,
+            )
+            .await
+    }
+    /// Sends `nes/reject`.
+    pub async fn nes_reject(
+        &self,
+        params: types::RejectNesNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NES_REJECT,
+                ::protocols_runtime::method::encode_params(methods::NES_REJECT, &params)?,
+            )
+            .await
+    }
+    /// Sends `session/cancel`.
+    pub async fn session_cancel(
+        &self,
+        params: types::CancelSessionNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::SESSION_CANCEL,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_CANCEL,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}
+/// The client side of ACP v2-unstable: one method per request and notification the agent sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_client_request`] and [`dispatch_client_notification`].
+pub trait Client: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `elicitation/create`: answers -32601 unless implemented.
+    fn elicitation_create(
+        &self,
+        params: types::CreateElicitationRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CreateElicitationResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `mcp/connect`: answers -32601 unless implemented.
+    fn mcp_connect(
+        &self,
+        params: types::ConnectMcpRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ConnectMcpResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `mcp/disconnect`: answers -32601 unless implemented.
+    fn mcp_disconnect(
+        &self,
+        params: types::DisconnectMcpRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::DisconnectMcpResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `mcp/message`: answers -32601 unless implemented.
+    fn mcp_message(
+        &self,
+        params: types::MessageMcpRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::MessageMcpResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `session/request_permission`: answers -32601 unless implemented.
+    fn session_request_permission(
+        &self,
+        params: types::RequestPermissionRequest,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::RequestPermissionResponse,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `$/cancel_request`: ignored unless implemented.
+    fn cancel_request(
+        &self,
+        params: types::CancelRequestNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `elicitation/complete`: ignored unless implemented.
+    fn elicitation_complete(
+        &self,
+        params: types::CompleteElicitationNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `session/update`: ignored unless implemented.
+    fn session_update(
+        &self,
+        params: types::UpdateSessionNotification,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Client`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_client_request<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::ELICITATION_CREATE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .elicitation_create(
+                        ::protocols_runtime::method::decode_params(
+                            methods::ELICITATION_CREATE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::MCP_CONNECT => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .mcp_connect(
+                        ::protocols_runtime::method::decode_params(
+                            methods::MCP_CONNECT,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::MCP_DISCONNECT => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .mcp_disconnect(
+                        ::protocols_runtime::method::decode_params(
+                            methods::MCP_DISCONNECT,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::MCP_MESSAGE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .mcp_message(
+                        ::protocols_runtime::method::decode_params(
+                            methods::MCP_MESSAGE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SESSION_REQUEST_PERMISSION => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .session_request_permission(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SESSION_REQUEST_PERMISSION,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Client`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_client_notification<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::CANCEL_REQUEST => {
+            handler
+                .cancel_request(
+                    ::protocols_runtime::method::decode_params(
+                        methods::CANCEL_REQUEST,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::ELICITATION_COMPLETE => {
+            handler
+                .elicitation_complete(
+                    ::protocols_runtime::method::decode_params(
+                        methods::ELICITATION_COMPLETE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::SESSION_UPDATE => {
+            handler
+                .session_update(
+                    ::protocols_runtime::method::decode_params(
+                        methods::SESSION_UPDATE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote client of ACP v2-unstable through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteClient<T> {
+    transport: T,
+}
+impl<T> RemoteClient<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+    /// Calls `elicitation/create`.
+    pub async fn elicitation_create(
+        &self,
+        params: types::CreateElicitationRequest,
+    ) -> ::std::result::Result<
+        types::CreateElicitationResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::ELICITATION_CREATE,
+                ::protocols_runtime::method::encode_params(
+                    methods::ELICITATION_CREATE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+    }
+    /// Calls `mcp/connect`.
+    pub async fn mcp_connect(
+        &self,
+        params: types::ConnectMcpRequest,
+    ) -> ::std::result::Result<
+        types::ConnectMcpResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::MCP_CONNECT,
+                ::protocols_runtime::method::encode_params(
+                    methods::MCP_CONNECT,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::MCP_CONNECT, &result)
+    }
+    /// Calls `mcp/disconnect`.
+    pub async fn mcp_disconnect(
+        &self,
+        params: types::DisconnectMcpRequest,
+    ) -> ::std::result::Result<
+        types::DisconnectMcpResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::MCP_DISCONNECT,
+                ::protocols_runtime::method::encode_params(
+                    methods::MCP_DISCONNECT,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::MCP_DISCONNECT, &result)
+    }
+    /// Calls `mcp/message`.
+    pub async fn mcp_message(
+        &self,
+        params: types::MessageMcpRequest,
+    ) -> ::std::result::Result<
+        types::MessageMcpResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::MCP_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::MCP_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+    }
+    /// Calls `session/request_permission`.
+    pub async fn session_request_permission(
+        &self,
+        params: types::RequestPermissionRequest,
+    ) -> ::std::result::Result<
+        types::RequestPermissionResponse,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SESSION_REQUEST_PERMISSION,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_REQUEST_PERMISSION,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::SESSION_REQUEST_PERMISSION,
+            &result,
+        )
+    }
+    /// Sends `$/cancel_request`.
+    pub async fn cancel_request(
+        &self,
+        params: types::CancelRequestNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::CANCEL_REQUEST,
+                ::protocols_runtime::method::encode_params(
+                    methods::CANCEL_REQUEST,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `elicitation/complete`.
+    pub async fn elicitation_complete(
+        &self,
+        params: types::CompleteElicitationNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::ELICITATION_COMPLETE,
+                ::protocols_runtime::method::encode_params(
+                    methods::ELICITATION_COMPLETE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `session/update`.
+    pub async fn session_update(
+        &self,
+        params: types::UpdateSessionNotification,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::SESSION_UPDATE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SESSION_UPDATE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}

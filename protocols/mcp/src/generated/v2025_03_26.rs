@@ -4628,3 +4628,1303 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+/// The server side of MCP 2025-03-26: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_server_request`] and [`dispatch_server_notification`].
+pub trait Server: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `completion/complete`: answers -32601 unless implemented.
+    fn completion_complete(
+        &self,
+        params: types::CompleteRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CompleteResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `initialize`: answers -32601 unless implemented.
+    fn initialize(
+        &self,
+        params: types::InitializeRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::InitializeResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `logging/setLevel`: answers -32601 unless implemented.
+    fn logging_set_level(
+        &self,
+        params: types::SetLevelRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::EmptyResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `ping`: answers -32601 unless implemented.
+    fn ping(
+        &self,
+        params: ::std::option::Option<types::PingRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::EmptyResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `prompts/get`: answers -32601 unless implemented.
+    fn prompts_get(
+        &self,
+        params: types::GetPromptRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::GetPromptResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `prompts/list`: answers -32601 unless implemented.
+    fn prompts_list(
+        &self,
+        params: ::std::option::Option<types::ListPromptsRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListPromptsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/list`: answers -32601 unless implemented.
+    fn resources_list(
+        &self,
+        params: ::std::option::Option<types::ListResourcesRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListResourcesResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/read`: answers -32601 unless implemented.
+    fn resources_read(
+        &self,
+        params: types::ReadResourceRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ReadResourceResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/subscribe`: answers -32601 unless implemented.
+    fn resources_subscribe(
+        &self,
+        params: types::SubscribeRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::EmptyResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/templates/list`: answers -32601 unless implemented.
+    fn resources_templates_list(
+        &self,
+        params: ::std::option::Option<types::ListResourceTemplatesRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListResourceTemplatesResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/unsubscribe`: answers -32601 unless implemented.
+    fn resources_unsubscribe(
+        &self,
+        params: types::UnsubscribeRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::EmptyResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tools/call`: answers -32601 unless implemented.
+    fn tools_call(
+        &self,
+        params: types::CallToolRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CallToolResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tools/list`: answers -32601 unless implemented.
+    fn tools_list(
+        &self,
+        params: ::std::option::Option<types::ListToolsRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListToolsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `notifications/cancelled`: ignored unless implemented.
+    fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/initialized`: ignored unless implemented.
+    fn notifications_initialized(
+        &self,
+        params: ::std::option::Option<types::InitializedNotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/progress`: ignored unless implemented.
+    fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/roots/list_changed`: ignored unless implemented.
+    fn notifications_roots_list_changed(
+        &self,
+        params: ::std::option::Option<types::RootsListChangedNotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Server`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_server_request<H: Server>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::COMPLETION_COMPLETE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .completion_complete(
+                        ::protocols_runtime::method::decode_params(
+                            methods::COMPLETION_COMPLETE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::INITIALIZE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .initialize(
+                        ::protocols_runtime::method::decode_params(
+                            methods::INITIALIZE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::LOGGING_SET_LEVEL => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .logging_set_level(
+                        ::protocols_runtime::method::decode_params(
+                            methods::LOGGING_SET_LEVEL,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PING => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .ping(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::PING,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROMPTS_GET => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .prompts_get(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROMPTS_GET,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROMPTS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .prompts_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::PROMPTS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::RESOURCES_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_READ => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_read(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_READ,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_SUBSCRIBE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_subscribe(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_SUBSCRIBE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_TEMPLATES_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_templates_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::RESOURCES_TEMPLATES_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_UNSUBSCRIBE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_unsubscribe(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_UNSUBSCRIBE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::TOOLS_CALL => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .tools_call(
+                        ::protocols_runtime::method::decode_params(
+                            methods::TOOLS_CALL,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::TOOLS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .tools_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::TOOLS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Server`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_server_notification<H: Server>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::NOTIFICATIONS_CANCELLED => {
+            handler
+                .notifications_cancelled(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_CANCELLED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_INITIALIZED => {
+            handler
+                .notifications_initialized(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_INITIALIZED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_PROGRESS => {
+            handler
+                .notifications_progress(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_PROGRESS,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_ROOTS_LIST_CHANGED => {
+            handler
+                .notifications_roots_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote server of MCP 2025-03-26 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteServer<T> {
+    transport: T,
+}
+impl<T> RemoteServer<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+    /// Calls `completion/complete`.
+    pub async fn completion_complete(
+        &self,
+        params: types::CompleteRequestParams,
+    ) -> ::std::result::Result<
+        types::CompleteResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::COMPLETION_COMPLETE,
+                ::protocols_runtime::method::encode_params(
+                    methods::COMPLETION_COMPLETE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+    }
+    /// Calls `initialize`.
+    pub async fn initialize(
+        &self,
+        params: types::InitializeRequestParams,
+    ) -> ::std::result::Result<
+        types::InitializeResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::INITIALIZE,
+                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+    }
+    /// Calls `logging/setLevel`.
+    pub async fn logging_set_level(
+        &self,
+        params: types::SetLevelRequestParams,
+    ) -> ::std::result::Result<
+        types::EmptyResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::LOGGING_SET_LEVEL,
+                ::protocols_runtime::method::encode_params(
+                    methods::LOGGING_SET_LEVEL,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::LOGGING_SET_LEVEL, &result)
+    }
+    /// Calls `ping`.
+    pub async fn ping(
+        &self,
+        params: ::std::option::Option<types::PingRequestParams>,
+    ) -> ::std::result::Result<
+        types::EmptyResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PING,
+                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PING, &result)
+    }
+    /// Calls `prompts/get`.
+    pub async fn prompts_get(
+        &self,
+        params: types::GetPromptRequestParams,
+    ) -> ::std::result::Result<
+        types::GetPromptResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROMPTS_GET,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROMPTS_GET,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+    }
+    /// Calls `prompts/list`.
+    pub async fn prompts_list(
+        &self,
+        params: ::std::option::Option<types::ListPromptsRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListPromptsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROMPTS_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROMPTS_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+    }
+    /// Calls `resources/list`.
+    pub async fn resources_list(
+        &self,
+        params: ::std::option::Option<types::ListResourcesRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListResourcesResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+    }
+    /// Calls `resources/read`.
+    pub async fn resources_read(
+        &self,
+        params: types::ReadResourceRequestParams,
+    ) -> ::std::result::Result<
+        types::ReadResourceResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_READ,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_READ,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+    }
+    /// Calls `resources/subscribe`.
+    pub async fn resources_subscribe(
+        &self,
+        params: types::SubscribeRequestParams,
+    ) -> ::std::result::Result<
+        types::EmptyResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_SUBSCRIBE,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_SUBSCRIBE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::RESOURCES_SUBSCRIBE, &result)
+    }
+    /// Calls `resources/templates/list`.
+    pub async fn resources_templates_list(
+        &self,
+        params: ::std::option::Option<types::ListResourceTemplatesRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListResourceTemplatesResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_TEMPLATES_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_TEMPLATES_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::RESOURCES_TEMPLATES_LIST,
+            &result,
+        )
+    }
+    /// Calls `resources/unsubscribe`.
+    pub async fn resources_unsubscribe(
+        &self,
+        params: types::UnsubscribeRequestParams,
+    ) -> ::std::result::Result<
+        types::EmptyResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_UNSUBSCRIBE,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_UNSUBSCRIBE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::RESOURCES_UNSUBSCRIBE,
+            &result,
+        )
+    }
+    /// Calls `tools/call`.
+    pub async fn tools_call(
+        &self,
+        params: types::CallToolRequestParams,
+    ) -> ::std::result::Result<
+        types::CallToolResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TOOLS_CALL,
+                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+    }
+    /// Calls `tools/list`.
+    pub async fn tools_list(
+        &self,
+        params: ::std::option::Option<types::ListToolsRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListToolsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TOOLS_LIST,
+                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+    }
+    /// Sends `notifications/cancelled`.
+    pub async fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_CANCELLED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_CANCELLED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/initialized`.
+    pub async fn notifications_initialized(
+        &self,
+        params: ::std::option::Option<types::InitializedNotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_INITIALIZED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_INITIALIZED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/progress`.
+    pub async fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_PROGRESS,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_PROGRESS,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/roots/list_changed`.
+    pub async fn notifications_roots_list_changed(
+        &self,
+        params: ::std::option::Option<types::RootsListChangedNotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}
+/// The client side of MCP 2025-03-26: one method per request and notification the server sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_client_request`] and [`dispatch_client_notification`].
+pub trait Client: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `ping`: answers -32601 unless implemented.
+    fn ping(
+        &self,
+        params: ::std::option::Option<types::PingRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::EmptyResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `roots/list`: answers -32601 unless implemented.
+    fn roots_list(
+        &self,
+        params: ::std::option::Option<types::ListRootsRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListRootsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `sampling/createMessage`: answers -32601 unless implemented.
+    fn sampling_create_message(
+        &self,
+        params: types::CreateMessageRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CreateMessageResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `notifications/cancelled`: ignored unless implemented.
+    fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/message`: ignored unless implemented.
+    fn notifications_message(
+        &self,
+        params: types::LoggingMessageNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/progress`: ignored unless implemented.
+    fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/prompts/list_changed`: ignored unless implemented.
+    fn notifications_prompts_list_changed(
+        &self,
+        params: ::std::option::Option<types::PromptListChangedNotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/resources/list_changed`: ignored unless implemented.
+    fn notifications_resources_list_changed(
+        &self,
+        params: ::std::option::Option<types::ResourceListChangedNotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/resources/updated`: ignored unless implemented.
+    fn notifications_resources_updated(
+        &self,
+        params: types::ResourceUpdatedNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/tools/list_changed`: ignored unless implemented.
+    fn notifications_tools_list_changed(
+        &self,
+        params: ::std::option::Option<types::ToolListChangedNotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Client`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_client_request<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::PING => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .ping(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::PING,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::ROOTS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .roots_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::ROOTS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SAMPLING_CREATE_MESSAGE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .sampling_create_message(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SAMPLING_CREATE_MESSAGE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Client`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_client_notification<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::NOTIFICATIONS_CANCELLED => {
+            handler
+                .notifications_cancelled(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_CANCELLED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_MESSAGE => {
+            handler
+                .notifications_message(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_MESSAGE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_PROGRESS => {
+            handler
+                .notifications_progress(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_PROGRESS,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
+            handler
+                .notifications_prompts_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
+            handler
+                .notifications_resources_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_RESOURCES_UPDATED => {
+            handler
+                .notifications_resources_updated(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
+            handler
+                .notifications_tools_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote client of MCP 2025-03-26 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteClient<T> {
+    transport: T,
+}
+impl<T> RemoteClient<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+    /// Calls `ping`.
+    pub async fn ping(
+        &self,
+        params: ::std::option::Option<types::PingRequestParams>,
+    ) -> ::std::result::Result<
+        types::EmptyResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PING,
+                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PING, &result)
+    }
+    /// Calls `roots/list`.
+    pub async fn roots_list(
+        &self,
+        params: ::std::option::Option<types::ListRootsRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListRootsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::ROOTS_LIST,
+                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+    }
+    /// Calls `sampling/createMessage`.
+    pub async fn sampling_create_message(
+        &self,
+        params: types::CreateMessageRequestParams,
+    ) -> ::std::result::Result<
+        types::CreateMessageResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SAMPLING_CREATE_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SAMPLING_CREATE_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::SAMPLING_CREATE_MESSAGE,
+            &result,
+        )
+    }
+    /// Sends `notifications/cancelled`.
+    pub async fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_CANCELLED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_CANCELLED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/message`.
+    pub async fn notifications_message(
+        &self,
+        params: types::LoggingMessageNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/progress`.
+    pub async fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_PROGRESS,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_PROGRESS,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/prompts/list_changed`.
+    pub async fn notifications_prompts_list_changed(
+        &self,
+        params: ::std::option::Option<types::PromptListChangedNotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/resources/list_changed`.
+    pub async fn notifications_resources_list_changed(
+        &self,
+        params: ::std::option::Option<types::ResourceListChangedNotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/resources/updated`.
+    pub async fn notifications_resources_updated(
+        &self,
+        params: types::ResourceUpdatedNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/tools/list_changed`.
+    pub async fn notifications_tools_list_changed(
+        &self,
+        params: ::std::option::Option<types::ToolListChangedNotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}

@@ -8738,3 +8738,1089 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+/// The server side of MCP 2026-07-28: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_server_request`] and [`dispatch_server_notification`].
+pub trait Server: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `completion/complete`: answers -32601 unless implemented.
+    fn completion_complete(
+        &self,
+        params: types::CompleteRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CompleteResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `prompts/get`: answers -32601 unless implemented.
+    fn prompts_get(
+        &self,
+        params: types::GetPromptRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::GetPromptResultResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `prompts/list`: answers -32601 unless implemented.
+    fn prompts_list(
+        &self,
+        params: types::PaginatedRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListPromptsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/list`: answers -32601 unless implemented.
+    fn resources_list(
+        &self,
+        params: types::PaginatedRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListResourcesResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/read`: answers -32601 unless implemented.
+    fn resources_read(
+        &self,
+        params: types::ReadResourceRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ReadResourceResultResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `resources/templates/list`: answers -32601 unless implemented.
+    fn resources_templates_list(
+        &self,
+        params: types::PaginatedRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListResourceTemplatesResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `server/discover`: answers -32601 unless implemented.
+    fn server_discover(
+        &self,
+        params: types::RequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::DiscoverResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `subscriptions/listen`: answers -32601 unless implemented.
+    fn subscriptions_listen(
+        &self,
+        params: types::SubscriptionsListenRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::SubscriptionsListenResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tools/call`: answers -32601 unless implemented.
+    fn tools_call(
+        &self,
+        params: types::CallToolRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CallToolResultResponseResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `tools/list`: answers -32601 unless implemented.
+    fn tools_list(
+        &self,
+        params: types::PaginatedRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListToolsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `notifications/cancelled`: ignored unless implemented.
+    fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Server`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_server_request<H: Server>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::COMPLETION_COMPLETE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .completion_complete(
+                        ::protocols_runtime::method::decode_params(
+                            methods::COMPLETION_COMPLETE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROMPTS_GET => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .prompts_get(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROMPTS_GET,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::PROMPTS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .prompts_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::PROMPTS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_READ => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_read(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_READ,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::RESOURCES_TEMPLATES_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .resources_templates_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::RESOURCES_TEMPLATES_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SERVER_DISCOVER => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .server_discover(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SERVER_DISCOVER,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SUBSCRIPTIONS_LISTEN => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .subscriptions_listen(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SUBSCRIPTIONS_LISTEN,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::TOOLS_CALL => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .tools_call(
+                        ::protocols_runtime::method::decode_params(
+                            methods::TOOLS_CALL,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::TOOLS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .tools_list(
+                        ::protocols_runtime::method::decode_params(
+                            methods::TOOLS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Server`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_server_notification<H: Server>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::NOTIFICATIONS_CANCELLED => {
+            handler
+                .notifications_cancelled(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_CANCELLED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote server of MCP 2026-07-28 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteServer<T> {
+    transport: T,
+}
+impl<T> RemoteServer<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+    /// Calls `completion/complete`.
+    pub async fn completion_complete(
+        &self,
+        params: types::CompleteRequestParams,
+    ) -> ::std::result::Result<
+        types::CompleteResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::COMPLETION_COMPLETE,
+                ::protocols_runtime::method::encode_params(
+                    methods::COMPLETION_COMPLETE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+    }
+    /// Calls `prompts/get`.
+    pub async fn prompts_get(
+        &self,
+        params: types::GetPromptRequestParams,
+    ) -> ::std::result::Result<
+        types::GetPromptResultResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROMPTS_GET,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROMPTS_GET,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+    }
+    /// Calls `prompts/list`.
+    pub async fn prompts_list(
+        &self,
+        params: types::PaginatedRequestParams,
+    ) -> ::std::result::Result<
+        types::ListPromptsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::PROMPTS_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::PROMPTS_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+    }
+    /// Calls `resources/list`.
+    pub async fn resources_list(
+        &self,
+        params: types::PaginatedRequestParams,
+    ) -> ::std::result::Result<
+        types::ListResourcesResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+    }
+    /// Calls `resources/read`.
+    pub async fn resources_read(
+        &self,
+        params: types::ReadResourceRequestParams,
+    ) -> ::std::result::Result<
+        types::ReadResourceResultResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_READ,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_READ,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+    }
+    /// Calls `resources/templates/list`.
+    pub async fn resources_templates_list(
+        &self,
+        params: types::PaginatedRequestParams,
+    ) -> ::std::result::Result<
+        types::ListResourceTemplatesResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::RESOURCES_TEMPLATES_LIST,
+                ::protocols_runtime::method::encode_params(
+                    methods::RESOURCES_TEMPLATES_LIST,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::RESOURCES_TEMPLATES_LIST,
+            &result,
+        )
+    }
+    /// Calls `server/discover`.
+    pub async fn server_discover(
+        &self,
+        params: types::RequestParams,
+    ) -> ::std::result::Result<
+        types::DiscoverResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SERVER_DISCOVER,
+                ::protocols_runtime::method::encode_params(
+                    methods::SERVER_DISCOVER,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::SERVER_DISCOVER, &result)
+    }
+    /// Calls `subscriptions/listen`.
+    pub async fn subscriptions_listen(
+        &self,
+        params: types::SubscriptionsListenRequestParams,
+    ) -> ::std::result::Result<
+        types::SubscriptionsListenResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SUBSCRIPTIONS_LISTEN,
+                ::protocols_runtime::method::encode_params(
+                    methods::SUBSCRIPTIONS_LISTEN,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::SUBSCRIPTIONS_LISTEN,
+            &result,
+        )
+    }
+    /// Calls `tools/call`.
+    pub async fn tools_call(
+        &self,
+        params: types::CallToolRequestParams,
+    ) -> ::std::result::Result<
+        types::CallToolResultResponseResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TOOLS_CALL,
+                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+    }
+    /// Calls `tools/list`.
+    pub async fn tools_list(
+        &self,
+        params: types::PaginatedRequestParams,
+    ) -> ::std::result::Result<
+        types::ListToolsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::TOOLS_LIST,
+                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+    }
+    /// Sends `notifications/cancelled`.
+    pub async fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_CANCELLED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_CANCELLED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}
+/// The client side of MCP 2026-07-28: one method per request and notification the server sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_client_request`] and [`dispatch_client_notification`].
+pub trait Client: ::std::marker::Send + ::std::marker::Sync {
+    /// What every method receives beside its params, chosen by the glue serving this
+    /// trait.
+    type Context: ::std::marker::Send + ::std::marker::Sync;
+    /// `elicitation/create`: answers -32601 unless implemented.
+    fn elicitation_create(
+        &self,
+        params: types::ElicitRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ElicitResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `roots/list`: answers -32601 unless implemented.
+    fn roots_list(
+        &self,
+        params: ::std::option::Option<types::ListRootsRequestParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::ListRootsResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `sampling/createMessage`: answers -32601 unless implemented.
+    fn sampling_create_message(
+        &self,
+        params: types::CreateMessageRequestParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            types::CreateMessageResult,
+            ::protocols_runtime::ErrorObject,
+        >,
+    > + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            ),
+        )
+    }
+    /// `notifications/cancelled`: ignored unless implemented.
+    fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/message`: ignored unless implemented.
+    fn notifications_message(
+        &self,
+        params: types::LoggingMessageNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/progress`: ignored unless implemented.
+    fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/prompts/list_changed`: ignored unless implemented.
+    fn notifications_prompts_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/resources/list_changed`: ignored unless implemented.
+    fn notifications_resources_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/resources/updated`: ignored unless implemented.
+    fn notifications_resources_updated(
+        &self,
+        params: types::ResourceUpdatedNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/subscriptions/acknowledged`: ignored unless implemented.
+    fn notifications_subscriptions_acknowledged(
+        &self,
+        params: types::SubscriptionsAcknowledgedNotificationParams,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+    /// `notifications/tools/list_changed`: ignored unless implemented.
+    fn notifications_tools_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+        cx: &Self::Context,
+    ) -> impl ::std::future::Future<Output = ()> + ::std::marker::Send {
+        let _ = (params, cx);
+        ::std::future::ready(())
+    }
+}
+/// Answers one request to a [`Client`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
+pub async fn dispatch_client_request<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::protocols_runtime::Reply {
+    match method {
+        methods::ELICITATION_CREATE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .elicitation_create(
+                        ::protocols_runtime::method::decode_params(
+                            methods::ELICITATION_CREATE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::ROOTS_LIST => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .roots_list(
+                        ::protocols_runtime::method::decode_optional_params(
+                            methods::ROOTS_LIST,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        methods::SAMPLING_CREATE_MESSAGE => {
+            ::protocols_runtime::method::reply(
+                handler
+                    .sampling_create_message(
+                        ::protocols_runtime::method::decode_params(
+                            methods::SAMPLING_CREATE_MESSAGE,
+                            params,
+                        )?,
+                        cx,
+                    )
+                    .await,
+            )
+        }
+        _ => {
+            ::std::result::Result::Err(
+                ::protocols_runtime::ErrorObject::method_not_found(),
+            )
+        }
+    }
+}
+/// Delivers one notification to a [`Client`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
+pub async fn dispatch_client_notification<H: Client>(
+    handler: &H,
+    method: &str,
+    params: ::std::option::Option<&::serde_json::value::RawValue>,
+    cx: &H::Context,
+) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+    match method {
+        methods::NOTIFICATIONS_CANCELLED => {
+            handler
+                .notifications_cancelled(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_CANCELLED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_MESSAGE => {
+            handler
+                .notifications_message(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_MESSAGE,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_PROGRESS => {
+            handler
+                .notifications_progress(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_PROGRESS,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
+            handler
+                .notifications_prompts_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
+            handler
+                .notifications_resources_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_RESOURCES_UPDATED => {
+            handler
+                .notifications_resources_updated(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED => {
+            handler
+                .notifications_subscriptions_acknowledged(
+                    ::protocols_runtime::method::decode_params(
+                        methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
+            handler
+                .notifications_tools_list_changed(
+                    ::protocols_runtime::method::decode_optional_params(
+                        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                        params,
+                    )?,
+                    cx,
+                )
+                .await
+        }
+        _ => {
+            return ::std::result::Result::Err(
+                ::protocols_runtime::method::DispatchError::UnknownMethod,
+            );
+        }
+    }
+    ::std::result::Result::Ok(())
+}
+/// Calls a remote client of MCP 2026-07-28 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[derive(Debug, Clone)]
+pub struct RemoteClient<T> {
+    transport: T,
+}
+impl<T> RemoteClient<T> {
+    /// A proxy calling through `transport`.
+    pub fn new(transport: T) -> Self {
+        Self { transport }
+    }
+    /// The transport calls go through.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+}
+impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+    /// Calls `elicitation/create`.
+    pub async fn elicitation_create(
+        &self,
+        params: types::ElicitRequestParams,
+    ) -> ::std::result::Result<
+        types::ElicitResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::ELICITATION_CREATE,
+                ::protocols_runtime::method::encode_params(
+                    methods::ELICITATION_CREATE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+    }
+    /// Calls `roots/list`.
+    pub async fn roots_list(
+        &self,
+        params: ::std::option::Option<types::ListRootsRequestParams>,
+    ) -> ::std::result::Result<
+        types::ListRootsResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::ROOTS_LIST,
+                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+    }
+    /// Calls `sampling/createMessage`.
+    pub async fn sampling_create_message(
+        &self,
+        params: types::CreateMessageRequestParams,
+    ) -> ::std::result::Result<
+        types::CreateMessageResult,
+        ::protocols_runtime::method::ClientError,
+    > {
+        let result = self
+            .transport
+            .call(
+                methods::SAMPLING_CREATE_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::SAMPLING_CREATE_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await?;
+        ::protocols_runtime::method::decode_result(
+            methods::SAMPLING_CREATE_MESSAGE,
+            &result,
+        )
+    }
+    /// Sends `notifications/cancelled`.
+    pub async fn notifications_cancelled(
+        &self,
+        params: types::CancelledNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_CANCELLED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_CANCELLED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/message`.
+    pub async fn notifications_message(
+        &self,
+        params: types::LoggingMessageNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_MESSAGE,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_MESSAGE,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/progress`.
+    pub async fn notifications_progress(
+        &self,
+        params: types::ProgressNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_PROGRESS,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_PROGRESS,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/prompts/list_changed`.
+    pub async fn notifications_prompts_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/resources/list_changed`.
+    pub async fn notifications_resources_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/resources/updated`.
+    pub async fn notifications_resources_updated(
+        &self,
+        params: types::ResourceUpdatedNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/subscriptions/acknowledged`.
+    pub async fn notifications_subscriptions_acknowledged(
+        &self,
+        params: types::SubscriptionsAcknowledgedNotificationParams,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+    /// Sends `notifications/tools/list_changed`.
+    pub async fn notifications_tools_list_changed(
+        &self,
+        params: ::std::option::Option<types::NotificationParams>,
+    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+        self.transport
+            .notify(
+                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                ::protocols_runtime::method::encode_params(
+                    methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+                    &params,
+                )?,
+            )
+            .await
+    }
+}

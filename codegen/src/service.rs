@@ -1,0 +1,463 @@
+//! The service emitter: from a revision's method table, per receiving side (MCP `Server` and
+//! `Client`, ACP `Agent` and `Client`, A2A `Agent`) a handler trait, its dispatchers and a typed
+//! proxy for calling that side — the shape of tonic-build's service trait and server wrapper.
+//!
+//! - **Trait.** One method per request the side receives (`tools/call` → `tools_call`), taking
+//!   the typed params and answering `Result<TypedResult, ErrorObject>`; the default answers
+//!   -32601. One per notification, defaulting to a no-op. Methods return
+//!   `impl Future + Send`, so an implementor writes `async fn` and nothing is boxed.
+//! - **Context.** The trait has an associated `type Context` that every method receives by
+//!   reference. The hand-written protocol glue chooses it (a richer context with the negotiated
+//!   revision, progress token, typed peer handle…) rather than the trait fixing the runtime's
+//!   `Context<S>`; an associated type rather than a generic parameter because one handler is
+//!   served in exactly one context, which keeps inference and bounds (`H: Server<Context = C>`)
+//!   simple.
+//! - **Dispatchers.** `dispatch_<side>_request(handler, method, params, cx)` decodes the raw
+//!   params as the method's type, calls the trait method and serializes its answer into the
+//!   runtime's `Reply`; an unknown method is -32601 and params that do not fit are -32602
+//!   naming the method, never the input. `dispatch_<side>_notification` does the same for
+//!   notifications and reports a failed decode to the caller, since nothing is answered. Both
+//!   are plain `async fn`s over a generic handler: statically dispatched, no boxed future.
+//! - **Streaming** (A2A): such a method returns `ResultStream<T>`, and when a side has any, its
+//!   request dispatcher answers `Answer` (`Reply` or a `ReplyStream` of serialized items) so the
+//!   binding decides how the items travel (SSE events, or `send_partial_result` per item).
+//! - **Proxy.** `Remote<Side><T: RpcClient>` has one async method per request (typed params in,
+//!   the result decoded as the type of the method it answers) and per notification. The
+//!   runtime's `Peer` implements `RpcClient`, so the same proxy makes server→client calls from
+//!   inside a handler; the protocol crates implement it over their client transports.
+
+use std::collections::BTreeSet;
+
+use heck::ToSnakeCase;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::emit::{Sides, method_const};
+use crate::error::{CodegenError, Result};
+use crate::model::{Direction, MethodKind, MethodRow, RevisionModel};
+use crate::types_emit::rust_type_name;
+
+/// The handler method name of a wire method (`tools/call` → `tools_call`,
+/// `session/request_permission` → `session_request_permission`, `SendMessage` → `send_message`).
+pub fn handler_method_name(method: &str) -> String {
+    let words: String = method
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    words.to_snake_case()
+}
+
+/// One side that receives calls: its trait name and the rows it answers.
+struct ReceivingSide<'a> {
+    /// `Server`, `Client` or `Agent`.
+    name: &'static str,
+    /// The other side, which sends these calls (for docs).
+    sender: &'static str,
+    requests: Vec<Rpc<'a>>,
+    notifications: Vec<Rpc<'a>>,
+}
+
+/// A method-table row with the names and types the emitted code uses.
+struct Rpc<'a> {
+    row: &'a MethodRow,
+    handler: Ident,
+    konst: Ident,
+}
+
+impl Rpc<'_> {
+    /// The params argument of the handler method and the proxy method, if the method has params.
+    fn params_type(&self) -> Option<TokenStream> {
+        let ty = type_path(self.row.params_type.as_deref()?);
+        Some(if self.row.params_optional {
+            quote! { ::std::option::Option<#ty> }
+        } else {
+            ty
+        })
+    }
+
+    fn result_type(&self) -> TokenStream {
+        self.row
+            .result_type
+            .as_deref()
+            .map(type_path)
+            .unwrap_or_else(|| quote! { ::serde_json::Value })
+    }
+
+    /// `params: T, ` or nothing, for a signature.
+    fn params_arg(&self) -> TokenStream {
+        match self.params_type() {
+            Some(ty) => quote! { params: #ty, },
+            None => TokenStream::new(),
+        }
+    }
+
+    /// The expression decoding the raw params in a dispatcher (ending in `?`), or nothing.
+    fn decode_expr(&self) -> TokenStream {
+        let konst = &self.konst;
+        match (&self.row.params_type, self.row.params_optional) {
+            (None, _) => TokenStream::new(),
+            (Some(_), true) => quote! {
+                ::protocols_runtime::method::decode_optional_params(methods::#konst, params)?,
+            },
+            (Some(_), false) => quote! {
+                ::protocols_runtime::method::decode_params(methods::#konst, params)?,
+            },
+        }
+    }
+
+    /// The expression encoding the params in a proxy call.
+    fn encode_expr(&self) -> TokenStream {
+        let konst = &self.konst;
+        match self.row.params_type {
+            Some(_) => {
+                quote! { ::protocols_runtime::method::encode_params(methods::#konst, &params)? }
+            }
+            None => quote! { ::std::option::Option::None },
+        }
+    }
+}
+
+fn type_path(definition: &str) -> TokenStream {
+    let ident = format_ident!("{}", rust_type_name(definition));
+    quote! { types::#ident }
+}
+
+/// Everything this module emits for one revision, spliced into the revision module beside
+/// `types`, `methods` and the direction enums (whose names it relies on).
+pub fn emit_service(model: &RevisionModel, sides: Sides) -> Result<TokenStream> {
+    let label = format!("{} {}", model.protocol.to_uppercase(), model.revision);
+    let mut out = Vec::new();
+    for side in receiving_sides(model, sides)? {
+        if side.requests.is_empty() && side.notifications.is_empty() {
+            continue;
+        }
+        out.push(handler_trait(&side, &label));
+        out.push(request_dispatcher(&side));
+        out.push(notification_dispatcher(&side));
+        out.push(remote_proxy(&side, &label));
+    }
+    Ok(quote! { #(#out)* })
+}
+
+/// The server (agent) side receives what the client sends and the other way round; a `Both`
+/// row is received by each.
+fn receiving_sides(model: &RevisionModel, sides: Sides) -> Result<Vec<ReceivingSide<'_>>> {
+    [
+        (sides.server, sides.client, Direction::ClientToServer),
+        (sides.client, sides.server, Direction::ServerToClient),
+    ]
+    .into_iter()
+    .map(|(name, sender, direction)| {
+        let received: Vec<&MethodRow> = model
+            .methods
+            .iter()
+            .filter(|row| row.direction == direction || row.direction == Direction::Both)
+            .collect();
+        let rpcs = named_rpcs(model, name, &received)?;
+        let (requests, notifications) = rpcs
+            .into_iter()
+            .partition(|rpc| rpc.row.kind == MethodKind::Request);
+        Ok(ReceivingSide {
+            name,
+            sender,
+            requests,
+            notifications,
+        })
+    })
+    .collect()
+}
+
+/// Names each row's handler method, refusing two rows that would share one.
+fn named_rpcs<'a>(
+    model: &RevisionModel,
+    side: &str,
+    rows: &[&'a MethodRow],
+) -> Result<Vec<Rpc<'a>>> {
+    let mut seen_wire = BTreeSet::new();
+    let mut seen_handler = BTreeSet::new();
+    let mut rpcs = Vec::new();
+    for row in rows {
+        if !seen_wire.insert(row.name.as_str()) {
+            continue;
+        }
+        let name = handler_method_name(&row.name);
+        if name.is_empty() || !seen_handler.insert(name.clone()) {
+            return Err(CodegenError::Revision {
+                protocol: model.protocol.clone(),
+                revision: model.revision.clone(),
+                message: format!(
+                    "method `{}` needs handler method `{name}` on `{side}`, which is empty or \
+                     already taken",
+                    row.name
+                ),
+            });
+        }
+        rpcs.push(Rpc {
+            row,
+            handler: format_ident!("{}", name),
+            konst: method_const(&row.name),
+        });
+    }
+    Ok(rpcs)
+}
+
+fn has_streaming(side: &ReceivingSide<'_>) -> bool {
+    side.requests.iter().any(|rpc| rpc.row.streaming)
+}
+
+fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
+    let name = format_ident!("{}", side.name);
+    let doc = format!(
+        " The {} side of {label}: one method per request and notification the {} sends. \
+         Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve \
+         it with [`{}`] and [`{}`].",
+        side.name.to_lowercase(),
+        side.sender.to_lowercase(),
+        request_dispatcher_name(side),
+        notification_dispatcher_name(side),
+    );
+    let requests = side.requests.iter().map(|rpc| {
+        let method = &rpc.handler;
+        let params = rpc.params_arg();
+        let result = rpc.result_type();
+        let output = if rpc.row.streaming {
+            quote! { ::protocols_runtime::method::ResultStream<#result> }
+        } else {
+            result
+        };
+        let unused = unused_args(rpc);
+        let doc = format!(" `{}`: answers -32601 unless implemented.", rpc.row.name);
+        quote! {
+            #[doc = #doc]
+            fn #method(&self, #params cx: &Self::Context)
+                -> impl ::std::future::Future<Output = ::std::result::Result<#output, ::protocols_runtime::ErrorObject>> + ::std::marker::Send
+            {
+                let _ = #unused;
+                ::std::future::ready(::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()))
+            }
+        }
+    });
+    let notifications = side.notifications.iter().map(|rpc| {
+        let method = &rpc.handler;
+        let params = rpc.params_arg();
+        let unused = unused_args(rpc);
+        let doc = format!(" `{}`: ignored unless implemented.", rpc.row.name);
+        quote! {
+            #[doc = #doc]
+            fn #method(&self, #params cx: &Self::Context)
+                -> impl ::std::future::Future<Output = ()> + ::std::marker::Send
+            {
+                let _ = #unused;
+                ::std::future::ready(())
+            }
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        pub trait #name: ::std::marker::Send + ::std::marker::Sync {
+            /// What every method receives beside its params, chosen by the glue serving this
+            /// trait.
+            type Context: ::std::marker::Send + ::std::marker::Sync;
+            #(#requests)*
+            #(#notifications)*
+        }
+    }
+}
+
+/// The arguments a default method body ignores.
+fn unused_args(rpc: &Rpc<'_>) -> TokenStream {
+    match rpc.row.params_type {
+        Some(_) => quote! { (params, cx) },
+        None => quote! { cx },
+    }
+}
+
+fn request_dispatcher_name(side: &ReceivingSide<'_>) -> Ident {
+    format_ident!("dispatch_{}_request", side.name.to_lowercase())
+}
+
+fn notification_dispatcher_name(side: &ReceivingSide<'_>) -> Ident {
+    format_ident!("dispatch_{}_notification", side.name.to_lowercase())
+}
+
+fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
+    let trait_name = format_ident!("{}", side.name);
+    let function = request_dispatcher_name(side);
+    let streaming = has_streaming(side);
+    let arms = side.requests.iter().map(|rpc| {
+        let konst = &rpc.konst;
+        let method = &rpc.handler;
+        let decode = rpc.decode_expr();
+        let call = quote! { handler.#method(#decode cx).await };
+        let answer = match (streaming, rpc.row.streaming) {
+            (false, _) => quote! { ::protocols_runtime::method::reply(#call) },
+            (true, false) => quote! { ::protocols_runtime::method::Answer::single(#call) },
+            (true, true) => quote! { ::protocols_runtime::method::Answer::streaming(#call) },
+        };
+        quote! { methods::#konst => #answer, }
+    });
+    let signature_doc = format!(
+        " Answers one request to a [`{}`]: decodes `params` as the type of `method`, calls the \
+         handler and serializes its answer. Unknown methods answer -32601, params that do not \
+         fit -32602.",
+        side.name
+    );
+    let args = quote! {
+        handler: &H,
+        method: &str,
+        params: ::std::option::Option<&::serde_json::value::RawValue>,
+        cx: &H::Context,
+    };
+    if side.requests.is_empty() {
+        return quote! {
+            #[doc = #signature_doc]
+            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::Reply {
+                let _ = (handler, method, params, cx);
+                ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found())
+            }
+        };
+    }
+    if streaming {
+        let doc = format!(
+            "{signature_doc} Streaming methods answer `Answer::Stream`, one serialized item per \
+             result, for the binding to carry."
+        );
+        quote! {
+            #[doc = #doc]
+            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::method::Answer {
+                let answer = async {
+                    ::std::result::Result::Ok::<_, ::protocols_runtime::ErrorObject>(match method {
+                        #(#arms)*
+                        _ => return ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()),
+                    })
+                }
+                .await;
+                answer.unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(::std::result::Result::Err(error)))
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #signature_doc]
+            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::Reply {
+                match method {
+                    #(#arms)*
+                    _ => ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()),
+                }
+            }
+        }
+    }
+}
+
+fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
+    let trait_name = format_ident!("{}", side.name);
+    let function = notification_dispatcher_name(side);
+    let doc = format!(
+        " Delivers one notification to a [`{}`]. Nothing is answered, so a notification that is \
+         unknown or whose params do not fit is returned to the caller to log.",
+        side.name
+    );
+    let args = quote! {
+        handler: &H,
+        method: &str,
+        params: ::std::option::Option<&::serde_json::value::RawValue>,
+        cx: &H::Context,
+    };
+    let output = quote! { ::std::result::Result<(), ::protocols_runtime::method::DispatchError> };
+    if side.notifications.is_empty() {
+        return quote! {
+            #[doc = #doc]
+            pub async fn #function<H: #trait_name>(#args) -> #output {
+                let _ = (handler, method, params, cx);
+                ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+            }
+        };
+    }
+    let arms = side.notifications.iter().map(|rpc| {
+        let konst = &rpc.konst;
+        let method = &rpc.handler;
+        let decode = rpc.decode_expr();
+        quote! { methods::#konst => handler.#method(#decode cx).await, }
+    });
+    quote! {
+        #[doc = #doc]
+        pub async fn #function<H: #trait_name>(#args) -> #output {
+            match method {
+                #(#arms)*
+                _ => return ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            }
+            ::std::result::Result::Ok(())
+        }
+    }
+}
+
+fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
+    let name = format_ident!("Remote{}", side.name);
+    let doc = format!(
+        " Calls a remote {} of {label} through any `RpcClient` transport (the runtime's `Peer` \
+         from inside a handler, or a protocol crate's client transport); each result is decoded \
+         as the type of the method it answers.",
+        side.name.to_lowercase()
+    );
+    let requests = side.requests.iter().map(|rpc| {
+        let method = &rpc.handler;
+        let konst = &rpc.konst;
+        let params = rpc.params_arg();
+        let encode = rpc.encode_expr();
+        let result = rpc.result_type();
+        let doc = format!(" Calls `{}`.", rpc.row.name);
+        if rpc.row.streaming {
+            quote! {
+                #[doc = #doc]
+                pub async fn #method(&self, #params) -> ::std::result::Result<::protocols_runtime::method::ClientStream<#result>, ::protocols_runtime::method::ClientError> {
+                    let stream = self.transport.call_streaming(methods::#konst, #encode).await?;
+                    ::std::result::Result::Ok(::protocols_runtime::method::decode_stream(methods::#konst, stream))
+                }
+            }
+        } else {
+            quote! {
+                #[doc = #doc]
+                pub async fn #method(&self, #params) -> ::std::result::Result<#result, ::protocols_runtime::method::ClientError> {
+                    let result = self.transport.call(methods::#konst, #encode).await?;
+                    ::protocols_runtime::method::decode_result(methods::#konst, &result)
+                }
+            }
+        }
+    });
+    let notifications = side.notifications.iter().map(|rpc| {
+        let method = &rpc.handler;
+        let konst = &rpc.konst;
+        let params = rpc.params_arg();
+        let encode = rpc.encode_expr();
+        let doc = format!(" Sends `{}`.", rpc.row.name);
+        quote! {
+            #[doc = #doc]
+            pub async fn #method(&self, #params) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+                self.transport.notify(methods::#konst, #encode).await
+            }
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone)]
+        pub struct #name<T> {
+            transport: T,
+        }
+
+        impl<T> #name<T> {
+            /// A proxy calling through `transport`.
+            pub fn new(transport: T) -> Self {
+                Self { transport }
+            }
+
+            /// The transport calls go through.
+            pub fn transport(&self) -> &T {
+                &self.transport
+            }
+        }
+
+        impl<T: ::protocols_runtime::method::RpcClient> #name<T> {
+            #(#requests)*
+            #(#notifications)*
+        }
+    }
+}
