@@ -605,3 +605,45 @@ fn helper_functions(helpers: &HelperUse) -> TokenStream {
         #result
     }
 }
+
+/// Test support for a revision with pinned example messages: a function that round-trips a JSON
+/// value through the type a definition name denotes, so the example test can follow the folder
+/// names instead of a hand-written list.
+pub fn emit_definition_table(model: &RevisionModel) -> Result<String> {
+    let sides = sides(&model.protocol);
+    let replaced = replaced_unions(model, sides);
+    let module = format_ident!("{}", model.module);
+    let crate_name = format_ident!("protocols_{}", model.protocol);
+    let arms = model
+        .definitions
+        .keys()
+        .filter(|name| !replaced.contains_key(*name) && !model.custom_types.contains_key(*name))
+        .map(|name| {
+            let ty = format_ident!("{}", rust_type_name(name));
+            quote! { #name => Some(round_trip_as::<types::#ty>(value)) }
+        });
+    let doc = format!(
+        " Round-trips `value` through the `{}` type named `definition`; `None` for an unknown name.",
+        model.revision
+    );
+    let tokens = quote! {
+        use #crate_name::generated::#module::types;
+
+        #[doc = #doc]
+        pub fn round_trip(definition: &str, value: ::serde_json::Value) -> ::std::option::Option<::std::result::Result<::serde_json::Value, ::serde_json::Error>> {
+            match definition {
+                #(#arms,)*
+                _ => None,
+            }
+        }
+
+        fn round_trip_as<T: ::serde::Serialize + ::serde::de::DeserializeOwned>(value: ::serde_json::Value) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
+            let typed: T = ::serde_json::from_value(value)?;
+            ::serde_json::to_value(&typed)
+        }
+    };
+    let file: syn::File = syn::parse2(tokens).map_err(|e| {
+        CodegenError::schema("", "", format!("definition table does not parse: {e}"))
+    })?;
+    Ok(format!("{}{}", header(model), prettyplease::unparse(&file)))
+}

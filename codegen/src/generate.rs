@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::emit::emit_revision;
+use crate::emit::{emit_definition_table, emit_revision};
 use crate::error::Result;
 use crate::frontend::{LoadedRevision, load};
 use crate::normalize::Treatments;
 use crate::output::GeneratedFile;
-use crate::sources::{RevisionSpec, Sources};
+use crate::sources::{RevisionSpec, Role, Sources};
 
 /// Which revisions to generate.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +55,15 @@ pub fn generate(sources: &Sources, cache: &Path, selection: &Selection) -> Resul
         let started = Instant::now();
         let LoadedRevision { model, treatments } = load(spec, sources, cache)?;
         let emitted = emit_revision(&model)?;
+        if has_examples(sources, spec) {
+            files.push(GeneratedFile {
+                path: PathBuf::from("protocols")
+                    .join(&spec.protocol)
+                    .join("tests/support")
+                    .join(format!("{}_definitions.rs", spec.module)),
+                contents: emit_definition_table(&model)?,
+            });
+        }
         let file = PathBuf::from("protocols")
             .join(&spec.protocol)
             .join("src/generated")
@@ -79,6 +88,15 @@ pub fn generate(sources: &Sources, cache: &Path, selection: &Selection) -> Resul
         files.push(mod_file(sources, protocol));
     }
     Ok(Generation { files, summaries })
+}
+
+/// Whether example messages are pinned for this revision.
+fn has_examples(sources: &Sources, spec: &RevisionSpec) -> bool {
+    sources.files.iter().any(|f| {
+        f.role == Role::ExamplesManifest
+            && f.protocol == spec.protocol
+            && f.revision == spec.revision
+    })
 }
 
 /// `protocols/<p>/src/generated/mod.rs`: the revision modules and the `REVISIONS` list.

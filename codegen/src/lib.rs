@@ -11,6 +11,7 @@ pub mod model;
 pub mod normalize;
 pub mod output;
 pub mod proto;
+pub mod samples;
 pub mod schema_doc;
 pub mod service;
 pub mod sources;

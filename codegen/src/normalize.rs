@@ -40,6 +40,17 @@ pub fn normalize(definitions: &mut Definitions) -> Result<Treatments, RewriteErr
     );
     record("merge-allof", merge_all_of(definitions)?);
     record("hoist-params-result", hoist_message_bodies(definitions));
+    record("numbers-keep-their-text", plain_numbers(definitions));
+    record(
+        "optional-collections-keep-presence",
+        optional_collections_nullable(definitions),
+    );
+    record(
+        "order-union-by-specificity",
+        order_unions_by_specificity(definitions),
+    );
+    record("anyof-as-oneof", any_of_as_one_of(definitions));
+    record("request-keeps-its-id", request_id_property(definitions));
     Ok(treatments)
 }
 
@@ -349,6 +360,153 @@ fn hoist_target(definitions: &Definitions, name: &str) -> Option<(&'static str, 
     (!is_plain_ref(body) && !definitions.contains_key(&new_name)).then_some((field, new_name))
 }
 
+/// `{"type": "number", <bounds>}` → `{"type": "number"}`, which the back end maps to
+/// `serde_json::Number`: an `f64` would re-serialize `50` as `50.0`. Bounds are not enforced by
+/// typify for floats anyway.
+pub fn plain_numbers(definitions: &mut Definitions) -> BTreeSet<String> {
+    const NUMBER_KEYWORDS: &[&str] = &[
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "format",
+    ];
+    rewrite_each(definitions, &mut |object| {
+        if object.get("type").and_then(Value::as_str) != Some("number") {
+            return false;
+        }
+        let before = object.len();
+        object.retain(|key, _| !NUMBER_KEYWORDS.contains(&key.as_str()));
+        object.len() != before
+    })
+}
+
+/// An optional array or free-form object property gets `null` added to its type: typify would
+/// otherwise emit a bare `Vec`/`Map` skipped when empty, so `"roots": {}` (a capability being
+/// present) would vanish on re-serialization.
+pub fn optional_collections_nullable(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let required: Vec<String> = object
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(Value::Object(properties)) = object.get_mut("properties") else {
+            return false;
+        };
+        let mut changed = false;
+        for (name, property) in properties.iter_mut() {
+            if required.contains(name) {
+                continue;
+            }
+            if let Some(property) = property.as_object_mut() {
+                if is_collection(property) {
+                    let kind = property.get("type").cloned().unwrap_or(Value::Null);
+                    property.insert("type".into(), json!([kind, "null"]));
+                    changed = true;
+                }
+            }
+        }
+        changed
+    })
+}
+
+fn is_collection(schema: &Map<String, Value>) -> bool {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("array") => true,
+        Some("object") => schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty),
+        _ => false,
+    }
+}
+
+/// Orders a union of `$ref`s by how many properties each member requires, most first (stable):
+/// typify emits untagged enums tried in order, and a member requiring little (2026-07-28
+/// `InputRequiredResult`) would otherwise swallow a richer one (`CallToolResult`).
+pub fn order_unions_by_specificity(definitions: &mut Definitions) -> BTreeSet<String> {
+    let snapshot = definitions.clone();
+    let required_count = |member: &Value| -> usize {
+        member
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(ref_target)
+            .and_then(|target| snapshot.get(target))
+            .and_then(|schema| schema.get("required"))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    rewrite_each(definitions, &mut |object| {
+        let mut changed = false;
+        for key in ["anyOf", "oneOf"] {
+            let Some(Value::Array(members)) = object.get_mut(key) else {
+                continue;
+            };
+            if !members.iter().all(|m| m.get("$ref").is_some()) {
+                continue;
+            }
+            let before = members.clone();
+            members.sort_by_key(|member| std::cmp::Reverse(required_count(member)));
+            changed |= *members != before;
+        }
+        changed
+    })
+}
+
+/// `anyOf` (without a `null` member) → `oneOf`: typify renders an `anyOf` it cannot prove
+/// exclusive as a struct of optional flattened members, which loses every member's fields
+/// (MCP `PrimitiveSchemaDefinition`); as `oneOf` it is an enum whose first matching member wins,
+/// which is what an `anyOf` instance decodes as.
+pub fn any_of_as_one_of(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let Some(Value::Array(members)) = object.get("anyOf") else {
+            return false;
+        };
+        let has_null = members
+            .iter()
+            .any(|m| m.get("type").and_then(Value::as_str) == Some("null"));
+        if has_null || object.contains_key("oneOf") {
+            return false;
+        }
+        if let Some(members) = object.remove("anyOf") {
+            object.insert("oneOf".into(), members);
+        }
+        true
+    })
+}
+
+/// A request definition without an `id` property (MCP's `…Request` bodies) gets an optional
+/// `id: RequestId`, so a full JSON-RPC request (upstream's own examples carry the id) survives a
+/// round trip instead of losing its id.
+pub fn request_id_property(definitions: &mut Definitions) -> BTreeSet<String> {
+    if !definitions.contains_key("RequestId") {
+        return BTreeSet::new();
+    }
+    let mut touched = BTreeSet::new();
+    for (name, schema) in definitions.iter_mut() {
+        let Some(object) = schema.as_object_mut() else {
+            continue;
+        };
+        if !name.ends_with("Request") || !has_fixed_method(object) {
+            continue;
+        }
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            if !properties.contains_key("id") {
+                properties.insert("id".into(), json!({"$ref": "#/definitions/RequestId"}));
+                touched.insert(name.clone());
+            }
+        }
+    }
+    touched
+}
+
 /// Whether a definition is a message whose `method` is one fixed string.
 pub fn has_fixed_method(definition: &Map<String, Value>) -> bool {
     fixed_method(definition).is_some()
@@ -495,6 +653,81 @@ mod tests {
             "{code}"
         );
         assert!(code.contains("pub meta: ::std::option::Option<"), "{code}");
+    }
+
+    #[test]
+    fn numbers_become_json_numbers_that_keep_integer_text() {
+        let (treatments, code) = generate(json!({
+            "P": {"type": "object", "properties": {"progress": {"type": "number", "minimum": 0}},
+                "required": ["progress"]}
+        }));
+        assert!(treatments["numbers-keep-their-text"].contains("P"));
+        assert!(
+            squash(&code).contains("pub progress: ::serde_json::Number,"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn optional_empty_object_keeps_its_presence() {
+        let (treatments, code) = generate(json!({
+            "Caps": {"type": "object", "properties": {"roots": {"type": "object", "properties": {}},
+                "tags": {"type": "array", "items": {"type": "string"}}}}
+        }));
+        assert!(treatments["optional-collections-keep-presence"].contains("Caps"));
+        let code = squash(&code);
+        assert!(
+            code.contains("pub roots: ::std::option::Option< ::serde_json::Map<"),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub tags: ::std::option::Option<::std::vec::Vec<"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn union_members_requiring_more_are_tried_first() {
+        let (treatments, code) = generate(json!({
+            "Loose": {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]},
+            "Rich": {"type": "object", "properties": {"kind": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["kind", "content"]},
+            "Answer": {"anyOf": [{"$ref": "#/definitions/Loose"}, {"$ref": "#/definitions/Rich"}]}
+        }));
+        assert!(treatments["order-union-by-specificity"].contains("Answer"));
+        let code = squash(&code);
+        let rich = code.find("Rich(Rich)").unwrap();
+        let loose = code.find("Loose(Loose)").unwrap();
+        assert!(rich < loose, "{code}");
+    }
+
+    #[test]
+    fn any_of_becomes_an_enum_instead_of_a_struct_of_optional_members() {
+        let (treatments, code) = generate(json!({
+            "S": {"type": "object", "properties": {"type": {"const": "string"}}, "required": ["type"]},
+            "N": {"type": "object", "properties": {"type": {"const": "number"}}, "required": ["type"]},
+            "Primitive": {"anyOf": [{"$ref": "#/definitions/S"}, {"$ref": "#/definitions/N"}]}
+        }));
+        assert!(treatments["anyof-as-oneof"].contains("Primitive"));
+        let code = squash(&code);
+        assert!(
+            code.contains("pub enum Primitive { S(S), N(N), }"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn request_bodies_keep_an_optional_id() {
+        let (treatments, code) = generate(json!({
+            "RequestId": {"type": ["string", "integer"]},
+            "ListRootsRequest": {"type": "object", "properties": {"method": {"const": "roots/list"}},
+                "required": ["method"]}
+        }));
+        assert!(treatments["request-keeps-its-id"].contains("ListRootsRequest"));
+        assert!(
+            squash(&code).contains("pub id: ::std::option::Option<RequestId>,"),
+            "{code}"
+        );
     }
 
     #[test]

@@ -71,6 +71,15 @@ fn run_typify(request: &TypesRequest<'_>, names: &[String]) -> Result<TokenStrea
     }
     let mut settings = TypeSpaceSettings::default();
     settings.with_struct_builder(false);
+    // Paired with the `numbers-keep-their-text` rewrite: every number stays exactly as written.
+    settings.with_conversion(
+        schemars::schema::SchemaObject {
+            instance_type: Some(schemars::schema::InstanceType::Number.into()),
+            ..Default::default()
+        },
+        "::serde_json::Number",
+        std::iter::empty(),
+    );
     for (name, path) in request.replacements {
         settings.with_replacement(rust_type_name(name), path, std::iter::empty());
     }

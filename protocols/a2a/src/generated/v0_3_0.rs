@@ -14,40 +14,89 @@ pub const REVISION: &str = "0.3.0";
 )]
 pub mod types {
     /// Definition `A2AError` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct A2aError {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<JsonParseError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<InvalidRequestError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<MethodNotFoundError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<InvalidParamsError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<InternalError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<TaskNotFoundError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<TaskNotCancelableError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<PushNotificationNotSupportedError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<UnsupportedOperationError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<ContentTypeNotSupportedError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<InvalidAgentResponseError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_11: ::std::option::Option<
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum A2aError {
+        JsonParseError(JsonParseError),
+        InvalidRequestError(InvalidRequestError),
+        MethodNotFoundError(MethodNotFoundError),
+        InvalidParamsError(InvalidParamsError),
+        InternalError(InternalError),
+        TaskNotFoundError(TaskNotFoundError),
+        TaskNotCancelableError(TaskNotCancelableError),
+        PushNotificationNotSupportedError(PushNotificationNotSupportedError),
+        UnsupportedOperationError(UnsupportedOperationError),
+        ContentTypeNotSupportedError(ContentTypeNotSupportedError),
+        InvalidAgentResponseError(InvalidAgentResponseError),
+        AuthenticatedExtendedCardNotConfiguredError(
             AuthenticatedExtendedCardNotConfiguredError,
-        >,
+        ),
+    }
+    impl ::std::convert::From<JsonParseError> for A2aError {
+        fn from(value: JsonParseError) -> Self {
+            Self::JsonParseError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidRequestError> for A2aError {
+        fn from(value: InvalidRequestError) -> Self {
+            Self::InvalidRequestError(value)
+        }
+    }
+    impl ::std::convert::From<MethodNotFoundError> for A2aError {
+        fn from(value: MethodNotFoundError) -> Self {
+            Self::MethodNotFoundError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidParamsError> for A2aError {
+        fn from(value: InvalidParamsError) -> Self {
+            Self::InvalidParamsError(value)
+        }
+    }
+    impl ::std::convert::From<InternalError> for A2aError {
+        fn from(value: InternalError) -> Self {
+            Self::InternalError(value)
+        }
+    }
+    impl ::std::convert::From<TaskNotFoundError> for A2aError {
+        fn from(value: TaskNotFoundError) -> Self {
+            Self::TaskNotFoundError(value)
+        }
+    }
+    impl ::std::convert::From<TaskNotCancelableError> for A2aError {
+        fn from(value: TaskNotCancelableError) -> Self {
+            Self::TaskNotCancelableError(value)
+        }
+    }
+    impl ::std::convert::From<PushNotificationNotSupportedError> for A2aError {
+        fn from(value: PushNotificationNotSupportedError) -> Self {
+            Self::PushNotificationNotSupportedError(value)
+        }
+    }
+    impl ::std::convert::From<UnsupportedOperationError> for A2aError {
+        fn from(value: UnsupportedOperationError) -> Self {
+            Self::UnsupportedOperationError(value)
+        }
+    }
+    impl ::std::convert::From<ContentTypeNotSupportedError> for A2aError {
+        fn from(value: ContentTypeNotSupportedError) -> Self {
+            Self::ContentTypeNotSupportedError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidAgentResponseError> for A2aError {
+        fn from(value: InvalidAgentResponseError) -> Self {
+            Self::InvalidAgentResponseError(value)
+        }
+    }
+    impl ::std::convert::From<AuthenticatedExtendedCardNotConfiguredError> for A2aError {
+        fn from(value: AuthenticatedExtendedCardNotConfiguredError) -> Self {
+            Self::AuthenticatedExtendedCardNotConfiguredError(value)
+        }
     }
     /// Definition `AgentCapabilities` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentCapabilities {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub extensions: ::std::vec::Vec<AgentExtension>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub extensions: ::std::option::Option<::std::vec::Vec<AgentExtension>>,
         #[serde(
             rename = "pushNotifications",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -66,10 +115,11 @@ pub mod types {
     pub struct AgentCard {
         #[serde(
             rename = "additionalInterfaces",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_interfaces: ::std::vec::Vec<AgentInterface>,
+        pub additional_interfaces: ::std::option::Option<
+            ::std::vec::Vec<AgentInterface>,
+        >,
         pub capabilities: AgentCapabilities,
         #[serde(rename = "defaultInputModes")]
         pub default_input_modes: ::std::vec::Vec<::std::string::String>,
@@ -96,24 +146,24 @@ pub mod types {
         pub protocol_version: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub provider: ::std::option::Option<AgentProvider>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub security: ::std::vec::Vec<
-            ::std::collections::HashMap<
-                ::std::string::String,
-                ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub security: ::std::option::Option<
+            ::std::vec::Vec<
+                ::std::collections::HashMap<
+                    ::std::string::String,
+                    ::std::vec::Vec<::std::string::String>,
+                >,
             >,
         >,
         #[serde(
             rename = "securitySchemes",
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub security_schemes: ::std::collections::HashMap<
-            ::std::string::String,
-            SecurityScheme,
+        pub security_schemes: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, SecurityScheme>,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub signatures: ::std::vec::Vec<AgentCardSignature>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub signatures: ::std::option::Option<::std::vec::Vec<AgentCardSignature>>,
         pub skills: ::std::vec::Vec<AgentSkill>,
         #[serde(
             rename = "supportsAuthenticatedExtendedCard",
@@ -126,8 +176,10 @@ pub mod types {
     /// Definition `AgentCardSignature` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentCardSignature {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub header: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub header: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub protected: ::std::string::String,
         pub signature: ::std::string::String,
     }
@@ -136,8 +188,10 @@ pub mod types {
     pub struct AgentExtension {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub required: ::std::option::Option<bool>,
         pub uri: ::std::string::String,
@@ -158,27 +212,27 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentSkill {
         pub description: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub examples: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub examples: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub id: ::std::string::String,
         #[serde(
             rename = "inputModes",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub input_modes: ::std::vec::Vec<::std::string::String>,
+        pub input_modes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub name: ::std::string::String,
         #[serde(
             rename = "outputModes",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub output_modes: ::std::vec::Vec<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub security: ::std::vec::Vec<
-            ::std::collections::HashMap<
-                ::std::string::String,
-                ::std::vec::Vec<::std::string::String>,
+        pub output_modes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub security: ::std::option::Option<
+            ::std::vec::Vec<
+                ::std::collections::HashMap<
+                    ::std::string::String,
+                    ::std::vec::Vec<::std::string::String>,
+                >,
             >,
         >,
         pub tags: ::std::vec::Vec<::std::string::String>,
@@ -309,10 +363,12 @@ pub mod types {
         pub artifact_id: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub extensions: ::std::vec::Vec<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub extensions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
         pub parts: ::std::vec::Vec<Part>,
@@ -656,8 +712,10 @@ pub mod types {
     pub struct DataPart {
         pub data: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         pub kind: DataPartKind,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -713,8 +771,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeleteTaskPushNotificationConfigParams {
         pub id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "pushNotificationConfigId")]
         pub push_notification_config_id: ::std::string::String,
     }
@@ -984,8 +1044,10 @@ pub mod types {
     pub struct FilePart {
         pub file: FilePartFile,
         pub kind: FilePartKind,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -1305,8 +1367,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetTaskPushNotificationConfigParams {
         pub id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "pushNotificationConfigId",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1447,12 +1511,23 @@ pub mod types {
         }
     }
     /// Definition `GetTaskPushNotificationConfigRequestParams` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct GetTaskPushNotificationConfigRequestParams {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<TaskIdParams>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<GetTaskPushNotificationConfigParams>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum GetTaskPushNotificationConfigRequestParams {
+        TaskIdParams(TaskIdParams),
+        GetTaskPushNotificationConfigParams(GetTaskPushNotificationConfigParams),
+    }
+    impl ::std::convert::From<TaskIdParams>
+    for GetTaskPushNotificationConfigRequestParams {
+        fn from(value: TaskIdParams) -> Self {
+            Self::TaskIdParams(value)
+        }
+    }
+    impl ::std::convert::From<GetTaskPushNotificationConfigParams>
+    for GetTaskPushNotificationConfigRequestParams {
+        fn from(value: GetTaskPushNotificationConfigParams) -> Self {
+            Self::GetTaskPushNotificationConfigParams(value)
+        }
     }
     /// Definition `GetTaskPushNotificationConfigResponse` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2069,36 +2144,92 @@ pub mod types {
         pub id: JsonrpcErrorResponseId,
         pub jsonrpc: JsonrpcErrorResponseJsonrpc,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct JsonrpcErrorResponseError {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<JsonrpcError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<JsonParseError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<InvalidRequestError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<MethodNotFoundError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<InvalidParamsError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<InternalError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<TaskNotFoundError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<TaskNotCancelableError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<PushNotificationNotSupportedError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<UnsupportedOperationError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<ContentTypeNotSupportedError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_11: ::std::option::Option<InvalidAgentResponseError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_12: ::std::option::Option<
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum JsonrpcErrorResponseError {
+        JsonrpcError(JsonrpcError),
+        JsonParseError(JsonParseError),
+        InvalidRequestError(InvalidRequestError),
+        MethodNotFoundError(MethodNotFoundError),
+        InvalidParamsError(InvalidParamsError),
+        InternalError(InternalError),
+        TaskNotFoundError(TaskNotFoundError),
+        TaskNotCancelableError(TaskNotCancelableError),
+        PushNotificationNotSupportedError(PushNotificationNotSupportedError),
+        UnsupportedOperationError(UnsupportedOperationError),
+        ContentTypeNotSupportedError(ContentTypeNotSupportedError),
+        InvalidAgentResponseError(InvalidAgentResponseError),
+        AuthenticatedExtendedCardNotConfiguredError(
             AuthenticatedExtendedCardNotConfiguredError,
-        >,
+        ),
+    }
+    impl ::std::convert::From<JsonrpcError> for JsonrpcErrorResponseError {
+        fn from(value: JsonrpcError) -> Self {
+            Self::JsonrpcError(value)
+        }
+    }
+    impl ::std::convert::From<JsonParseError> for JsonrpcErrorResponseError {
+        fn from(value: JsonParseError) -> Self {
+            Self::JsonParseError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidRequestError> for JsonrpcErrorResponseError {
+        fn from(value: InvalidRequestError) -> Self {
+            Self::InvalidRequestError(value)
+        }
+    }
+    impl ::std::convert::From<MethodNotFoundError> for JsonrpcErrorResponseError {
+        fn from(value: MethodNotFoundError) -> Self {
+            Self::MethodNotFoundError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidParamsError> for JsonrpcErrorResponseError {
+        fn from(value: InvalidParamsError) -> Self {
+            Self::InvalidParamsError(value)
+        }
+    }
+    impl ::std::convert::From<InternalError> for JsonrpcErrorResponseError {
+        fn from(value: InternalError) -> Self {
+            Self::InternalError(value)
+        }
+    }
+    impl ::std::convert::From<TaskNotFoundError> for JsonrpcErrorResponseError {
+        fn from(value: TaskNotFoundError) -> Self {
+            Self::TaskNotFoundError(value)
+        }
+    }
+    impl ::std::convert::From<TaskNotCancelableError> for JsonrpcErrorResponseError {
+        fn from(value: TaskNotCancelableError) -> Self {
+            Self::TaskNotCancelableError(value)
+        }
+    }
+    impl ::std::convert::From<PushNotificationNotSupportedError>
+    for JsonrpcErrorResponseError {
+        fn from(value: PushNotificationNotSupportedError) -> Self {
+            Self::PushNotificationNotSupportedError(value)
+        }
+    }
+    impl ::std::convert::From<UnsupportedOperationError> for JsonrpcErrorResponseError {
+        fn from(value: UnsupportedOperationError) -> Self {
+            Self::UnsupportedOperationError(value)
+        }
+    }
+    impl ::std::convert::From<ContentTypeNotSupportedError>
+    for JsonrpcErrorResponseError {
+        fn from(value: ContentTypeNotSupportedError) -> Self {
+            Self::ContentTypeNotSupportedError(value)
+        }
+    }
+    impl ::std::convert::From<InvalidAgentResponseError> for JsonrpcErrorResponseError {
+        fn from(value: InvalidAgentResponseError) -> Self {
+            Self::InvalidAgentResponseError(value)
+        }
+    }
+    impl ::std::convert::From<AuthenticatedExtendedCardNotConfiguredError>
+    for JsonrpcErrorResponseError {
+        fn from(value: AuthenticatedExtendedCardNotConfiguredError) -> Self {
+            Self::AuthenticatedExtendedCardNotConfiguredError(value)
+        }
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -2238,8 +2369,10 @@ pub mod types {
         pub id: ::std::option::Option<JsonrpcRequestId>,
         pub jsonrpc: JsonrpcRequestJsonrpc,
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -2304,38 +2437,84 @@ pub mod types {
         }
     }
     /// Definition `JSONRPCResponse` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct JsonrpcResponse {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<JsonrpcErrorResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SendMessageSuccessResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SendStreamingMessageSuccessResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<GetTaskSuccessResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<CancelTaskSuccessResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum JsonrpcResponse {
+        JsonrpcErrorResponse(JsonrpcErrorResponse),
+        SendMessageSuccessResponse(SendMessageSuccessResponse),
+        SendStreamingMessageSuccessResponse(SendStreamingMessageSuccessResponse),
+        GetTaskSuccessResponse(GetTaskSuccessResponse),
+        CancelTaskSuccessResponse(CancelTaskSuccessResponse),
+        SetTaskPushNotificationConfigSuccessResponse(
             SetTaskPushNotificationConfigSuccessResponse,
-        >,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<
+        ),
+        GetTaskPushNotificationConfigSuccessResponse(
             GetTaskPushNotificationConfigSuccessResponse,
-        >,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<
+        ),
+        ListTaskPushNotificationConfigSuccessResponse(
             ListTaskPushNotificationConfigSuccessResponse,
-        >,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<
+        ),
+        DeleteTaskPushNotificationConfigSuccessResponse(
             DeleteTaskPushNotificationConfigSuccessResponse,
-        >,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<
+        ),
+        GetAuthenticatedExtendedCardSuccessResponse(
             GetAuthenticatedExtendedCardSuccessResponse,
-        >,
+        ),
+    }
+    impl ::std::convert::From<JsonrpcErrorResponse> for JsonrpcResponse {
+        fn from(value: JsonrpcErrorResponse) -> Self {
+            Self::JsonrpcErrorResponse(value)
+        }
+    }
+    impl ::std::convert::From<SendMessageSuccessResponse> for JsonrpcResponse {
+        fn from(value: SendMessageSuccessResponse) -> Self {
+            Self::SendMessageSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<SendStreamingMessageSuccessResponse> for JsonrpcResponse {
+        fn from(value: SendStreamingMessageSuccessResponse) -> Self {
+            Self::SendStreamingMessageSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<GetTaskSuccessResponse> for JsonrpcResponse {
+        fn from(value: GetTaskSuccessResponse) -> Self {
+            Self::GetTaskSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<CancelTaskSuccessResponse> for JsonrpcResponse {
+        fn from(value: CancelTaskSuccessResponse) -> Self {
+            Self::CancelTaskSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<SetTaskPushNotificationConfigSuccessResponse>
+    for JsonrpcResponse {
+        fn from(value: SetTaskPushNotificationConfigSuccessResponse) -> Self {
+            Self::SetTaskPushNotificationConfigSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<GetTaskPushNotificationConfigSuccessResponse>
+    for JsonrpcResponse {
+        fn from(value: GetTaskPushNotificationConfigSuccessResponse) -> Self {
+            Self::GetTaskPushNotificationConfigSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<ListTaskPushNotificationConfigSuccessResponse>
+    for JsonrpcResponse {
+        fn from(value: ListTaskPushNotificationConfigSuccessResponse) -> Self {
+            Self::ListTaskPushNotificationConfigSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<DeleteTaskPushNotificationConfigSuccessResponse>
+    for JsonrpcResponse {
+        fn from(value: DeleteTaskPushNotificationConfigSuccessResponse) -> Self {
+            Self::DeleteTaskPushNotificationConfigSuccessResponse(value)
+        }
+    }
+    impl ::std::convert::From<GetAuthenticatedExtendedCardSuccessResponse>
+    for JsonrpcResponse {
+        fn from(value: GetAuthenticatedExtendedCardSuccessResponse) -> Self {
+            Self::GetAuthenticatedExtendedCardSuccessResponse(value)
+        }
     }
     /// Definition `JSONRPCSuccessResponse` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2431,8 +2610,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListTaskPushNotificationConfigParams {
         pub id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `ListTaskPushNotificationConfigRequest` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2691,20 +2872,23 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub context_id: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub extensions: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub extensions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub kind: MessageKind,
         #[serde(rename = "messageId")]
         pub message_id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub parts: ::std::vec::Vec<Part>,
         #[serde(
             rename = "referenceTaskIds",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub reference_task_ids: ::std::vec::Vec<::std::string::String>,
+        pub reference_task_ids: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub role: MessageRole,
         #[serde(
             rename = "taskId",
@@ -2821,10 +3005,11 @@ pub mod types {
     pub struct MessageSendConfiguration {
         #[serde(
             rename = "acceptedOutputModes",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub accepted_output_modes: ::std::vec::Vec<::std::string::String>,
+        pub accepted_output_modes: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub blocking: ::std::option::Option<bool>,
         #[serde(
@@ -2844,8 +3029,10 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub configuration: ::std::option::Option<MessageSendConfiguration>,
         pub message: Message,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `MethodNotFoundError` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -3117,8 +3304,10 @@ pub mod types {
     /// Definition `PartBase` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PartBase {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `PasswordOAuthFlow` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -3689,10 +3878,16 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendStreamingMessageSuccessResponseResult {
+        TaskStatusUpdateEvent(TaskStatusUpdateEvent),
         Task(Task),
         Message(Message),
-        TaskStatusUpdateEvent(TaskStatusUpdateEvent),
         TaskArtifactUpdateEvent(TaskArtifactUpdateEvent),
+    }
+    impl ::std::convert::From<TaskStatusUpdateEvent>
+    for SendStreamingMessageSuccessResponseResult {
+        fn from(value: TaskStatusUpdateEvent) -> Self {
+            Self::TaskStatusUpdateEvent(value)
+        }
     }
     impl ::std::convert::From<Task> for SendStreamingMessageSuccessResponseResult {
         fn from(value: Task) -> Self {
@@ -3702,12 +3897,6 @@ pub mod types {
     impl ::std::convert::From<Message> for SendStreamingMessageSuccessResponseResult {
         fn from(value: Message) -> Self {
             Self::Message(value)
-        }
-    }
-    impl ::std::convert::From<TaskStatusUpdateEvent>
-    for SendStreamingMessageSuccessResponseResult {
-        fn from(value: TaskStatusUpdateEvent) -> Self {
-            Self::TaskStatusUpdateEvent(value)
         }
     }
     impl ::std::convert::From<TaskArtifactUpdateEvent>
@@ -3944,16 +4133,18 @@ pub mod types {
     /// Definition `Task` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Task {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub artifacts: ::std::vec::Vec<Artifact>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub artifacts: ::std::option::Option<::std::vec::Vec<Artifact>>,
         #[serde(rename = "contextId")]
         pub context_id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub history: ::std::vec::Vec<Message>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub history: ::std::option::Option<::std::vec::Vec<Message>>,
         pub id: ::std::string::String,
         pub kind: TaskKind,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub status: TaskStatus,
     }
     /// Definition `TaskArtifactUpdateEvent` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
@@ -3970,8 +4161,10 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub last_chunk: ::std::option::Option<bool>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "taskId")]
         pub task_id: ::std::string::String,
     }
@@ -4029,8 +4222,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TaskIdParams {
         pub id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4185,8 +4380,10 @@ pub mod types {
         )]
         pub history_length: ::std::option::Option<i64>,
         pub id: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `TaskResubscriptionRequest` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4417,8 +4614,10 @@ pub mod types {
         #[serde(rename = "final")]
         pub final_: bool,
         pub kind: TaskStatusUpdateEventKind,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub status: TaskStatus,
         #[serde(rename = "taskId")]
         pub task_id: ::std::string::String,
@@ -4477,8 +4676,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextPart {
         pub kind: TextPartKind,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub text: ::std::string::String,
     }
     #[derive(

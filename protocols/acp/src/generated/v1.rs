@@ -114,17 +114,13 @@ pub mod types {
     #[serde(untagged)]
     pub enum AuthMethod {
         Object {
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            args: ::std::vec::Vec<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             description: ::std::option::Option<::std::string::String>,
-            #[serde(
-                default,
-                skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-            )]
-            env: ::std::collections::HashMap<
-                ::std::string::String,
-                ::std::string::String,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<
+                ::std::collections::HashMap<::std::string::String, ::std::string::String>,
             >,
             id: AuthMethodId,
             #[serde(
@@ -254,17 +250,13 @@ pub mod types {
     /// Definition `AuthMethodTerminal` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub env: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         pub id: AuthMethodId,
         #[serde(
@@ -627,7 +619,7 @@ pub mod types {
     /// Definition `Cost` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
-        pub amount: f64,
+        pub amount: ::serde_json::Number,
         pub currency: ::std::string::String,
         #[serde(
             rename = "_meta",
@@ -934,13 +926,13 @@ pub mod types {
     /// Definition `CreateTerminalRequest` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalRequest {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub command: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub cwd: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1054,7 +1046,7 @@ pub mod types {
     pub enum ElicitationContentValue {
         String(::std::string::String),
         Int64(i64),
-        Double(f64),
+        Number(::serde_json::Number),
         Boolean(bool),
         Array(::std::vec::Vec<::std::string::String>),
     }
@@ -1063,9 +1055,9 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    impl ::std::convert::From<f64> for ElicitationContentValue {
-        fn from(value: f64) -> Self {
-            Self::Double(value)
+    impl ::std::convert::From<::serde_json::Number> for ElicitationContentValue {
+        fn from(value: ::serde_json::Number) -> Self {
+            Self::Number(value)
         }
     }
     impl ::std::convert::From<bool> for ElicitationContentValue {
@@ -1154,59 +1146,138 @@ pub mod types {
         }
     }
     /// Definition `ElicitationPropertySchema` of ACP v1 (`acp/v1/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ElicitationPropertySchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ElicitationPropertySchemaSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ElicitationPropertySchemaSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ElicitationPropertySchemaSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ElicitationPropertySchemaSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ElicitationPropertySchemaSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ElicitationPropertySchemaSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "enum", skip_serializing_if = "::std::option::Option::is_none")]
-        pub enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub format: ::std::option::Option<StringFormat>,
-        #[serde(
-            rename = "maxLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "oneOf",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub pattern: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype0Type,
+    #[serde(untagged)]
+    pub enum ElicitationPropertySchema {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "enum",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            format: ::std::option::Option<StringFormat>,
+            #[serde(
+                rename = "maxLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "oneOf",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pattern: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<f64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<i64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<bool>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant3Type,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            items: MultiSelectItems,
+            #[serde(
+                rename = "maxItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_items: ::std::option::Option<u64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_items: ::std::option::Option<u64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -1220,18 +1291,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype0Type {
+    pub enum ElicitationPropertySchemaVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1242,7 +1313,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1251,35 +1322,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype0Type {
+    for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1293,18 +1342,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype1Type {
+    pub enum ElicitationPropertySchemaVariant1Type {
         #[serde(rename = "number")]
         Number,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Number => f.write_str("number"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1315,7 +1364,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1324,35 +1373,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype1Type {
+    for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<i64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1366,18 +1393,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype2Type {
+    pub enum ElicitationPropertySchemaVariant2Type {
         #[serde(rename = "integer")]
         Integer,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Integer => f.write_str("integer"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1388,7 +1415,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1397,31 +1424,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype2Type {
+    for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<bool>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype3Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1435,18 +1444,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype3Type {
+    pub enum ElicitationPropertySchemaVariant3Type {
         #[serde(rename = "boolean")]
         Boolean,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Boolean => f.write_str("boolean"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1457,7 +1466,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1466,42 +1475,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype3Type {
+    for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        pub items: MultiSelectItems,
-        #[serde(
-            rename = "maxItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_items: ::std::option::Option<u64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_items: ::std::option::Option<u64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1515,18 +1495,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype4Type {
+    pub enum ElicitationPropertySchemaVariant4Type {
         #[serde(rename = "array")]
         Array,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Array => f.write_str("array"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1537,7 +1517,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1546,18 +1526,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype4Type {
+    for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ElicitationRequestScope` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1577,13 +1552,9 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitationPropertySchema,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitationPropertySchema>,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1758,42 +1729,79 @@ pub mod types {
         pub message: ::std::string::String,
     }
     /// Definition `ErrorCode` of ACP v1 (`acp/v1/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ErrorCode {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ErrorCodeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ErrorCodeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ErrorCodeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ErrorCodeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ErrorCodeSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ErrorCodeSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ErrorCodeSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ErrorCodeSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<i32>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ErrorCode {
+        Variant0(ErrorCodeVariant0),
+        Variant1(ErrorCodeVariant1),
+        Variant2(ErrorCodeVariant2),
+        Variant3(ErrorCodeVariant3),
+        Variant4(ErrorCodeVariant4),
+        Variant5(ErrorCodeVariant5),
+        Variant6(ErrorCodeVariant6),
+        Variant7(ErrorCodeVariant7),
+        Variant8(i32),
+    }
+    impl ::std::convert::From<ErrorCodeVariant0> for ErrorCode {
+        fn from(value: ErrorCodeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant1> for ErrorCode {
+        fn from(value: ErrorCodeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant2> for ErrorCode {
+        fn from(value: ErrorCodeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant3> for ErrorCode {
+        fn from(value: ErrorCodeVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant4> for ErrorCode {
+        fn from(value: ErrorCodeVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant5> for ErrorCode {
+        fn from(value: ErrorCodeVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant6> for ErrorCode {
+        fn from(value: ErrorCodeVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant7> for ErrorCode {
+        fn from(value: ErrorCodeVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<i32> for ErrorCode {
+        fn from(value: i32) -> Self {
+            Self::Variant8(value)
+        }
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype0(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype0 {
+    pub struct ErrorCodeVariant0(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant0 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype0> for i32 {
-        fn from(value: ErrorCodeSubtype0) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant0> for i32 {
+        fn from(value: ErrorCodeVariant0) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype0 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1805,7 +1813,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype0 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant0 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1816,19 +1824,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype1(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype1 {
+    pub struct ErrorCodeVariant1(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant1 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype1> for i32 {
-        fn from(value: ErrorCodeSubtype1) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant1> for i32 {
+        fn from(value: ErrorCodeVariant1) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype1 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1840,7 +1848,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype1 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant1 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1851,19 +1859,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype2(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype2 {
+    pub struct ErrorCodeVariant2(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant2 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype2> for i32 {
-        fn from(value: ErrorCodeSubtype2) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant2> for i32 {
+        fn from(value: ErrorCodeVariant2) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype2 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1875,7 +1883,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype2 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant2 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1886,19 +1894,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype3(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype3 {
+    pub struct ErrorCodeVariant3(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant3 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype3> for i32 {
-        fn from(value: ErrorCodeSubtype3) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant3> for i32 {
+        fn from(value: ErrorCodeVariant3) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype3 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1910,7 +1918,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype3 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant3 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1921,19 +1929,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype4(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype4 {
+    pub struct ErrorCodeVariant4(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant4 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype4> for i32 {
-        fn from(value: ErrorCodeSubtype4) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant4> for i32 {
+        fn from(value: ErrorCodeVariant4) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype4 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1945,7 +1953,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype4 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant4 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1956,19 +1964,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype5(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype5 {
+    pub struct ErrorCodeVariant5(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant5 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype5> for i32 {
-        fn from(value: ErrorCodeSubtype5) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant5> for i32 {
+        fn from(value: ErrorCodeVariant5) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype5 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -1980,7 +1988,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype5 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant5 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -1991,19 +1999,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype6(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype6 {
+    pub struct ErrorCodeVariant6(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant6 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype6> for i32 {
-        fn from(value: ErrorCodeSubtype6) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant6> for i32 {
+        fn from(value: ErrorCodeVariant6) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype6 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2015,7 +2023,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype6 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant6 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2026,19 +2034,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype7(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype7 {
+    pub struct ErrorCodeVariant7(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant7 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype7> for i32 {
-        fn from(value: ErrorCodeSubtype7) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant7> for i32 {
+        fn from(value: ErrorCodeVariant7) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype7 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2050,7 +2058,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype7 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant7 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2224,10 +2232,9 @@ pub mod types {
         pub agent_info: ::std::option::Option<Implementation>,
         #[serde(
             rename = "authMethods",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub auth_methods: ::std::vec::Vec<AuthMethod>,
+        pub auth_methods: ::std::option::Option<::std::vec::Vec<AuthMethod>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2322,10 +2329,11 @@ pub mod types {
     pub struct LoadSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(rename = "mcpServers")]
         pub mcp_servers: ::std::vec::Vec<McpServer>,
@@ -2629,28 +2637,29 @@ pub mod types {
         }
     }
     /// Definition `MultiSelectItems` of ACP v1 (`acp/v1/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectItems {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<MultiSelectItemsSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<MultiSelectItemsSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<TitledMultiSelectItems>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype0 {
-        #[serde(rename = "enum")]
-        pub enum_: ::std::vec::Vec<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: MultiSelectItemsSubtype0Type,
+    #[serde(untagged)]
+    pub enum MultiSelectItems {
+        Variant0 {
+            #[serde(rename = "enum")]
+            enum_: ::std::vec::Vec<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: MultiSelectItemsVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
+        Variant2(TitledMultiSelectItems),
+    }
+    impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
+        fn from(value: TitledMultiSelectItems) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -2664,18 +2673,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum MultiSelectItemsSubtype0Type {
+    pub enum MultiSelectItemsVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for MultiSelectItemsSubtype0Type {
+    impl ::std::fmt::Display for MultiSelectItemsVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for MultiSelectItemsSubtype0Type {
+    impl ::std::str::FromStr for MultiSelectItemsVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2686,7 +2695,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for MultiSelectItemsSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2695,18 +2704,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for MultiSelectItemsSubtype0Type {
+    for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `MultiSelectPropertySchema` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2741,10 +2745,11 @@ pub mod types {
     pub struct NewSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(rename = "mcpServers")]
         pub mcp_servers: ::std::vec::Vec<McpServer>,
@@ -3297,17 +3302,17 @@ pub mod types {
     pub struct ResumeSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3585,18 +3590,38 @@ pub mod types {
         },
     }
     /// Definition `SessionConfigOptionCategory` of ACP v1 (`acp/v1/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigOptionCategory {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionConfigOptionCategorySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionConfigOptionCategorySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionConfigOptionCategorySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionConfigOptionCategorySubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigOptionCategory {
+        Variant0(SessionConfigOptionCategoryVariant0),
+        Variant1(SessionConfigOptionCategoryVariant1),
+        Variant2(SessionConfigOptionCategoryVariant2),
+        Variant3(SessionConfigOptionCategoryVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant0>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant1>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant2>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant3>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -3610,18 +3635,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype0 {
+    pub enum SessionConfigOptionCategoryVariant0 {
         #[serde(rename = "mode")]
         Mode,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype0 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Mode => f.write_str("mode"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype0 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3632,7 +3657,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype0 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3641,7 +3666,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype0 {
+    for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3661,18 +3686,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype1 {
+    pub enum SessionConfigOptionCategoryVariant1 {
         #[serde(rename = "model")]
         Model,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype1 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Model => f.write_str("model"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype1 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3683,7 +3708,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype1 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3692,7 +3717,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype1 {
+    for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3712,18 +3737,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype2 {
+    pub enum SessionConfigOptionCategoryVariant2 {
         #[serde(rename = "model_config")]
         ModelConfig,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype2 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ModelConfig => f.write_str("model_config"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype2 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3734,7 +3759,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype2 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3743,7 +3768,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype2 {
+    for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3763,18 +3788,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype3 {
+    pub enum SessionConfigOptionCategoryVariant3 {
         #[serde(rename = "thought_level")]
         ThoughtLevel,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype3 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ThoughtLevel => f.write_str("thought_level"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype3 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3785,7 +3810,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype3 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3794,7 +3819,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype3 {
+    for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3954,12 +3979,23 @@ pub mod types {
         pub value: SessionConfigValueId,
     }
     /// Definition `SessionConfigSelectOptions` of ACP v1 (`acp/v1/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigSelectOptions {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<::std::vec::Vec<SessionConfigSelectOption>>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::vec::Vec<SessionConfigSelectGroup>>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigSelectOptions {
+        Variant0(::std::vec::Vec<SessionConfigSelectOption>),
+        Variant1(::std::vec::Vec<SessionConfigSelectGroup>),
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectOption>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectOption>) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectGroup>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectGroup>) -> Self {
+            Self::Variant1(value)
+        }
     }
     /// Definition `SessionConfigValueId` of ACP v1 (`acp/v1/schema.json`).
     #[derive(
@@ -4059,10 +4095,11 @@ pub mod types {
     pub struct SessionInfo {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(
             rename = "_meta",
@@ -4260,12 +4297,12 @@ pub mod types {
         },
         #[serde(rename = "tool_call")]
         ToolCall {
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            content: ::std::vec::Vec<ToolCallContent>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             kind: ::std::option::Option<ToolKind>,
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            locations: ::std::vec::Vec<ToolCallLocation>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
             #[serde(
                 rename = "_meta",
                 skip_serializing_if = "::std::option::Option::is_none"
@@ -4859,12 +4896,12 @@ pub mod types {
     /// Definition `ToolCall` of ACP v1 (`acp/v1/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCall {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub content: ::std::vec::Vec<ToolCallContent>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub kind: ::std::option::Option<ToolKind>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub locations: ::std::vec::Vec<ToolCallLocation>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"

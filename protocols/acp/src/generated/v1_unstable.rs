@@ -137,17 +137,13 @@ pub mod types {
     #[serde(untagged)]
     pub enum AuthMethod {
         Object {
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            args: ::std::vec::Vec<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             description: ::std::option::Option<::std::string::String>,
-            #[serde(
-                default,
-                skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-            )]
-            env: ::std::collections::HashMap<
-                ::std::string::String,
-                ::std::string::String,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<
+                ::std::collections::HashMap<::std::string::String, ::std::string::String>,
             >,
             id: AuthMethodId,
             #[serde(
@@ -277,17 +273,13 @@ pub mod types {
     /// Definition `AuthMethodTerminal` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub env: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         pub id: AuthMethodId,
         #[serde(
@@ -465,10 +457,11 @@ pub mod types {
         pub plan: ::std::option::Option<PlanCapabilities>,
         #[serde(
             rename = "positionEncodings",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub position_encodings: ::std::vec::Vec<PositionEncodingKind>,
+        pub position_encodings: ::std::option::Option<
+            ::std::vec::Vec<PositionEncodingKind>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub session: ::std::option::Option<ClientSessionCapabilities>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -631,18 +624,34 @@ pub mod types {
         }
     }
     /// Definition `CompactionStatus` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct CompactionStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<CompactionStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<CompactionStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<CompactionStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<CompactionStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum CompactionStatus {
+        Variant0(CompactionStatusVariant0),
+        Variant1(CompactionStatusVariant1),
+        Variant2(CompactionStatusVariant2),
+        Variant3(CompactionStatusVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<CompactionStatusVariant0> for CompactionStatus {
+        fn from(value: CompactionStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant1> for CompactionStatus {
+        fn from(value: CompactionStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant2> for CompactionStatus {
+        fn from(value: CompactionStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant3> for CompactionStatus {
+        fn from(value: CompactionStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -656,18 +665,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype0 {
+    pub enum CompactionStatusVariant0 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype0 {
+    impl ::std::fmt::Display for CompactionStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype0 {
+    impl ::std::str::FromStr for CompactionStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -678,7 +687,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -686,7 +695,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -706,18 +715,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype1 {
+    pub enum CompactionStatusVariant1 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype1 {
+    impl ::std::fmt::Display for CompactionStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype1 {
+    impl ::std::str::FromStr for CompactionStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -728,7 +737,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -736,7 +745,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -756,18 +765,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype2 {
+    pub enum CompactionStatusVariant2 {
         #[serde(rename = "failed")]
         Failed,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype2 {
+    impl ::std::fmt::Display for CompactionStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Failed => f.write_str("failed"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype2 {
+    impl ::std::str::FromStr for CompactionStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -778,7 +787,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -786,7 +795,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -806,18 +815,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype3 {
+    pub enum CompactionStatusVariant3 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype3 {
+    impl ::std::fmt::Display for CompactionStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype3 {
+    impl ::std::str::FromStr for CompactionStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -828,7 +837,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -836,7 +845,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -1048,7 +1057,7 @@ pub mod types {
     /// Definition `Cost` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
-        pub amount: f64,
+        pub amount: ::serde_json::Number,
         pub currency: ::std::string::String,
         #[serde(
             rename = "_meta",
@@ -1355,13 +1364,13 @@ pub mod types {
     /// Definition `CreateTerminalRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalRequest {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub command: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub cwd: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1604,7 +1613,7 @@ pub mod types {
     pub enum ElicitationContentValue {
         String(::std::string::String),
         Int64(i64),
-        Double(f64),
+        Number(::serde_json::Number),
         Boolean(bool),
         Array(::std::vec::Vec<::std::string::String>),
     }
@@ -1613,9 +1622,9 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    impl ::std::convert::From<f64> for ElicitationContentValue {
-        fn from(value: f64) -> Self {
-            Self::Double(value)
+    impl ::std::convert::From<::serde_json::Number> for ElicitationContentValue {
+        fn from(value: ::serde_json::Number) -> Self {
+            Self::Number(value)
         }
     }
     impl ::std::convert::From<bool> for ElicitationContentValue {
@@ -1704,59 +1713,138 @@ pub mod types {
         }
     }
     /// Definition `ElicitationPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ElicitationPropertySchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ElicitationPropertySchemaSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ElicitationPropertySchemaSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ElicitationPropertySchemaSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ElicitationPropertySchemaSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ElicitationPropertySchemaSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ElicitationPropertySchemaSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "enum", skip_serializing_if = "::std::option::Option::is_none")]
-        pub enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub format: ::std::option::Option<StringFormat>,
-        #[serde(
-            rename = "maxLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "oneOf",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub pattern: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype0Type,
+    #[serde(untagged)]
+    pub enum ElicitationPropertySchema {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "enum",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            format: ::std::option::Option<StringFormat>,
+            #[serde(
+                rename = "maxLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "oneOf",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pattern: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<f64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<i64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<bool>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant3Type,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            items: MultiSelectItems,
+            #[serde(
+                rename = "maxItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_items: ::std::option::Option<u64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_items: ::std::option::Option<u64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -1770,18 +1858,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype0Type {
+    pub enum ElicitationPropertySchemaVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1792,7 +1880,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1801,35 +1889,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype0Type {
+    for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1843,18 +1909,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype1Type {
+    pub enum ElicitationPropertySchemaVariant1Type {
         #[serde(rename = "number")]
         Number,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Number => f.write_str("number"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1865,7 +1931,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1874,35 +1940,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype1Type {
+    for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<i64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1916,18 +1960,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype2Type {
+    pub enum ElicitationPropertySchemaVariant2Type {
         #[serde(rename = "integer")]
         Integer,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Integer => f.write_str("integer"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1938,7 +1982,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1947,31 +1991,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype2Type {
+    for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<bool>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype3Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1985,18 +2011,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype3Type {
+    pub enum ElicitationPropertySchemaVariant3Type {
         #[serde(rename = "boolean")]
         Boolean,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Boolean => f.write_str("boolean"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2007,7 +2033,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2016,42 +2042,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype3Type {
+    for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        pub items: MultiSelectItems,
-        #[serde(
-            rename = "maxItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_items: ::std::option::Option<u64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_items: ::std::option::Option<u64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2065,18 +2062,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype4Type {
+    pub enum ElicitationPropertySchemaVariant4Type {
         #[serde(rename = "array")]
         Array,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Array => f.write_str("array"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2087,7 +2084,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2096,18 +2093,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype4Type {
+    for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ElicitationRequestScope` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2127,13 +2119,9 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitationPropertySchema,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitationPropertySchema>,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2308,42 +2296,79 @@ pub mod types {
         pub message: ::std::string::String,
     }
     /// Definition `ErrorCode` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ErrorCode {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ErrorCodeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ErrorCodeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ErrorCodeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ErrorCodeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ErrorCodeSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ErrorCodeSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ErrorCodeSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ErrorCodeSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<i32>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ErrorCode {
+        Variant0(ErrorCodeVariant0),
+        Variant1(ErrorCodeVariant1),
+        Variant2(ErrorCodeVariant2),
+        Variant3(ErrorCodeVariant3),
+        Variant4(ErrorCodeVariant4),
+        Variant5(ErrorCodeVariant5),
+        Variant6(ErrorCodeVariant6),
+        Variant7(ErrorCodeVariant7),
+        Variant8(i32),
+    }
+    impl ::std::convert::From<ErrorCodeVariant0> for ErrorCode {
+        fn from(value: ErrorCodeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant1> for ErrorCode {
+        fn from(value: ErrorCodeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant2> for ErrorCode {
+        fn from(value: ErrorCodeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant3> for ErrorCode {
+        fn from(value: ErrorCodeVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant4> for ErrorCode {
+        fn from(value: ErrorCodeVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant5> for ErrorCode {
+        fn from(value: ErrorCodeVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant6> for ErrorCode {
+        fn from(value: ErrorCodeVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant7> for ErrorCode {
+        fn from(value: ErrorCodeVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<i32> for ErrorCode {
+        fn from(value: i32) -> Self {
+            Self::Variant8(value)
+        }
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype0(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype0 {
+    pub struct ErrorCodeVariant0(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant0 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype0> for i32 {
-        fn from(value: ErrorCodeSubtype0) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant0> for i32 {
+        fn from(value: ErrorCodeVariant0) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype0 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2355,7 +2380,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype0 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant0 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2366,19 +2391,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype1(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype1 {
+    pub struct ErrorCodeVariant1(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant1 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype1> for i32 {
-        fn from(value: ErrorCodeSubtype1) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant1> for i32 {
+        fn from(value: ErrorCodeVariant1) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype1 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2390,7 +2415,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype1 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant1 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2401,19 +2426,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype2(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype2 {
+    pub struct ErrorCodeVariant2(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant2 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype2> for i32 {
-        fn from(value: ErrorCodeSubtype2) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant2> for i32 {
+        fn from(value: ErrorCodeVariant2) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype2 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2425,7 +2450,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype2 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant2 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2436,19 +2461,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype3(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype3 {
+    pub struct ErrorCodeVariant3(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant3 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype3> for i32 {
-        fn from(value: ErrorCodeSubtype3) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant3> for i32 {
+        fn from(value: ErrorCodeVariant3) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype3 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2460,7 +2485,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype3 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant3 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2471,19 +2496,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype4(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype4 {
+    pub struct ErrorCodeVariant4(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant4 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype4> for i32 {
-        fn from(value: ErrorCodeSubtype4) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant4> for i32 {
+        fn from(value: ErrorCodeVariant4) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype4 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2495,7 +2520,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype4 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant4 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2506,19 +2531,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype5(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype5 {
+    pub struct ErrorCodeVariant5(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant5 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype5> for i32 {
-        fn from(value: ErrorCodeSubtype5) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant5> for i32 {
+        fn from(value: ErrorCodeVariant5) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype5 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2530,7 +2555,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype5 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant5 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2541,19 +2566,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype6(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype6 {
+    pub struct ErrorCodeVariant6(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant6 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype6> for i32 {
-        fn from(value: ErrorCodeSubtype6) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant6> for i32 {
+        fn from(value: ErrorCodeVariant6) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype6 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2565,7 +2590,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype6 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant6 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2576,19 +2601,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype7(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype7 {
+    pub struct ErrorCodeVariant7(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant7 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype7> for i32 {
-        fn from(value: ErrorCodeSubtype7) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant7> for i32 {
+        fn from(value: ErrorCodeVariant7) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype7 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2600,7 +2625,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype7 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant7 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2695,17 +2720,17 @@ pub mod types {
     pub struct ForkSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2820,10 +2845,9 @@ pub mod types {
         pub agent_info: ::std::option::Option<Implementation>,
         #[serde(
             rename = "authMethods",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub auth_methods: ::std::vec::Vec<AuthMethod>,
+        pub auth_methods: ::std::option::Option<::std::vec::Vec<AuthMethod>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2937,20 +2961,40 @@ pub mod types {
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
     /// Definition `LlmProtocol` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct LlmProtocol {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<LlmProtocolSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<LlmProtocolSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<LlmProtocolSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<LlmProtocolSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<LlmProtocolSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum LlmProtocol {
+        Variant0(LlmProtocolVariant0),
+        Variant1(LlmProtocolVariant1),
+        Variant2(LlmProtocolVariant2),
+        Variant3(LlmProtocolVariant3),
+        Variant4(LlmProtocolVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<LlmProtocolVariant0> for LlmProtocol {
+        fn from(value: LlmProtocolVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant1> for LlmProtocol {
+        fn from(value: LlmProtocolVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant2> for LlmProtocol {
+        fn from(value: LlmProtocolVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant3> for LlmProtocol {
+        fn from(value: LlmProtocolVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant4> for LlmProtocol {
+        fn from(value: LlmProtocolVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -2964,18 +3008,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype0 {
+    pub enum LlmProtocolVariant0 {
         #[serde(rename = "anthropic")]
         Anthropic,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype0 {
+    impl ::std::fmt::Display for LlmProtocolVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Anthropic => f.write_str("anthropic"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype0 {
+    impl ::std::str::FromStr for LlmProtocolVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2986,7 +3030,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype0 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2994,7 +3038,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3014,18 +3058,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype1 {
+    pub enum LlmProtocolVariant1 {
         #[serde(rename = "openai")]
         Openai,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype1 {
+    impl ::std::fmt::Display for LlmProtocolVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Openai => f.write_str("openai"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype1 {
+    impl ::std::str::FromStr for LlmProtocolVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3036,7 +3080,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype1 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3044,7 +3088,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3064,18 +3108,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype2 {
+    pub enum LlmProtocolVariant2 {
         #[serde(rename = "azure")]
         Azure,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype2 {
+    impl ::std::fmt::Display for LlmProtocolVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Azure => f.write_str("azure"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype2 {
+    impl ::std::str::FromStr for LlmProtocolVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3086,7 +3130,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype2 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3094,7 +3138,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3114,18 +3158,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype3 {
+    pub enum LlmProtocolVariant3 {
         #[serde(rename = "vertex")]
         Vertex,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype3 {
+    impl ::std::fmt::Display for LlmProtocolVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Vertex => f.write_str("vertex"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype3 {
+    impl ::std::str::FromStr for LlmProtocolVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3136,7 +3180,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype3 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3144,7 +3188,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3164,18 +3208,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype4 {
+    pub enum LlmProtocolVariant4 {
         #[serde(rename = "bedrock")]
         Bedrock,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype4 {
+    impl ::std::fmt::Display for LlmProtocolVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Bedrock => f.write_str("bedrock"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype4 {
+    impl ::std::str::FromStr for LlmProtocolVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3186,7 +3230,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype4 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3194,7 +3238,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3207,10 +3251,11 @@ pub mod types {
     pub struct LoadSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(rename = "mcpServers")]
         pub mcp_servers: ::std::vec::Vec<McpServer>,
@@ -3732,28 +3777,29 @@ pub mod types {
         }
     }
     /// Definition `MultiSelectItems` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectItems {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<MultiSelectItemsSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<MultiSelectItemsSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<TitledMultiSelectItems>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype0 {
-        #[serde(rename = "enum")]
-        pub enum_: ::std::vec::Vec<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: MultiSelectItemsSubtype0Type,
+    #[serde(untagged)]
+    pub enum MultiSelectItems {
+        Variant0 {
+            #[serde(rename = "enum")]
+            enum_: ::std::vec::Vec<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: MultiSelectItemsVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
+        Variant2(TitledMultiSelectItems),
+    }
+    impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
+        fn from(value: TitledMultiSelectItems) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -3767,18 +3813,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum MultiSelectItemsSubtype0Type {
+    pub enum MultiSelectItemsVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for MultiSelectItemsSubtype0Type {
+    impl ::std::fmt::Display for MultiSelectItemsVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for MultiSelectItemsSubtype0Type {
+    impl ::std::str::FromStr for MultiSelectItemsVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3789,7 +3835,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for MultiSelectItemsSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3798,18 +3844,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for MultiSelectItemsSubtype0Type {
+    for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `MultiSelectPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4661,10 +4702,11 @@ pub mod types {
     pub struct NewSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(rename = "mcpServers")]
         pub mcp_servers: ::std::vec::Vec<McpServer>,
@@ -5567,17 +5609,17 @@ pub mod types {
     pub struct ResumeSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5857,18 +5899,38 @@ pub mod types {
         },
     }
     /// Definition `SessionConfigOptionCategory` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigOptionCategory {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionConfigOptionCategorySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionConfigOptionCategorySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionConfigOptionCategorySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionConfigOptionCategorySubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigOptionCategory {
+        Variant0(SessionConfigOptionCategoryVariant0),
+        Variant1(SessionConfigOptionCategoryVariant1),
+        Variant2(SessionConfigOptionCategoryVariant2),
+        Variant3(SessionConfigOptionCategoryVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant0>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant1>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant2>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant3>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -5882,18 +5944,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype0 {
+    pub enum SessionConfigOptionCategoryVariant0 {
         #[serde(rename = "mode")]
         Mode,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype0 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Mode => f.write_str("mode"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype0 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5904,7 +5966,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype0 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5913,7 +5975,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype0 {
+    for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5933,18 +5995,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype1 {
+    pub enum SessionConfigOptionCategoryVariant1 {
         #[serde(rename = "model")]
         Model,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype1 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Model => f.write_str("model"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype1 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5955,7 +6017,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype1 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5964,7 +6026,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype1 {
+    for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5984,18 +6046,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype2 {
+    pub enum SessionConfigOptionCategoryVariant2 {
         #[serde(rename = "model_config")]
         ModelConfig,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype2 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ModelConfig => f.write_str("model_config"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype2 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6006,7 +6068,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype2 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6015,7 +6077,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype2 {
+    for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6035,18 +6097,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype3 {
+    pub enum SessionConfigOptionCategoryVariant3 {
         #[serde(rename = "thought_level")]
         ThoughtLevel,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype3 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ThoughtLevel => f.write_str("thought_level"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype3 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6057,7 +6119,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype3 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6066,7 +6128,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype3 {
+    for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6226,12 +6288,23 @@ pub mod types {
         pub value: SessionConfigValueId,
     }
     /// Definition `SessionConfigSelectOptions` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigSelectOptions {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<::std::vec::Vec<SessionConfigSelectOption>>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::vec::Vec<SessionConfigSelectGroup>>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigSelectOptions {
+        Variant0(::std::vec::Vec<SessionConfigSelectOption>),
+        Variant1(::std::vec::Vec<SessionConfigSelectGroup>),
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectOption>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectOption>) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectGroup>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectGroup>) -> Self {
+            Self::Variant1(value)
+        }
     }
     /// Definition `SessionConfigValueId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(
@@ -6342,10 +6415,11 @@ pub mod types {
     pub struct SessionInfo {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<::std::string::String>,
+        pub additional_directories: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         pub cwd: ::std::string::String,
         #[serde(
             rename = "_meta",
@@ -6543,12 +6617,12 @@ pub mod types {
         },
         #[serde(rename = "tool_call")]
         ToolCall {
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            content: ::std::vec::Vec<ToolCallContent>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
             #[serde(skip_serializing_if = "::std::option::Option::is_none")]
             kind: ::std::option::Option<ToolKind>,
-            #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-            locations: ::std::vec::Vec<ToolCallLocation>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
             #[serde(
                 rename = "_meta",
                 skip_serializing_if = "::std::option::Option::is_none"
@@ -6747,13 +6821,9 @@ pub mod types {
         pub api_type: LlmProtocol,
         #[serde(rename = "baseUrl")]
         pub base_url: ::std::string::String,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub headers: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub headers: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         #[serde(
             rename = "_meta",
@@ -7374,12 +7444,12 @@ pub mod types {
     /// Definition `ToolCall` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCall {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub content: ::std::vec::Vec<ToolCallContent>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub kind: ::std::option::Option<ToolKind>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub locations: ::std::vec::Vec<ToolCallLocation>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"

@@ -161,14 +161,61 @@ pub mod types {
         pub terminal: ::std::option::Option<TerminalAuthCapabilities>,
     }
     /// Definition `AuthMethod` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct AuthMethod {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<AuthMethodSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<AuthMethodSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<AuthMethodSubtype2>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum AuthMethod {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: AuthMethodVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: AuthMethodVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     /// Definition `AuthMethodAgent` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -227,14 +274,15 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
+    /// Definition `AuthMethodTerminal` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype0 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+    pub struct AuthMethodTerminal {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -245,8 +293,6 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: AuthMethodSubtype0Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -260,18 +306,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AuthMethodSubtype0Type {
+    pub enum AuthMethodVariant0Type {
         #[serde(rename = "terminal")]
         Terminal,
     }
-    impl ::std::fmt::Display for AuthMethodSubtype0Type {
+    impl ::std::fmt::Display for AuthMethodVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Terminal => f.write_str("terminal"),
             }
         }
     }
-    impl ::std::str::FromStr for AuthMethodSubtype0Type {
+    impl ::std::str::FromStr for AuthMethodVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -282,7 +328,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AuthMethodSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for AuthMethodVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -290,30 +336,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: AuthMethodSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -327,18 +356,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AuthMethodSubtype1Type {
+    pub enum AuthMethodVariant1Type {
         #[serde(rename = "agent")]
         Agent,
     }
-    impl ::std::fmt::Display for AuthMethodSubtype1Type {
+    impl ::std::fmt::Display for AuthMethodVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Agent => f.write_str("agent"),
             }
         }
     }
-    impl ::std::str::FromStr for AuthMethodSubtype1Type {
+    impl ::std::str::FromStr for AuthMethodVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -349,7 +378,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AuthMethodSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for AuthMethodVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -357,50 +386,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
-    }
-    /// Definition `AuthMethodTerminal` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodTerminal {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
     }
     /// Definition `AvailableCommand` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -418,25 +410,22 @@ pub mod types {
         pub name: ::std::string::String,
     }
     /// Definition `AvailableCommandInput` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct AvailableCommandInput {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<AvailableCommandInputSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<AvailableCommandInputSubtype1>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AvailableCommandInputSubtype0 {
-        pub hint: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: AvailableCommandInputSubtype0Type,
+    #[serde(untagged)]
+    pub enum AvailableCommandInput {
+        Variant0 {
+            hint: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: AvailableCommandInputVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -450,18 +439,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AvailableCommandInputSubtype0Type {
+    pub enum AvailableCommandInputVariant0Type {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for AvailableCommandInputSubtype0Type {
+    impl ::std::fmt::Display for AvailableCommandInputVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for AvailableCommandInputSubtype0Type {
+    impl ::std::str::FromStr for AvailableCommandInputVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -472,7 +461,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AvailableCommandInputSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for AvailableCommandInputVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -481,18 +470,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for AvailableCommandInputSubtype0Type {
+    for AvailableCommandInputVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AvailableCommandInputSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `AvailableCommandsUpdate` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -669,35 +653,100 @@ pub mod types {
         >,
     }
     /// Definition `ContentBlock` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ContentBlock {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ContentBlockSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ContentBlockSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ContentBlockSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ContentBlockSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ContentBlockSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ContentBlockSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub text: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype0Type,
+    #[serde(untagged)]
+    pub enum ContentBlock {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            text: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "mimeType")]
+            mime_type: MediaType,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant1Type,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            uri: ::std::option::Option<::std::string::String>,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "mimeType")]
+            mime_type: MediaType,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            icons: ::std::option::Option<::std::vec::Vec<Icon>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "mimeType",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            mime_type: ::std::option::Option<MediaType>,
+            name: ::std::string::String,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            size: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant3Type,
+            uri: ::std::string::String,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            resource: EmbeddedResourceResource,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -711,18 +760,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype0Type {
+    pub enum ContentBlockVariant0Type {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype0Type {
+    impl ::std::fmt::Display for ContentBlockVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype0Type {
+    impl ::std::str::FromStr for ContentBlockVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -733,7 +782,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -741,32 +790,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "mimeType")]
-        pub mime_type: MediaType,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype1Type,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub uri: ::std::option::Option<::std::string::String>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -780,18 +810,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype1Type {
+    pub enum ContentBlockVariant1Type {
         #[serde(rename = "image")]
         Image,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype1Type {
+    impl ::std::fmt::Display for ContentBlockVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Image => f.write_str("image"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype1Type {
+    impl ::std::str::FromStr for ContentBlockVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -802,7 +832,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -810,30 +840,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "mimeType")]
-        pub mime_type: MediaType,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -847,18 +860,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype2Type {
+    pub enum ContentBlockVariant2Type {
         #[serde(rename = "audio")]
         Audio,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype2Type {
+    impl ::std::fmt::Display for ContentBlockVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Audio => f.write_str("audio"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype2Type {
+    impl ::std::str::FromStr for ContentBlockVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -869,7 +882,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -877,42 +890,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype2Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "mimeType",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mime_type: ::std::option::Option<MediaType>,
-        pub name: ::std::string::String,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub size: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype3Type,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -926,18 +910,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype3Type {
+    pub enum ContentBlockVariant3Type {
         #[serde(rename = "resource_link")]
         ResourceLink,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype3Type {
+    impl ::std::fmt::Display for ContentBlockVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ResourceLink => f.write_str("resource_link"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype3Type {
+    impl ::std::str::FromStr for ContentBlockVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -948,7 +932,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -956,28 +940,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype3Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub resource: EmbeddedResourceResource,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -991,18 +960,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype4Type {
+    pub enum ContentBlockVariant4Type {
         #[serde(rename = "resource")]
         Resource,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype4Type {
+    impl ::std::fmt::Display for ContentBlockVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Resource => f.write_str("resource"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype4Type {
+    impl ::std::str::FromStr for ContentBlockVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1013,7 +982,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1021,18 +990,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype4Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ContentChunk` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1051,7 +1015,7 @@ pub mod types {
     /// Definition `Cost` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
-        pub amount: f64,
+        pub amount: ::serde_json::Number,
         pub currency: CostCurrency,
         #[serde(
             rename = "_meta",
@@ -1833,18 +1797,34 @@ pub mod types {
         }
     }
     /// Definition `DiffFileType` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct DiffFileType {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<DiffFileTypeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<DiffFileTypeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<DiffFileTypeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<DiffFileTypeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum DiffFileType {
+        Variant0(DiffFileTypeVariant0),
+        Variant1(DiffFileTypeVariant1),
+        Variant2(DiffFileTypeVariant2),
+        Variant3(DiffFileTypeVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<DiffFileTypeVariant0> for DiffFileType {
+        fn from(value: DiffFileTypeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant1> for DiffFileType {
+        fn from(value: DiffFileTypeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant2> for DiffFileType {
+        fn from(value: DiffFileTypeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant3> for DiffFileType {
+        fn from(value: DiffFileTypeVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -1858,18 +1838,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype0 {
+    pub enum DiffFileTypeVariant0 {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype0 {
+    impl ::std::fmt::Display for DiffFileTypeVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype0 {
+    impl ::std::str::FromStr for DiffFileTypeVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1880,7 +1860,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype0 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1888,7 +1868,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -1908,18 +1888,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype1 {
+    pub enum DiffFileTypeVariant1 {
         #[serde(rename = "binary")]
         Binary,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype1 {
+    impl ::std::fmt::Display for DiffFileTypeVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Binary => f.write_str("binary"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype1 {
+    impl ::std::str::FromStr for DiffFileTypeVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1930,7 +1910,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype1 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1938,7 +1918,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -1958,18 +1938,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype2 {
+    pub enum DiffFileTypeVariant2 {
         #[serde(rename = "directory")]
         Directory,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype2 {
+    impl ::std::fmt::Display for DiffFileTypeVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Directory => f.write_str("directory"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype2 {
+    impl ::std::str::FromStr for DiffFileTypeVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1980,7 +1960,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype2 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1988,7 +1968,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2008,18 +1988,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype3 {
+    pub enum DiffFileTypeVariant3 {
         #[serde(rename = "symlink")]
         Symlink,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype3 {
+    impl ::std::fmt::Display for DiffFileTypeVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Symlink => f.write_str("symlink"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype3 {
+    impl ::std::str::FromStr for DiffFileTypeVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2030,7 +2010,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype3 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2038,7 +2018,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2053,12 +2033,16 @@ pub mod types {
         pub text: ::std::string::String,
     }
     /// Definition `DiffPatchFormat` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct DiffPatchFormat {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<DiffPatchFormatSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum DiffPatchFormat {
+        Variant0(DiffPatchFormatVariant0),
+        Variant1(::std::string::String),
+    }
+    impl ::std::convert::From<DiffPatchFormatVariant0> for DiffPatchFormat {
+        fn from(value: DiffPatchFormatVariant0) -> Self {
+            Self::Variant0(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -2072,18 +2056,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffPatchFormatSubtype0 {
+    pub enum DiffPatchFormatVariant0 {
         #[serde(rename = "git_patch")]
         GitPatch,
     }
-    impl ::std::fmt::Display for DiffPatchFormatSubtype0 {
+    impl ::std::fmt::Display for DiffPatchFormatVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::GitPatch => f.write_str("git_patch"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffPatchFormatSubtype0 {
+    impl ::std::str::FromStr for DiffPatchFormatVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2094,7 +2078,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffPatchFormatSubtype0 {
+    impl ::std::convert::TryFrom<&str> for DiffPatchFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2102,7 +2086,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffPatchFormatSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffPatchFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2151,7 +2135,7 @@ pub mod types {
     pub enum ElicitationContentValue {
         String(::std::string::String),
         Int64(i64),
-        Double(f64),
+        Number(::serde_json::Number),
         Boolean(bool),
         Array(::std::vec::Vec<::std::string::String>),
     }
@@ -2160,9 +2144,9 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    impl ::std::convert::From<f64> for ElicitationContentValue {
-        fn from(value: f64) -> Self {
-            Self::Double(value)
+    impl ::std::convert::From<::serde_json::Number> for ElicitationContentValue {
+        fn from(value: ::serde_json::Number) -> Self {
+            Self::Number(value)
         }
     }
     impl ::std::convert::From<bool> for ElicitationContentValue {
@@ -2251,59 +2235,138 @@ pub mod types {
         }
     }
     /// Definition `ElicitationPropertySchema` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ElicitationPropertySchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ElicitationPropertySchemaSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ElicitationPropertySchemaSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ElicitationPropertySchemaSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ElicitationPropertySchemaSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ElicitationPropertySchemaSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ElicitationPropertySchemaSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "enum", skip_serializing_if = "::std::option::Option::is_none")]
-        pub enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub format: ::std::option::Option<StringFormat>,
-        #[serde(
-            rename = "maxLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "oneOf",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub pattern: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype0Type,
+    #[serde(untagged)]
+    pub enum ElicitationPropertySchema {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "enum",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            format: ::std::option::Option<StringFormat>,
+            #[serde(
+                rename = "maxLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "oneOf",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pattern: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<f64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<i64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<bool>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant3Type,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            items: MultiSelectItems,
+            #[serde(
+                rename = "maxItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_items: ::std::option::Option<u64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_items: ::std::option::Option<u64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -2317,18 +2380,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype0Type {
+    pub enum ElicitationPropertySchemaVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2339,7 +2402,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2348,35 +2411,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype0Type {
+    for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2390,18 +2431,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype1Type {
+    pub enum ElicitationPropertySchemaVariant1Type {
         #[serde(rename = "number")]
         Number,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Number => f.write_str("number"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2412,7 +2453,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2421,35 +2462,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype1Type {
+    for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<i64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2463,18 +2482,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype2Type {
+    pub enum ElicitationPropertySchemaVariant2Type {
         #[serde(rename = "integer")]
         Integer,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Integer => f.write_str("integer"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2485,7 +2504,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2494,31 +2513,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype2Type {
+    for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<bool>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype3Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2532,18 +2533,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype3Type {
+    pub enum ElicitationPropertySchemaVariant3Type {
         #[serde(rename = "boolean")]
         Boolean,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Boolean => f.write_str("boolean"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2554,7 +2555,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2563,42 +2564,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype3Type {
+    for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        pub items: MultiSelectItems,
-        #[serde(
-            rename = "maxItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_items: ::std::option::Option<u64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_items: ::std::option::Option<u64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2612,18 +2584,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype4Type {
+    pub enum ElicitationPropertySchemaVariant4Type {
         #[serde(rename = "array")]
         Array,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Array => f.write_str("array"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2634,7 +2606,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2643,18 +2615,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype4Type {
+    for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ElicitationRequestScope` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2674,13 +2641,9 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitationPropertySchema,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitationPropertySchema>,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -2855,42 +2818,79 @@ pub mod types {
         pub message: ::std::string::String,
     }
     /// Definition `ErrorCode` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ErrorCode {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ErrorCodeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ErrorCodeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ErrorCodeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ErrorCodeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ErrorCodeSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ErrorCodeSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ErrorCodeSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ErrorCodeSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<i32>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ErrorCode {
+        Variant0(ErrorCodeVariant0),
+        Variant1(ErrorCodeVariant1),
+        Variant2(ErrorCodeVariant2),
+        Variant3(ErrorCodeVariant3),
+        Variant4(ErrorCodeVariant4),
+        Variant5(ErrorCodeVariant5),
+        Variant6(ErrorCodeVariant6),
+        Variant7(ErrorCodeVariant7),
+        Variant8(i32),
+    }
+    impl ::std::convert::From<ErrorCodeVariant0> for ErrorCode {
+        fn from(value: ErrorCodeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant1> for ErrorCode {
+        fn from(value: ErrorCodeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant2> for ErrorCode {
+        fn from(value: ErrorCodeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant3> for ErrorCode {
+        fn from(value: ErrorCodeVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant4> for ErrorCode {
+        fn from(value: ErrorCodeVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant5> for ErrorCode {
+        fn from(value: ErrorCodeVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant6> for ErrorCode {
+        fn from(value: ErrorCodeVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant7> for ErrorCode {
+        fn from(value: ErrorCodeVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<i32> for ErrorCode {
+        fn from(value: i32) -> Self {
+            Self::Variant8(value)
+        }
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype0(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype0 {
+    pub struct ErrorCodeVariant0(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant0 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype0> for i32 {
-        fn from(value: ErrorCodeSubtype0) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant0> for i32 {
+        fn from(value: ErrorCodeVariant0) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype0 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2902,7 +2902,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype0 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant0 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2913,19 +2913,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype1(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype1 {
+    pub struct ErrorCodeVariant1(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant1 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype1> for i32 {
-        fn from(value: ErrorCodeSubtype1) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant1> for i32 {
+        fn from(value: ErrorCodeVariant1) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype1 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2937,7 +2937,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype1 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant1 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2948,19 +2948,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype2(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype2 {
+    pub struct ErrorCodeVariant2(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant2 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype2> for i32 {
-        fn from(value: ErrorCodeSubtype2) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant2> for i32 {
+        fn from(value: ErrorCodeVariant2) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype2 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -2972,7 +2972,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype2 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant2 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2983,19 +2983,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype3(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype3 {
+    pub struct ErrorCodeVariant3(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant3 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype3> for i32 {
-        fn from(value: ErrorCodeSubtype3) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant3> for i32 {
+        fn from(value: ErrorCodeVariant3) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype3 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3007,7 +3007,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype3 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant3 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3018,19 +3018,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype4(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype4 {
+    pub struct ErrorCodeVariant4(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant4 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype4> for i32 {
-        fn from(value: ErrorCodeSubtype4) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant4> for i32 {
+        fn from(value: ErrorCodeVariant4) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype4 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3042,7 +3042,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype4 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant4 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3053,19 +3053,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype5(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype5 {
+    pub struct ErrorCodeVariant5(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant5 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype5> for i32 {
-        fn from(value: ErrorCodeSubtype5) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant5> for i32 {
+        fn from(value: ErrorCodeVariant5) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype5 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3077,7 +3077,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype5 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant5 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3088,19 +3088,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype6(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype6 {
+    pub struct ErrorCodeVariant6(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant6 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype6> for i32 {
-        fn from(value: ErrorCodeSubtype6) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant6> for i32 {
+        fn from(value: ErrorCodeVariant6) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype6 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3112,7 +3112,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype6 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant6 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3123,19 +3123,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype7(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype7 {
+    pub struct ErrorCodeVariant7(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant7 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype7> for i32 {
-        fn from(value: ErrorCodeSubtype7) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant7> for i32 {
+        fn from(value: ErrorCodeVariant7) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype7 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3147,7 +3147,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype7 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant7 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3244,14 +3244,22 @@ pub mod types {
         pub theme: ::std::option::Option<IconTheme>,
     }
     /// Definition `IconTheme` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct IconTheme {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<IconThemeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<IconThemeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum IconTheme {
+        Variant0(IconThemeVariant0),
+        Variant1(IconThemeVariant1),
+        Variant2(::std::string::String),
+    }
+    impl ::std::convert::From<IconThemeVariant0> for IconTheme {
+        fn from(value: IconThemeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<IconThemeVariant1> for IconTheme {
+        fn from(value: IconThemeVariant1) -> Self {
+            Self::Variant1(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -3265,18 +3273,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum IconThemeSubtype0 {
+    pub enum IconThemeVariant0 {
         #[serde(rename = "light")]
         Light,
     }
-    impl ::std::fmt::Display for IconThemeSubtype0 {
+    impl ::std::fmt::Display for IconThemeVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Light => f.write_str("light"),
             }
         }
     }
-    impl ::std::str::FromStr for IconThemeSubtype0 {
+    impl ::std::str::FromStr for IconThemeVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3287,7 +3295,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for IconThemeSubtype0 {
+    impl ::std::convert::TryFrom<&str> for IconThemeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3295,7 +3303,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for IconThemeSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for IconThemeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3315,18 +3323,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum IconThemeSubtype1 {
+    pub enum IconThemeVariant1 {
         #[serde(rename = "dark")]
         Dark,
     }
-    impl ::std::fmt::Display for IconThemeSubtype1 {
+    impl ::std::fmt::Display for IconThemeVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Dark => f.write_str("dark"),
             }
         }
     }
-    impl ::std::str::FromStr for IconThemeSubtype1 {
+    impl ::std::str::FromStr for IconThemeVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3337,7 +3345,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for IconThemeSubtype1 {
+    impl ::std::convert::TryFrom<&str> for IconThemeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3345,7 +3353,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for IconThemeSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for IconThemeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3423,10 +3431,9 @@ pub mod types {
     pub struct InitializeResponse {
         #[serde(
             rename = "authMethods",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub auth_methods: ::std::vec::Vec<AuthMethod>,
+        pub auth_methods: ::std::option::Option<::std::vec::Vec<AuthMethod>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub capabilities: ::std::option::Option<AgentCapabilities>,
         pub info: Implementation,
@@ -3566,20 +3573,48 @@ pub mod types {
         >,
     }
     /// Definition `McpServer` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct McpServer {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<McpServerSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<McpServerSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<McpServerSubtype2>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum McpServer {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: McpServerVariant0Type,
+            url: ::std::string::String,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            command: AbsolutePath,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: McpServerVariant1Type,
+        },
+        Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     /// Definition `McpServerHttp` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub headers: ::std::vec::Vec<HttpHeader>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3593,11 +3628,11 @@ pub mod types {
     /// Definition `McpServerStdio` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub command: AbsolutePath,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3606,22 +3641,6 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         pub name: ::std::string::String,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype0 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub headers: ::std::vec::Vec<HttpHeader>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: McpServerSubtype0Type,
-        pub url: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3635,18 +3654,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum McpServerSubtype0Type {
+    pub enum McpServerVariant0Type {
         #[serde(rename = "http")]
         Http,
     }
-    impl ::std::fmt::Display for McpServerSubtype0Type {
+    impl ::std::fmt::Display for McpServerVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Http => f.write_str("http"),
             }
         }
     }
-    impl ::std::str::FromStr for McpServerSubtype0Type {
+    impl ::std::str::FromStr for McpServerVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3657,7 +3676,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for McpServerSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for McpServerVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3665,31 +3684,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for McpServerSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for McpServerVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype1 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
-        pub command: AbsolutePath,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: McpServerSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3703,18 +3704,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum McpServerSubtype1Type {
+    pub enum McpServerVariant1Type {
         #[serde(rename = "stdio")]
         Stdio,
     }
-    impl ::std::fmt::Display for McpServerSubtype1Type {
+    impl ::std::fmt::Display for McpServerVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Stdio => f.write_str("stdio"),
             }
         }
     }
-    impl ::std::str::FromStr for McpServerSubtype1Type {
+    impl ::std::str::FromStr for McpServerVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3725,7 +3726,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for McpServerSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for McpServerVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3733,18 +3734,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for McpServerSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for McpServerVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype2 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `McpStdioCapabilities` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -3840,28 +3836,29 @@ pub mod types {
         }
     }
     /// Definition `MultiSelectItems` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectItems {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<MultiSelectItemsSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<MultiSelectItemsSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<TitledMultiSelectItems>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype0 {
-        #[serde(rename = "enum")]
-        pub enum_: ::std::vec::Vec<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: MultiSelectItemsSubtype0Type,
+    #[serde(untagged)]
+    pub enum MultiSelectItems {
+        Variant0 {
+            #[serde(rename = "enum")]
+            enum_: ::std::vec::Vec<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: MultiSelectItemsVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
+        Variant2(TitledMultiSelectItems),
+    }
+    impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
+        fn from(value: TitledMultiSelectItems) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -3875,18 +3872,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum MultiSelectItemsSubtype0Type {
+    pub enum MultiSelectItemsVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for MultiSelectItemsSubtype0Type {
+    impl ::std::fmt::Display for MultiSelectItemsVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for MultiSelectItemsSubtype0Type {
+    impl ::std::str::FromStr for MultiSelectItemsVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3897,7 +3894,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for MultiSelectItemsSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3906,18 +3903,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for MultiSelectItemsSubtype0Type {
+    for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `MultiSelectPropertySchema` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -3952,17 +3944,15 @@ pub mod types {
     pub struct NewSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3976,10 +3966,9 @@ pub mod types {
     pub struct NewSessionResponse {
         #[serde(
             rename = "configOptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
+        pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4068,18 +4057,34 @@ pub mod types {
         }
     }
     /// Definition `PermissionOptionKind` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PermissionOptionKind {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PermissionOptionKindSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PermissionOptionKindSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PermissionOptionKindSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<PermissionOptionKindSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PermissionOptionKind {
+        Variant0(PermissionOptionKindVariant0),
+        Variant1(PermissionOptionKindVariant1),
+        Variant2(PermissionOptionKindVariant2),
+        Variant3(PermissionOptionKindVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant0> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant1> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant2> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant3> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -4093,18 +4098,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype0 {
+    pub enum PermissionOptionKindVariant0 {
         #[serde(rename = "allow_once")]
         AllowOnce,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype0 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AllowOnce => f.write_str("allow_once"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype0 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4115,7 +4120,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype0 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4124,7 +4129,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype0 {
+    for PermissionOptionKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4144,18 +4149,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype1 {
+    pub enum PermissionOptionKindVariant1 {
         #[serde(rename = "allow_always")]
         AllowAlways,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype1 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AllowAlways => f.write_str("allow_always"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype1 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4166,7 +4171,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype1 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4175,7 +4180,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype1 {
+    for PermissionOptionKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4195,18 +4200,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype2 {
+    pub enum PermissionOptionKindVariant2 {
         #[serde(rename = "reject_once")]
         RejectOnce,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype2 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RejectOnce => f.write_str("reject_once"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype2 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4217,7 +4222,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype2 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4226,7 +4231,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype2 {
+    for PermissionOptionKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4246,18 +4251,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype3 {
+    pub enum PermissionOptionKindVariant3 {
         #[serde(rename = "reject_always")]
         RejectAlways,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype3 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RejectAlways => f.write_str("reject_always"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype3 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4268,7 +4273,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype3 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4277,7 +4282,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype3 {
+    for PermissionOptionKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4300,16 +4305,28 @@ pub mod types {
         pub status: PlanEntryStatus,
     }
     /// Definition `PlanEntryPriority` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanEntryPriority {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanEntryPrioritySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanEntryPrioritySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PlanEntryPrioritySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PlanEntryPriority {
+        Variant0(PlanEntryPriorityVariant0),
+        Variant1(PlanEntryPriorityVariant1),
+        Variant2(PlanEntryPriorityVariant2),
+        Variant3(::std::string::String),
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant0> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant1> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant2> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant2) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -4323,18 +4340,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype0 {
+    pub enum PlanEntryPriorityVariant0 {
         #[serde(rename = "high")]
         High,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype0 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::High => f.write_str("high"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype0 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4345,7 +4362,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype0 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4353,7 +4370,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4373,18 +4390,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype1 {
+    pub enum PlanEntryPriorityVariant1 {
         #[serde(rename = "medium")]
         Medium,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype1 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Medium => f.write_str("medium"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype1 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4395,7 +4412,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype1 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4403,7 +4420,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4423,18 +4440,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype2 {
+    pub enum PlanEntryPriorityVariant2 {
         #[serde(rename = "low")]
         Low,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype2 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Low => f.write_str("low"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype2 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4445,7 +4462,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype2 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4453,7 +4470,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4462,18 +4479,34 @@ pub mod types {
         }
     }
     /// Definition `PlanEntryStatus` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanEntryStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanEntryStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanEntryStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PlanEntryStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<PlanEntryStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PlanEntryStatus {
+        Variant0(PlanEntryStatusVariant0),
+        Variant1(PlanEntryStatusVariant1),
+        Variant2(PlanEntryStatusVariant2),
+        Variant3(PlanEntryStatusVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant0> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant1> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant2> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant3> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -4487,18 +4520,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype0 {
+    pub enum PlanEntryStatusVariant0 {
         #[serde(rename = "pending")]
         Pending,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype0 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Pending => f.write_str("pending"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype0 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4509,7 +4542,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4517,7 +4550,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4537,18 +4570,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype1 {
+    pub enum PlanEntryStatusVariant1 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype1 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype1 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4559,7 +4592,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4567,7 +4600,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4587,18 +4620,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype2 {
+    pub enum PlanEntryStatusVariant2 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype2 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype2 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4609,7 +4642,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4617,7 +4650,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4637,18 +4670,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype3 {
+    pub enum PlanEntryStatusVariant3 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype3 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype3 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4659,7 +4692,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4667,7 +4700,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4743,27 +4776,29 @@ pub mod types {
         pub plan: PlanUpdateContent,
     }
     /// Definition `PlanUpdateContent` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanUpdateContent {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanUpdateContentSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanUpdateContentSubtype1>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype0 {
-        pub entries: ::std::vec::Vec<PlanEntry>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: PlanUpdateContentSubtype0Type,
+    #[serde(untagged)]
+    pub enum PlanUpdateContent {
+        Variant0 {
+            entries: ::std::vec::Vec<PlanEntry>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: PlanUpdateContentVariant0Type,
+        },
+        Variant1 {
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     #[derive(
         ::serde::Deserialize,
@@ -4777,18 +4812,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanUpdateContentSubtype0Type {
+    pub enum PlanUpdateContentVariant0Type {
         #[serde(rename = "items")]
         Items,
     }
-    impl ::std::fmt::Display for PlanUpdateContentSubtype0Type {
+    impl ::std::fmt::Display for PlanUpdateContentVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Items => f.write_str("items"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanUpdateContentSubtype0Type {
+    impl ::std::str::FromStr for PlanUpdateContentVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4799,7 +4834,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanUpdateContentSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for PlanUpdateContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4808,20 +4843,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PlanUpdateContentSubtype0Type {
+    for PlanUpdateContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype1 {
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `PromptAudioCapabilities` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -4952,12 +4980,31 @@ pub mod types {
         }
     }
     /// Definition `ReplayFrom` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ReplayFrom {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ReplayFromSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ReplayFromSubtype1>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ReplayFrom {
+        Variant0 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ReplayFromVariant0Type,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     /// Definition `ReplayFromStart` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -4969,18 +5016,6 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ReplayFromSubtype0 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ReplayFromSubtype0Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4994,18 +5029,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ReplayFromSubtype0Type {
+    pub enum ReplayFromVariant0Type {
         #[serde(rename = "start")]
         Start,
     }
-    impl ::std::fmt::Display for ReplayFromSubtype0Type {
+    impl ::std::fmt::Display for ReplayFromVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Start => f.write_str("start"),
             }
         }
     }
-    impl ::std::str::FromStr for ReplayFromSubtype0Type {
+    impl ::std::str::FromStr for ReplayFromVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5016,7 +5051,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ReplayFromSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ReplayFromVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5024,25 +5059,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ReplayFromSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ReplayFromVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ReplayFromSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `RequestId` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -5058,18 +5081,23 @@ pub mod types {
         }
     }
     /// Definition `RequestPermissionOutcome` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct RequestPermissionOutcome {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RequestPermissionOutcomeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RequestPermissionOutcomeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<RequestPermissionOutcomeSubtype2>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype0 {
-        pub outcome: RequestPermissionOutcomeSubtype0Outcome,
+    #[serde(untagged)]
+    pub enum RequestPermissionOutcome {
+        Variant0 { outcome: RequestPermissionOutcomeVariant0Outcome },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "optionId")]
+            option_id: PermissionOptionId,
+            outcome: RequestPermissionOutcomeVariant1Outcome,
+        },
+        Variant2 { outcome: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -5083,18 +5111,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionOutcomeSubtype0Outcome {
+    pub enum RequestPermissionOutcomeVariant0Outcome {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::fmt::Display for RequestPermissionOutcomeVariant0Outcome {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::str::FromStr for RequestPermissionOutcomeVariant0Outcome {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5105,7 +5133,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeVariant0Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5114,26 +5142,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionOutcomeSubtype0Outcome {
+    for RequestPermissionOutcomeVariant0Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "optionId")]
-        pub option_id: PermissionOptionId,
-        pub outcome: RequestPermissionOutcomeSubtype1Outcome,
     }
     #[derive(
         ::serde::Deserialize,
@@ -5147,18 +5162,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionOutcomeSubtype1Outcome {
+    pub enum RequestPermissionOutcomeVariant1Outcome {
         #[serde(rename = "selected")]
         Selected,
     }
-    impl ::std::fmt::Display for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::fmt::Display for RequestPermissionOutcomeVariant1Outcome {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Selected => f.write_str("selected"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::str::FromStr for RequestPermissionOutcomeVariant1Outcome {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5169,7 +5184,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeVariant1Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5178,17 +5193,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionOutcomeSubtype1Outcome {
+    for RequestPermissionOutcomeVariant1Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype2 {
-        pub outcome: ::std::string::String,
     }
     /// Definition `RequestPermissionRequest` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -5222,21 +5233,39 @@ pub mod types {
         pub outcome: RequestPermissionOutcome,
     }
     /// Definition `RequestPermissionSubject` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct RequestPermissionSubject {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RequestPermissionSubjectSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RequestPermissionSubjectSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<RequestPermissionSubjectSubtype2>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype0 {
-        #[serde(rename = "toolCall")]
-        pub tool_call: ToolCallUpdate,
-        #[serde(rename = "type")]
-        pub type_: RequestPermissionSubjectSubtype0Type,
+    #[serde(untagged)]
+    pub enum RequestPermissionSubject {
+        Variant0 {
+            #[serde(rename = "toolCall")]
+            tool_call: ToolCallUpdate,
+            #[serde(rename = "type")]
+            type_: RequestPermissionSubjectVariant0Type,
+        },
+        Variant1 {
+            command: ::std::string::String,
+            cwd: AbsolutePath,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "terminalId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            terminal_id: ::std::option::Option<TerminalId>,
+            #[serde(
+                rename = "toolCallId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            tool_call_id: ::std::option::Option<ToolCallId>,
+            #[serde(rename = "type")]
+            type_: RequestPermissionSubjectVariant1Type,
+        },
+        Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -5250,18 +5279,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionSubjectSubtype0Type {
+    pub enum RequestPermissionSubjectVariant0Type {
         #[serde(rename = "tool_call")]
         ToolCall,
     }
-    impl ::std::fmt::Display for RequestPermissionSubjectSubtype0Type {
+    impl ::std::fmt::Display for RequestPermissionSubjectVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCall => f.write_str("tool_call"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionSubjectSubtype0Type {
+    impl ::std::str::FromStr for RequestPermissionSubjectVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5272,7 +5301,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5281,37 +5310,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionSubjectSubtype0Type {
+    for RequestPermissionSubjectVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype1 {
-        pub command: ::std::string::String,
-        pub cwd: AbsolutePath,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "terminalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub terminal_id: ::std::option::Option<TerminalId>,
-        #[serde(
-            rename = "toolCallId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub tool_call_id: ::std::option::Option<ToolCallId>,
-        #[serde(rename = "type")]
-        pub type_: RequestPermissionSubjectSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -5325,18 +5330,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionSubjectSubtype1Type {
+    pub enum RequestPermissionSubjectVariant1Type {
         #[serde(rename = "command")]
         Command,
     }
-    impl ::std::fmt::Display for RequestPermissionSubjectSubtype1Type {
+    impl ::std::fmt::Display for RequestPermissionSubjectVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Command => f.write_str("command"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionSubjectSubtype1Type {
+    impl ::std::str::FromStr for RequestPermissionSubjectVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5347,7 +5352,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5356,18 +5361,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionSubjectSubtype1Type {
+    for RequestPermissionSubjectVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype2 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `RequiresActionStateUpdate` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -5413,17 +5413,15 @@ pub mod types {
     pub struct ResumeSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5444,10 +5442,9 @@ pub mod types {
     pub struct ResumeSessionResponse {
         #[serde(
             rename = "configOptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
+        pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5457,14 +5454,22 @@ pub mod types {
         >,
     }
     /// Definition `Role` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Role {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RoleSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RoleSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum Role {
+        Variant0(RoleVariant0),
+        Variant1(RoleVariant1),
+        Variant2(::std::string::String),
+    }
+    impl ::std::convert::From<RoleVariant0> for Role {
+        fn from(value: RoleVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<RoleVariant1> for Role {
+        fn from(value: RoleVariant1) -> Self {
+            Self::Variant1(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -5478,18 +5483,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RoleSubtype0 {
+    pub enum RoleVariant0 {
         #[serde(rename = "assistant")]
         Assistant,
     }
-    impl ::std::fmt::Display for RoleSubtype0 {
+    impl ::std::fmt::Display for RoleVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Assistant => f.write_str("assistant"),
             }
         }
     }
-    impl ::std::str::FromStr for RoleSubtype0 {
+    impl ::std::str::FromStr for RoleVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5500,7 +5505,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RoleSubtype0 {
+    impl ::std::convert::TryFrom<&str> for RoleVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5508,7 +5513,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for RoleSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for RoleVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5528,18 +5533,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RoleSubtype1 {
+    pub enum RoleVariant1 {
         #[serde(rename = "user")]
         User,
     }
-    impl ::std::fmt::Display for RoleSubtype1 {
+    impl ::std::fmt::Display for RoleVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::User => f.write_str("user"),
             }
         }
     }
-    impl ::std::str::FromStr for RoleSubtype1 {
+    impl ::std::str::FromStr for RoleVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5550,7 +5555,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RoleSubtype1 {
+    impl ::std::convert::TryFrom<&str> for RoleVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5558,7 +5563,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for RoleSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for RoleVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5778,18 +5783,38 @@ pub mod types {
         },
     }
     /// Definition `SessionConfigOptionCategory` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigOptionCategory {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionConfigOptionCategorySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionConfigOptionCategorySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionConfigOptionCategorySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionConfigOptionCategorySubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigOptionCategory {
+        Variant0(SessionConfigOptionCategoryVariant0),
+        Variant1(SessionConfigOptionCategoryVariant1),
+        Variant2(SessionConfigOptionCategoryVariant2),
+        Variant3(SessionConfigOptionCategoryVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant0>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant1>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant2>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant3>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -5803,18 +5828,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype0 {
+    pub enum SessionConfigOptionCategoryVariant0 {
         #[serde(rename = "mode")]
         Mode,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype0 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Mode => f.write_str("mode"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype0 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5825,7 +5850,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype0 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5834,7 +5859,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype0 {
+    for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5854,18 +5879,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype1 {
+    pub enum SessionConfigOptionCategoryVariant1 {
         #[serde(rename = "model")]
         Model,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype1 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Model => f.write_str("model"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype1 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5876,7 +5901,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype1 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5885,7 +5910,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype1 {
+    for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5905,18 +5930,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype2 {
+    pub enum SessionConfigOptionCategoryVariant2 {
         #[serde(rename = "model_config")]
         ModelConfig,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype2 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ModelConfig => f.write_str("model_config"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype2 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5927,7 +5952,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype2 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5936,7 +5961,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype2 {
+    for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5956,18 +5981,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype3 {
+    pub enum SessionConfigOptionCategoryVariant3 {
         #[serde(rename = "thought_level")]
         ThoughtLevel,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype3 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ThoughtLevel => f.write_str("thought_level"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype3 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5978,7 +6003,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype3 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5987,7 +6012,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype3 {
+    for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6135,12 +6160,23 @@ pub mod types {
         pub value: SessionConfigValueId,
     }
     /// Definition `SessionConfigSelectOptions` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigSelectOptions {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<::std::vec::Vec<SessionConfigSelectOption>>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::vec::Vec<SessionConfigSelectGroup>>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigSelectOptions {
+        Variant0(::std::vec::Vec<SessionConfigSelectOption>),
+        Variant1(::std::vec::Vec<SessionConfigSelectGroup>),
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectOption>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectOption>) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectGroup>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectGroup>) -> Self {
+            Self::Variant1(value)
+        }
     }
     /// Definition `SessionConfigValueId` of ACP v2 (`acp/v2/schema.json`).
     #[derive(
@@ -6240,10 +6276,9 @@ pub mod types {
     pub struct SessionInfo {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "_meta",
@@ -6322,57 +6357,262 @@ pub mod types {
         }
     }
     /// Definition `SessionUpdate` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionUpdate {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionUpdateSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionUpdateSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionUpdateSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionUpdateSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<SessionUpdateSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<SessionUpdateSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<SessionUpdateSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<SessionUpdateSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<SessionUpdateSubtype8>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<SessionUpdateSubtype9>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<SessionUpdateSubtype10>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_11: ::std::option::Option<SessionUpdateSubtype11>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_12: ::std::option::Option<SessionUpdateSubtype12>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_13: ::std::option::Option<SessionUpdateSubtype13>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_14: ::std::option::Option<SessionUpdateSubtype14>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_15: ::std::option::Option<SessionUpdateSubtype15>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_16: ::std::option::Option<SessionUpdateSubtype16>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype0 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype0SessionUpdate,
+    #[serde(untagged)]
+    pub enum SessionUpdate {
+        Variant0 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant0SessionUpdate,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant1SessionUpdate,
+        },
+        Variant2 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant2SessionUpdate,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant3SessionUpdate,
+        },
+        Variant4 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant4SessionUpdate,
+        },
+        Variant5 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant5SessionUpdate,
+        },
+        Variant6(SessionUpdateVariant6),
+        Variant7 {
+            content: ToolCallContent,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant7SessionUpdate,
+            #[serde(rename = "toolCallId")]
+            tool_call_id: ToolCallId,
+        },
+        Variant8 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            kind: ::std::option::Option<ToolKind>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "rawInput",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            raw_input: ::std::option::Option<::serde_json::Value>,
+            #[serde(
+                rename = "rawOutput",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            raw_output: ::std::option::Option<::serde_json::Value>,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant8SessionUpdate,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            status: ::std::option::Option<ToolCallStatus>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "toolCallId")]
+            tool_call_id: ToolCallId,
+        },
+        Variant9 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            command: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            cwd: ::std::option::Option<AbsolutePath>,
+            #[serde(
+                rename = "exitStatus",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            exit_status: ::std::option::Option<TerminalExitStatus>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            output: ::std::option::Option<TerminalOutput>,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant9SessionUpdate,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+        },
+        Variant10 {
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant10SessionUpdate,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+        },
+        Variant11 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            plan: PlanUpdateContent,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant11SessionUpdate,
+        },
+        Variant12 {
+            #[serde(rename = "availableCommands")]
+            available_commands: ::std::vec::Vec<AvailableCommand>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant12SessionUpdate,
+        },
+        Variant13 {
+            #[serde(rename = "configOptions")]
+            config_options: ::std::vec::Vec<SessionConfigOption>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant13SessionUpdate,
+        },
+        Variant14 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant14SessionUpdate,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "updatedAt",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            updated_at: ::std::option::Option<::std::string::String>,
+        },
+        Variant15 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            cost: ::std::option::Option<Cost>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant15SessionUpdate,
+            size: u64,
+            used: u64,
+        },
+        Variant16 {
+            #[serde(rename = "sessionUpdate")]
+            session_update: ::std::string::String,
+        },
+    }
+    impl ::std::convert::From<SessionUpdateVariant6> for SessionUpdate {
+        fn from(value: SessionUpdateVariant6) -> Self {
+            Self::Variant6(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -6386,18 +6626,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype0SessionUpdate {
+    pub enum SessionUpdateVariant0SessionUpdate {
         #[serde(rename = "user_message_chunk")]
         UserMessageChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant0SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UserMessageChunk => f.write_str("user_message_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant0SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6408,7 +6648,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6417,44 +6657,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype0SessionUpdate {
+    for SessionUpdateVariant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype1SessionUpdate,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype10 {
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype10SessionUpdate,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6468,18 +6677,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype10SessionUpdate {
+    pub enum SessionUpdateVariant10SessionUpdate {
         #[serde(rename = "terminal_output_chunk")]
         TerminalOutputChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant10SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::TerminalOutputChunk => f.write_str("terminal_output_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant10SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6490,7 +6699,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant10SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6499,26 +6708,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype10SessionUpdate {
+    for SessionUpdateVariant10SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype11 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub plan: PlanUpdateContent,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype11SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6532,18 +6728,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype11SessionUpdate {
+    pub enum SessionUpdateVariant11SessionUpdate {
         #[serde(rename = "plan_update")]
         PlanUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant11SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::PlanUpdate => f.write_str("plan_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant11SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6554,7 +6750,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant11SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6563,27 +6759,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype11SessionUpdate {
+    for SessionUpdateVariant11SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype12 {
-        #[serde(rename = "availableCommands")]
-        pub available_commands: ::std::vec::Vec<AvailableCommand>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype12SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6597,18 +6779,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype12SessionUpdate {
+    pub enum SessionUpdateVariant12SessionUpdate {
         #[serde(rename = "available_commands_update")]
         AvailableCommandsUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant12SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AvailableCommandsUpdate => f.write_str("available_commands_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant12SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6619,7 +6801,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant12SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6628,27 +6810,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype12SessionUpdate {
+    for SessionUpdateVariant12SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype13 {
-        #[serde(rename = "configOptions")]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype13SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6662,18 +6830,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype13SessionUpdate {
+    pub enum SessionUpdateVariant13SessionUpdate {
         #[serde(rename = "config_option_update")]
         ConfigOptionUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant13SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ConfigOptionUpdate => f.write_str("config_option_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant13SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6684,7 +6852,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant13SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6693,32 +6861,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype13SessionUpdate {
+    for SessionUpdateVariant13SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype14 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype14SessionUpdate,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "updatedAt",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub updated_at: ::std::option::Option<::std::string::String>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6732,18 +6881,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype14SessionUpdate {
+    pub enum SessionUpdateVariant14SessionUpdate {
         #[serde(rename = "session_info_update")]
         SessionInfoUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant14SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::SessionInfoUpdate => f.write_str("session_info_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant14SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6754,7 +6903,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant14SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6763,29 +6912,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype14SessionUpdate {
+    for SessionUpdateVariant14SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype15 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub cost: ::std::option::Option<Cost>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype15SessionUpdate,
-        pub size: u64,
-        pub used: u64,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6799,18 +6932,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype15SessionUpdate {
+    pub enum SessionUpdateVariant15SessionUpdate {
         #[serde(rename = "usage_update")]
         UsageUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant15SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UsageUpdate => f.write_str("usage_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant15SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6821,7 +6954,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant15SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6830,18 +6963,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype15SessionUpdate {
+    for SessionUpdateVariant15SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype16 {
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6855,18 +6983,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype1SessionUpdate {
+    pub enum SessionUpdateVariant1SessionUpdate {
         #[serde(rename = "user_message")]
         UserMessage,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant1SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UserMessage => f.write_str("user_message"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant1SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6877,7 +7005,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6886,28 +7014,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype1SessionUpdate {
+    for SessionUpdateVariant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype2 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype2SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6921,18 +7034,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype2SessionUpdate {
+    pub enum SessionUpdateVariant2SessionUpdate {
         #[serde(rename = "agent_message_chunk")]
         AgentMessageChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant2SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentMessageChunk => f.write_str("agent_message_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant2SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6943,7 +7056,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6952,29 +7065,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype2SessionUpdate {
+    for SessionUpdateVariant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype3SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6988,18 +7085,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype3SessionUpdate {
+    pub enum SessionUpdateVariant3SessionUpdate {
         #[serde(rename = "agent_message")]
         AgentMessage,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant3SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentMessage => f.write_str("agent_message"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant3SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7010,7 +7107,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7019,28 +7116,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype3SessionUpdate {
+    for SessionUpdateVariant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype4 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype4SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7054,18 +7136,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype4SessionUpdate {
+    pub enum SessionUpdateVariant4SessionUpdate {
         #[serde(rename = "agent_thought_chunk")]
         AgentThoughtChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant4SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentThoughtChunk => f.write_str("agent_thought_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant4SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7076,7 +7158,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant4SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7085,29 +7167,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype4SessionUpdate {
+    for SessionUpdateVariant4SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype5 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype5SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7121,18 +7187,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype5SessionUpdate {
+    pub enum SessionUpdateVariant5SessionUpdate {
         #[serde(rename = "agent_thought")]
         AgentThought,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant5SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentThought => f.write_str("agent_thought"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant5SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7143,7 +7209,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant5SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7152,7 +7218,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype5SessionUpdate {
+    for SessionUpdateVariant5SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7162,7 +7228,7 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
-    pub enum SessionUpdateSubtype6 {
+    pub enum SessionUpdateVariant6 {
         Variant0 {
             #[serde(
                 rename = "_meta",
@@ -7172,8 +7238,8 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant0SessionUpdate,
-            state: SessionUpdateSubtype6Variant0State,
+            session_update: SessionUpdateVariant6Variant0SessionUpdate,
+            state: SessionUpdateVariant6Variant0State,
         },
         Variant1 {
             #[serde(
@@ -7184,8 +7250,8 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant1SessionUpdate,
-            state: SessionUpdateSubtype6Variant1State,
+            session_update: SessionUpdateVariant6Variant1SessionUpdate,
+            state: SessionUpdateVariant6Variant1State,
             #[serde(
                 rename = "stopReason",
                 skip_serializing_if = "::std::option::Option::is_none"
@@ -7201,12 +7267,12 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant2SessionUpdate,
-            state: SessionUpdateSubtype6Variant2State,
+            session_update: SessionUpdateVariant6Variant2SessionUpdate,
+            state: SessionUpdateVariant6Variant2State,
         },
         Variant3 {
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant3SessionUpdate,
+            session_update: SessionUpdateVariant6Variant3SessionUpdate,
             state: ::std::string::String,
         },
     }
@@ -7222,18 +7288,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant0SessionUpdate {
+    pub enum SessionUpdateVariant6Variant0SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant0SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant0SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7244,7 +7310,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7253,7 +7319,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant0SessionUpdate {
+    for SessionUpdateVariant6Variant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7273,18 +7339,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant0State {
+    pub enum SessionUpdateVariant6Variant0State {
         #[serde(rename = "running")]
         Running,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant0State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant0State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Running => f.write_str("running"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant0State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant0State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7295,7 +7361,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant0State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7304,7 +7370,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant0State {
+    for SessionUpdateVariant6Variant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7324,18 +7390,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant1SessionUpdate {
+    pub enum SessionUpdateVariant6Variant1SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant1SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant1SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7346,7 +7412,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7355,7 +7421,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant1SessionUpdate {
+    for SessionUpdateVariant6Variant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7375,18 +7441,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant1State {
+    pub enum SessionUpdateVariant6Variant1State {
         #[serde(rename = "idle")]
         Idle,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant1State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant1State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Idle => f.write_str("idle"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant1State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant1State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7397,7 +7463,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant1State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7406,7 +7472,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant1State {
+    for SessionUpdateVariant6Variant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7426,18 +7492,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant2SessionUpdate {
+    pub enum SessionUpdateVariant6Variant2SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant2SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant2SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7448,7 +7514,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7457,7 +7523,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant2SessionUpdate {
+    for SessionUpdateVariant6Variant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7477,18 +7543,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant2State {
+    pub enum SessionUpdateVariant6Variant2State {
         #[serde(rename = "requires_action")]
         RequiresAction,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant2State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant2State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RequiresAction => f.write_str("requires_action"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant2State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant2State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7499,7 +7565,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant2State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7508,7 +7574,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant2State {
+    for SessionUpdateVariant6Variant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7528,18 +7594,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant3SessionUpdate {
+    pub enum SessionUpdateVariant6Variant3SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant3SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant3SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7550,7 +7616,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7559,28 +7625,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant3SessionUpdate {
+    for SessionUpdateVariant6Variant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype7 {
-        pub content: ToolCallContent,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype7SessionUpdate,
-        #[serde(rename = "toolCallId")]
-        pub tool_call_id: ToolCallId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7594,18 +7645,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype7SessionUpdate {
+    pub enum SessionUpdateVariant7SessionUpdate {
         #[serde(rename = "tool_call_content_chunk")]
         ToolCallContentChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant7SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCallContentChunk => f.write_str("tool_call_content_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant7SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7616,7 +7667,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant7SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7625,47 +7676,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype7SessionUpdate {
+    for SessionUpdateVariant7SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype8 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub kind: ::std::option::Option<ToolKind>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "rawInput",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub raw_input: ::std::option::Option<::serde_json::Value>,
-        #[serde(
-            rename = "rawOutput",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub raw_output: ::std::option::Option<::serde_json::Value>,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype8SessionUpdate,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub status: ::std::option::Option<ToolCallStatus>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "toolCallId")]
-        pub tool_call_id: ToolCallId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7679,18 +7696,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype8SessionUpdate {
+    pub enum SessionUpdateVariant8SessionUpdate {
         #[serde(rename = "tool_call_update")]
         ToolCallUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant8SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCallUpdate => f.write_str("tool_call_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant8SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7701,7 +7718,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant8SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7710,38 +7727,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype8SessionUpdate {
+    for SessionUpdateVariant8SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype9 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub command: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub cwd: ::std::option::Option<AbsolutePath>,
-        #[serde(
-            rename = "exitStatus",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub exit_status: ::std::option::Option<TerminalExitStatus>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub output: ::std::option::Option<TerminalOutput>,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype9SessionUpdate,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7755,18 +7747,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype9SessionUpdate {
+    pub enum SessionUpdateVariant9SessionUpdate {
         #[serde(rename = "terminal_update")]
         TerminalUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant9SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::TerminalUpdate => f.write_str("terminal_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant9SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7777,7 +7769,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant9SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7786,7 +7778,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype9SessionUpdate {
+    for SessionUpdateVariant9SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7963,27 +7955,45 @@ pub mod types {
         >,
     }
     /// Definition `StateUpdate` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StateUpdate {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StateUpdateSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StateUpdateSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StateUpdateSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StateUpdateSubtype3>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype0 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype0State,
+    #[serde(untagged)]
+    pub enum StateUpdate {
+        Variant0 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant0State,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant1State,
+            #[serde(
+                rename = "stopReason",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            stop_reason: ::std::option::Option<StopReason>,
+        },
+        Variant2 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant2State,
+        },
+        Variant3 { state: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -7997,18 +8007,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype0State {
+    pub enum StateUpdateVariant0State {
         #[serde(rename = "running")]
         Running,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype0State {
+    impl ::std::fmt::Display for StateUpdateVariant0State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Running => f.write_str("running"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype0State {
+    impl ::std::str::FromStr for StateUpdateVariant0State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8019,7 +8029,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype0State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8027,29 +8037,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype0State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype1State,
-        #[serde(
-            rename = "stopReason",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub stop_reason: ::std::option::Option<StopReason>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -8063,18 +8057,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype1State {
+    pub enum StateUpdateVariant1State {
         #[serde(rename = "idle")]
         Idle,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype1State {
+    impl ::std::fmt::Display for StateUpdateVariant1State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Idle => f.write_str("idle"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype1State {
+    impl ::std::str::FromStr for StateUpdateVariant1State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8085,7 +8079,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype1State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8093,24 +8087,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype1State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype2 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype2State,
     }
     #[derive(
         ::serde::Deserialize,
@@ -8124,18 +8107,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype2State {
+    pub enum StateUpdateVariant2State {
         #[serde(rename = "requires_action")]
         RequiresAction,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype2State {
+    impl ::std::fmt::Display for StateUpdateVariant2State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RequiresAction => f.write_str("requires_action"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype2State {
+    impl ::std::str::FromStr for StateUpdateVariant2State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8146,7 +8129,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype2State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8154,7 +8137,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype2State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8162,25 +8145,41 @@ pub mod types {
             value.parse()
         }
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype3 {
-        pub state: ::std::string::String,
-    }
     /// Definition `StopReason` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StopReason {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StopReasonSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StopReasonSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StopReasonSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StopReasonSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<StopReasonSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum StopReason {
+        Variant0(StopReasonVariant0),
+        Variant1(StopReasonVariant1),
+        Variant2(StopReasonVariant2),
+        Variant3(StopReasonVariant3),
+        Variant4(StopReasonVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<StopReasonVariant0> for StopReason {
+        fn from(value: StopReasonVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant1> for StopReason {
+        fn from(value: StopReasonVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant2> for StopReason {
+        fn from(value: StopReasonVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant3> for StopReason {
+        fn from(value: StopReasonVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant4> for StopReason {
+        fn from(value: StopReasonVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -8194,18 +8193,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype0 {
+    pub enum StopReasonVariant0 {
         #[serde(rename = "end_turn")]
         EndTurn,
     }
-    impl ::std::fmt::Display for StopReasonSubtype0 {
+    impl ::std::fmt::Display for StopReasonVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::EndTurn => f.write_str("end_turn"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype0 {
+    impl ::std::str::FromStr for StopReasonVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8216,7 +8215,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype0 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8224,7 +8223,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8244,18 +8243,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype1 {
+    pub enum StopReasonVariant1 {
         #[serde(rename = "max_tokens")]
         MaxTokens,
     }
-    impl ::std::fmt::Display for StopReasonSubtype1 {
+    impl ::std::fmt::Display for StopReasonVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::MaxTokens => f.write_str("max_tokens"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype1 {
+    impl ::std::str::FromStr for StopReasonVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8266,7 +8265,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype1 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8274,7 +8273,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8294,18 +8293,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype2 {
+    pub enum StopReasonVariant2 {
         #[serde(rename = "max_turn_requests")]
         MaxTurnRequests,
     }
-    impl ::std::fmt::Display for StopReasonSubtype2 {
+    impl ::std::fmt::Display for StopReasonVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::MaxTurnRequests => f.write_str("max_turn_requests"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype2 {
+    impl ::std::str::FromStr for StopReasonVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8316,7 +8315,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype2 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8324,7 +8323,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8344,18 +8343,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype3 {
+    pub enum StopReasonVariant3 {
         #[serde(rename = "refusal")]
         Refusal,
     }
-    impl ::std::fmt::Display for StopReasonSubtype3 {
+    impl ::std::fmt::Display for StopReasonVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Refusal => f.write_str("refusal"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype3 {
+    impl ::std::str::FromStr for StopReasonVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8366,7 +8365,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype3 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8374,7 +8373,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8394,18 +8393,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype4 {
+    pub enum StopReasonVariant4 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for StopReasonSubtype4 {
+    impl ::std::fmt::Display for StopReasonVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype4 {
+    impl ::std::str::FromStr for StopReasonVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8416,7 +8415,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype4 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8424,7 +8423,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8433,18 +8432,34 @@ pub mod types {
         }
     }
     /// Definition `StringFormat` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StringFormat {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StringFormatSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StringFormatSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StringFormatSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StringFormatSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum StringFormat {
+        Variant0(StringFormatVariant0),
+        Variant1(StringFormatVariant1),
+        Variant2(StringFormatVariant2),
+        Variant3(StringFormatVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<StringFormatVariant0> for StringFormat {
+        fn from(value: StringFormatVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant1> for StringFormat {
+        fn from(value: StringFormatVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant2> for StringFormat {
+        fn from(value: StringFormatVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant3> for StringFormat {
+        fn from(value: StringFormatVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -8458,18 +8473,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype0 {
+    pub enum StringFormatVariant0 {
         #[serde(rename = "email")]
         Email,
     }
-    impl ::std::fmt::Display for StringFormatSubtype0 {
+    impl ::std::fmt::Display for StringFormatVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Email => f.write_str("email"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype0 {
+    impl ::std::str::FromStr for StringFormatVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8480,7 +8495,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype0 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8488,7 +8503,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8508,18 +8523,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype1 {
+    pub enum StringFormatVariant1 {
         #[serde(rename = "uri")]
         Uri,
     }
-    impl ::std::fmt::Display for StringFormatSubtype1 {
+    impl ::std::fmt::Display for StringFormatVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Uri => f.write_str("uri"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype1 {
+    impl ::std::str::FromStr for StringFormatVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8530,7 +8545,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype1 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8538,7 +8553,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8558,18 +8573,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype2 {
+    pub enum StringFormatVariant2 {
         #[serde(rename = "date")]
         Date,
     }
-    impl ::std::fmt::Display for StringFormatSubtype2 {
+    impl ::std::fmt::Display for StringFormatVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Date => f.write_str("date"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype2 {
+    impl ::std::str::FromStr for StringFormatVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8580,7 +8595,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype2 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8588,7 +8603,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8608,18 +8623,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype3 {
+    pub enum StringFormatVariant3 {
         #[serde(rename = "date-time")]
         DateTime,
     }
-    impl ::std::fmt::Display for StringFormatSubtype3 {
+    impl ::std::fmt::Display for StringFormatVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::DateTime => f.write_str("date-time"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype3 {
+    impl ::std::str::FromStr for StringFormatVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8630,7 +8645,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype3 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8638,7 +8653,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8888,16 +8903,49 @@ pub mod types {
         >,
     }
     /// Definition `ToolCallContent` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolCallContent {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolCallContentSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolCallContentSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolCallContentSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolCallContentSubtype3>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolCallContent {
+        Variant0 {
+            content: ContentBlock,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant0Type,
+        },
+        Variant1 {
+            changes: ::std::vec::Vec<DiffChange>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            patch: ::std::option::Option<DiffPatch>,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant1Type,
+        },
+        Variant2 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant2Type,
+        },
+        Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     /// Definition `ToolCallContentChunk` of ACP v2 (`acp/v2/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -8913,19 +8961,6 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype0 {
-        pub content: ContentBlock,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype0Type,
-    }
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8938,18 +8973,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype0Type {
+    pub enum ToolCallContentVariant0Type {
         #[serde(rename = "content")]
         Content,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype0Type {
+    impl ::std::fmt::Display for ToolCallContentVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Content => f.write_str("content"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype0Type {
+    impl ::std::str::FromStr for ToolCallContentVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8960,7 +8995,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8968,28 +9003,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype1 {
-        pub changes: ::std::vec::Vec<DiffChange>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub patch: ::std::option::Option<DiffPatch>,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9003,18 +9023,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype1Type {
+    pub enum ToolCallContentVariant1Type {
         #[serde(rename = "diff")]
         Diff,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype1Type {
+    impl ::std::fmt::Display for ToolCallContentVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Diff => f.write_str("diff"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype1Type {
+    impl ::std::str::FromStr for ToolCallContentVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9025,7 +9045,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9033,27 +9053,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype2 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9067,18 +9073,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype2Type {
+    pub enum ToolCallContentVariant2Type {
         #[serde(rename = "terminal")]
         Terminal,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype2Type {
+    impl ::std::fmt::Display for ToolCallContentVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Terminal => f.write_str("terminal"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype2Type {
+    impl ::std::str::FromStr for ToolCallContentVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9089,7 +9095,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9097,18 +9103,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype2Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype3 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ToolCallId` of ACP v2 (`acp/v2/schema.json`).
     #[derive(
@@ -9172,20 +9173,40 @@ pub mod types {
         pub tool_call: ToolCallUpdate,
     }
     /// Definition `ToolCallStatus` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolCallStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolCallStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolCallStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolCallStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolCallStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ToolCallStatusSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolCallStatus {
+        Variant0(ToolCallStatusVariant0),
+        Variant1(ToolCallStatusVariant1),
+        Variant2(ToolCallStatusVariant2),
+        Variant3(ToolCallStatusVariant3),
+        Variant4(ToolCallStatusVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<ToolCallStatusVariant0> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant1> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant2> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant3> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant4> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -9199,18 +9220,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype0 {
+    pub enum ToolCallStatusVariant0 {
         #[serde(rename = "pending")]
         Pending,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype0 {
+    impl ::std::fmt::Display for ToolCallStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Pending => f.write_str("pending"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype0 {
+    impl ::std::str::FromStr for ToolCallStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9221,7 +9242,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9229,7 +9250,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9249,18 +9270,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype1 {
+    pub enum ToolCallStatusVariant1 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype1 {
+    impl ::std::fmt::Display for ToolCallStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype1 {
+    impl ::std::str::FromStr for ToolCallStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9271,7 +9292,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9279,7 +9300,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9299,18 +9320,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype2 {
+    pub enum ToolCallStatusVariant2 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype2 {
+    impl ::std::fmt::Display for ToolCallStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype2 {
+    impl ::std::str::FromStr for ToolCallStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9321,7 +9342,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9329,7 +9350,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9349,18 +9370,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype3 {
+    pub enum ToolCallStatusVariant3 {
         #[serde(rename = "failed")]
         Failed,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype3 {
+    impl ::std::fmt::Display for ToolCallStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Failed => f.write_str("failed"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype3 {
+    impl ::std::str::FromStr for ToolCallStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9371,7 +9392,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9379,7 +9400,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9399,18 +9420,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype4 {
+    pub enum ToolCallStatusVariant4 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype4 {
+    impl ::std::fmt::Display for ToolCallStatusVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype4 {
+    impl ::std::str::FromStr for ToolCallStatusVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9421,7 +9442,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype4 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9429,7 +9450,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9471,30 +9492,70 @@ pub mod types {
         pub tool_call_id: ToolCallId,
     }
     /// Definition `ToolKind` of ACP v2 (`acp/v2/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolKind {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolKindSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolKindSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolKindSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolKindSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ToolKindSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ToolKindSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ToolKindSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ToolKindSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<ToolKindSubtype8>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<ToolKindSubtype9>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolKind {
+        Variant0(ToolKindVariant0),
+        Variant1(ToolKindVariant1),
+        Variant2(ToolKindVariant2),
+        Variant3(ToolKindVariant3),
+        Variant4(ToolKindVariant4),
+        Variant5(ToolKindVariant5),
+        Variant6(ToolKindVariant6),
+        Variant7(ToolKindVariant7),
+        Variant8(ToolKindVariant8),
+        Variant9(ToolKindVariant9),
+        Variant10(::std::string::String),
+    }
+    impl ::std::convert::From<ToolKindVariant0> for ToolKind {
+        fn from(value: ToolKindVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant1> for ToolKind {
+        fn from(value: ToolKindVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant2> for ToolKind {
+        fn from(value: ToolKindVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant3> for ToolKind {
+        fn from(value: ToolKindVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant4> for ToolKind {
+        fn from(value: ToolKindVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant5> for ToolKind {
+        fn from(value: ToolKindVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant6> for ToolKind {
+        fn from(value: ToolKindVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant7> for ToolKind {
+        fn from(value: ToolKindVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant8> for ToolKind {
+        fn from(value: ToolKindVariant8) -> Self {
+            Self::Variant8(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant9> for ToolKind {
+        fn from(value: ToolKindVariant9) -> Self {
+            Self::Variant9(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -9508,18 +9569,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype0 {
+    pub enum ToolKindVariant0 {
         #[serde(rename = "read")]
         Read,
     }
-    impl ::std::fmt::Display for ToolKindSubtype0 {
+    impl ::std::fmt::Display for ToolKindVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Read => f.write_str("read"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype0 {
+    impl ::std::str::FromStr for ToolKindVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9530,7 +9591,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype0 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9538,7 +9599,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9558,18 +9619,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype1 {
+    pub enum ToolKindVariant1 {
         #[serde(rename = "edit")]
         Edit,
     }
-    impl ::std::fmt::Display for ToolKindSubtype1 {
+    impl ::std::fmt::Display for ToolKindVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Edit => f.write_str("edit"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype1 {
+    impl ::std::str::FromStr for ToolKindVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9580,7 +9641,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype1 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9588,7 +9649,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9608,18 +9669,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype2 {
+    pub enum ToolKindVariant2 {
         #[serde(rename = "delete")]
         Delete,
     }
-    impl ::std::fmt::Display for ToolKindSubtype2 {
+    impl ::std::fmt::Display for ToolKindVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Delete => f.write_str("delete"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype2 {
+    impl ::std::str::FromStr for ToolKindVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9630,7 +9691,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype2 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9638,7 +9699,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9658,18 +9719,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype3 {
+    pub enum ToolKindVariant3 {
         #[serde(rename = "move")]
         Move,
     }
-    impl ::std::fmt::Display for ToolKindSubtype3 {
+    impl ::std::fmt::Display for ToolKindVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Move => f.write_str("move"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype3 {
+    impl ::std::str::FromStr for ToolKindVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9680,7 +9741,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype3 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9688,7 +9749,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9708,18 +9769,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype4 {
+    pub enum ToolKindVariant4 {
         #[serde(rename = "search")]
         Search,
     }
-    impl ::std::fmt::Display for ToolKindSubtype4 {
+    impl ::std::fmt::Display for ToolKindVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Search => f.write_str("search"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype4 {
+    impl ::std::str::FromStr for ToolKindVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9730,7 +9791,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype4 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9738,7 +9799,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9758,18 +9819,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype5 {
+    pub enum ToolKindVariant5 {
         #[serde(rename = "execute")]
         Execute,
     }
-    impl ::std::fmt::Display for ToolKindSubtype5 {
+    impl ::std::fmt::Display for ToolKindVariant5 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Execute => f.write_str("execute"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype5 {
+    impl ::std::str::FromStr for ToolKindVariant5 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9780,7 +9841,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype5 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9788,7 +9849,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype5 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9808,18 +9869,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype6 {
+    pub enum ToolKindVariant6 {
         #[serde(rename = "think")]
         Think,
     }
-    impl ::std::fmt::Display for ToolKindSubtype6 {
+    impl ::std::fmt::Display for ToolKindVariant6 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Think => f.write_str("think"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype6 {
+    impl ::std::str::FromStr for ToolKindVariant6 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9830,7 +9891,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype6 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9838,7 +9899,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype6 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9858,18 +9919,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype7 {
+    pub enum ToolKindVariant7 {
         #[serde(rename = "fetch")]
         Fetch,
     }
-    impl ::std::fmt::Display for ToolKindSubtype7 {
+    impl ::std::fmt::Display for ToolKindVariant7 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Fetch => f.write_str("fetch"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype7 {
+    impl ::std::str::FromStr for ToolKindVariant7 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9880,7 +9941,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype7 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9888,7 +9949,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype7 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9908,18 +9969,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype8 {
+    pub enum ToolKindVariant8 {
         #[serde(rename = "switch_mode")]
         SwitchMode,
     }
-    impl ::std::fmt::Display for ToolKindSubtype8 {
+    impl ::std::fmt::Display for ToolKindVariant8 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::SwitchMode => f.write_str("switch_mode"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype8 {
+    impl ::std::str::FromStr for ToolKindVariant8 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9930,7 +9991,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype8 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant8 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9938,7 +9999,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype8 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant8 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9958,18 +10019,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype9 {
+    pub enum ToolKindVariant9 {
         #[serde(rename = "other")]
         Other,
     }
-    impl ::std::fmt::Display for ToolKindSubtype9 {
+    impl ::std::fmt::Display for ToolKindVariant9 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Other => f.write_str("other"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype9 {
+    impl ::std::str::FromStr for ToolKindVariant9 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9980,7 +10041,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype9 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant9 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9988,7 +10049,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype9 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant9 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,

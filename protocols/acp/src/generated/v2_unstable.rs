@@ -185,14 +185,61 @@ pub mod types {
         pub terminal: ::std::option::Option<TerminalAuthCapabilities>,
     }
     /// Definition `AuthMethod` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct AuthMethod {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<AuthMethodSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<AuthMethodSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<AuthMethodSubtype2>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum AuthMethod {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: AuthMethodVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: AuthMethodVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "methodId")]
+            method_id: AuthMethodId,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     /// Definition `AuthMethodAgent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -251,14 +298,15 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
+    /// Definition `AuthMethodTerminal` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype0 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+    pub struct AuthMethodTerminal {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -269,8 +317,6 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: AuthMethodSubtype0Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -284,18 +330,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AuthMethodSubtype0Type {
+    pub enum AuthMethodVariant0Type {
         #[serde(rename = "terminal")]
         Terminal,
     }
-    impl ::std::fmt::Display for AuthMethodSubtype0Type {
+    impl ::std::fmt::Display for AuthMethodVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Terminal => f.write_str("terminal"),
             }
         }
     }
-    impl ::std::str::FromStr for AuthMethodSubtype0Type {
+    impl ::std::str::FromStr for AuthMethodVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -306,7 +352,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AuthMethodSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for AuthMethodVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -314,30 +360,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: AuthMethodSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -351,18 +380,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AuthMethodSubtype1Type {
+    pub enum AuthMethodVariant1Type {
         #[serde(rename = "agent")]
         Agent,
     }
-    impl ::std::fmt::Display for AuthMethodSubtype1Type {
+    impl ::std::fmt::Display for AuthMethodVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Agent => f.write_str("agent"),
             }
         }
     }
-    impl ::std::str::FromStr for AuthMethodSubtype1Type {
+    impl ::std::str::FromStr for AuthMethodVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -373,7 +402,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AuthMethodSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for AuthMethodVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -381,50 +410,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for AuthMethodVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
-    }
-    /// Definition `AuthMethodTerminal` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AuthMethodTerminal {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "methodId")]
-        pub method_id: AuthMethodId,
-        pub name: ::std::string::String,
     }
     /// Definition `AvailableCommand` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -442,25 +434,22 @@ pub mod types {
         pub name: ::std::string::String,
     }
     /// Definition `AvailableCommandInput` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct AvailableCommandInput {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<AvailableCommandInputSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<AvailableCommandInputSubtype1>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AvailableCommandInputSubtype0 {
-        pub hint: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: AvailableCommandInputSubtype0Type,
+    #[serde(untagged)]
+    pub enum AvailableCommandInput {
+        Variant0 {
+            hint: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: AvailableCommandInputVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -474,18 +463,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum AvailableCommandInputSubtype0Type {
+    pub enum AvailableCommandInputVariant0Type {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for AvailableCommandInputSubtype0Type {
+    impl ::std::fmt::Display for AvailableCommandInputVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for AvailableCommandInputSubtype0Type {
+    impl ::std::str::FromStr for AvailableCommandInputVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -496,7 +485,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for AvailableCommandInputSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for AvailableCommandInputVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -505,18 +494,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for AvailableCommandInputSubtype0Type {
+    for AvailableCommandInputVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct AvailableCommandInputSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `AvailableCommandsUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -610,10 +594,11 @@ pub mod types {
         pub nes: ::std::option::Option<ClientNesCapabilities>,
         #[serde(
             rename = "positionEncodings",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub position_encodings: ::std::vec::Vec<PositionEncodingKind>,
+        pub position_encodings: ::std::option::Option<
+            ::std::vec::Vec<PositionEncodingKind>,
+        >,
     }
     /// Definition `ClientNesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -748,18 +733,34 @@ pub mod types {
         }
     }
     /// Definition `CompactionStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct CompactionStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<CompactionStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<CompactionStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<CompactionStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<CompactionStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum CompactionStatus {
+        Variant0(CompactionStatusVariant0),
+        Variant1(CompactionStatusVariant1),
+        Variant2(CompactionStatusVariant2),
+        Variant3(CompactionStatusVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<CompactionStatusVariant0> for CompactionStatus {
+        fn from(value: CompactionStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant1> for CompactionStatus {
+        fn from(value: CompactionStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant2> for CompactionStatus {
+        fn from(value: CompactionStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<CompactionStatusVariant3> for CompactionStatus {
+        fn from(value: CompactionStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -773,18 +774,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype0 {
+    pub enum CompactionStatusVariant0 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype0 {
+    impl ::std::fmt::Display for CompactionStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype0 {
+    impl ::std::str::FromStr for CompactionStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -795,7 +796,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -803,7 +804,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -823,18 +824,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype1 {
+    pub enum CompactionStatusVariant1 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype1 {
+    impl ::std::fmt::Display for CompactionStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype1 {
+    impl ::std::str::FromStr for CompactionStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -845,7 +846,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -853,7 +854,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -873,18 +874,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype2 {
+    pub enum CompactionStatusVariant2 {
         #[serde(rename = "failed")]
         Failed,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype2 {
+    impl ::std::fmt::Display for CompactionStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Failed => f.write_str("failed"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype2 {
+    impl ::std::str::FromStr for CompactionStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -895,7 +896,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -903,7 +904,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -923,18 +924,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum CompactionStatusSubtype3 {
+    pub enum CompactionStatusVariant3 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for CompactionStatusSubtype3 {
+    impl ::std::fmt::Display for CompactionStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for CompactionStatusSubtype3 {
+    impl ::std::str::FromStr for CompactionStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -945,7 +946,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for CompactionStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for CompactionStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -953,7 +954,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for CompactionStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -1058,35 +1059,100 @@ pub mod types {
         >,
     }
     /// Definition `ContentBlock` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ContentBlock {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ContentBlockSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ContentBlockSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ContentBlockSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ContentBlockSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ContentBlockSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ContentBlockSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub text: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype0Type,
+    #[serde(untagged)]
+    pub enum ContentBlock {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            text: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "mimeType")]
+            mime_type: MediaType,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant1Type,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            uri: ::std::option::Option<::std::string::String>,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "mimeType")]
+            mime_type: MediaType,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            icons: ::std::option::Option<::std::vec::Vec<Icon>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "mimeType",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            mime_type: ::std::option::Option<MediaType>,
+            name: ::std::string::String,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            size: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant3Type,
+            uri: ::std::string::String,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            annotations: ::std::option::Option<Annotations>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            resource: EmbeddedResourceResource,
+            #[serde(rename = "type")]
+            type_: ContentBlockVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -1100,18 +1166,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype0Type {
+    pub enum ContentBlockVariant0Type {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype0Type {
+    impl ::std::fmt::Display for ContentBlockVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype0Type {
+    impl ::std::str::FromStr for ContentBlockVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1122,7 +1188,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1130,32 +1196,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "mimeType")]
-        pub mime_type: MediaType,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype1Type,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub uri: ::std::option::Option<::std::string::String>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1169,18 +1216,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype1Type {
+    pub enum ContentBlockVariant1Type {
         #[serde(rename = "image")]
         Image,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype1Type {
+    impl ::std::fmt::Display for ContentBlockVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Image => f.write_str("image"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype1Type {
+    impl ::std::str::FromStr for ContentBlockVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1191,7 +1238,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1199,30 +1246,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "mimeType")]
-        pub mime_type: MediaType,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1236,18 +1266,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype2Type {
+    pub enum ContentBlockVariant2Type {
         #[serde(rename = "audio")]
         Audio,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype2Type {
+    impl ::std::fmt::Display for ContentBlockVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Audio => f.write_str("audio"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype2Type {
+    impl ::std::str::FromStr for ContentBlockVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1258,7 +1288,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1266,42 +1296,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype2Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "mimeType",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mime_type: ::std::option::Option<MediaType>,
-        pub name: ::std::string::String,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub size: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype3Type,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1315,18 +1316,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype3Type {
+    pub enum ContentBlockVariant3Type {
         #[serde(rename = "resource_link")]
         ResourceLink,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype3Type {
+    impl ::std::fmt::Display for ContentBlockVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ResourceLink => f.write_str("resource_link"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype3Type {
+    impl ::std::str::FromStr for ContentBlockVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1337,7 +1338,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1345,28 +1346,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype3Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub annotations: ::std::option::Option<Annotations>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub resource: EmbeddedResourceResource,
-        #[serde(rename = "type")]
-        pub type_: ContentBlockSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1380,18 +1366,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ContentBlockSubtype4Type {
+    pub enum ContentBlockVariant4Type {
         #[serde(rename = "resource")]
         Resource,
     }
-    impl ::std::fmt::Display for ContentBlockSubtype4Type {
+    impl ::std::fmt::Display for ContentBlockVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Resource => f.write_str("resource"),
             }
         }
     }
-    impl ::std::str::FromStr for ContentBlockSubtype4Type {
+    impl ::std::str::FromStr for ContentBlockVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -1402,7 +1388,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ContentBlockSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ContentBlockVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -1410,18 +1396,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockSubtype4Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ContentBlockVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ContentBlockSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ContentChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1440,7 +1421,7 @@ pub mod types {
     /// Definition `Cost` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
-        pub amount: f64,
+        pub amount: ::serde_json::Number,
         pub currency: CostCurrency,
         #[serde(
             rename = "_meta",
@@ -2303,18 +2284,34 @@ pub mod types {
         }
     }
     /// Definition `DiffFileType` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct DiffFileType {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<DiffFileTypeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<DiffFileTypeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<DiffFileTypeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<DiffFileTypeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum DiffFileType {
+        Variant0(DiffFileTypeVariant0),
+        Variant1(DiffFileTypeVariant1),
+        Variant2(DiffFileTypeVariant2),
+        Variant3(DiffFileTypeVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<DiffFileTypeVariant0> for DiffFileType {
+        fn from(value: DiffFileTypeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant1> for DiffFileType {
+        fn from(value: DiffFileTypeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant2> for DiffFileType {
+        fn from(value: DiffFileTypeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<DiffFileTypeVariant3> for DiffFileType {
+        fn from(value: DiffFileTypeVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -2328,18 +2325,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype0 {
+    pub enum DiffFileTypeVariant0 {
         #[serde(rename = "text")]
         Text,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype0 {
+    impl ::std::fmt::Display for DiffFileTypeVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Text => f.write_str("text"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype0 {
+    impl ::std::str::FromStr for DiffFileTypeVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2350,7 +2347,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype0 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2358,7 +2355,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2378,18 +2375,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype1 {
+    pub enum DiffFileTypeVariant1 {
         #[serde(rename = "binary")]
         Binary,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype1 {
+    impl ::std::fmt::Display for DiffFileTypeVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Binary => f.write_str("binary"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype1 {
+    impl ::std::str::FromStr for DiffFileTypeVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2400,7 +2397,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype1 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2408,7 +2405,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2428,18 +2425,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype2 {
+    pub enum DiffFileTypeVariant2 {
         #[serde(rename = "directory")]
         Directory,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype2 {
+    impl ::std::fmt::Display for DiffFileTypeVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Directory => f.write_str("directory"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype2 {
+    impl ::std::str::FromStr for DiffFileTypeVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2450,7 +2447,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype2 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2458,7 +2455,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2478,18 +2475,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffFileTypeSubtype3 {
+    pub enum DiffFileTypeVariant3 {
         #[serde(rename = "symlink")]
         Symlink,
     }
-    impl ::std::fmt::Display for DiffFileTypeSubtype3 {
+    impl ::std::fmt::Display for DiffFileTypeVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Symlink => f.write_str("symlink"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffFileTypeSubtype3 {
+    impl ::std::str::FromStr for DiffFileTypeVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2500,7 +2497,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffFileTypeSubtype3 {
+    impl ::std::convert::TryFrom<&str> for DiffFileTypeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2508,7 +2505,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffFileTypeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2523,12 +2520,16 @@ pub mod types {
         pub text: ::std::string::String,
     }
     /// Definition `DiffPatchFormat` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct DiffPatchFormat {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<DiffPatchFormatSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum DiffPatchFormat {
+        Variant0(DiffPatchFormatVariant0),
+        Variant1(::std::string::String),
+    }
+    impl ::std::convert::From<DiffPatchFormatVariant0> for DiffPatchFormat {
+        fn from(value: DiffPatchFormatVariant0) -> Self {
+            Self::Variant0(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -2542,18 +2543,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum DiffPatchFormatSubtype0 {
+    pub enum DiffPatchFormatVariant0 {
         #[serde(rename = "git_patch")]
         GitPatch,
     }
-    impl ::std::fmt::Display for DiffPatchFormatSubtype0 {
+    impl ::std::fmt::Display for DiffPatchFormatVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::GitPatch => f.write_str("git_patch"),
             }
         }
     }
-    impl ::std::str::FromStr for DiffPatchFormatSubtype0 {
+    impl ::std::str::FromStr for DiffPatchFormatVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2564,7 +2565,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for DiffPatchFormatSubtype0 {
+    impl ::std::convert::TryFrom<&str> for DiffPatchFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2572,7 +2573,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for DiffPatchFormatSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for DiffPatchFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -2669,7 +2670,7 @@ pub mod types {
     pub enum ElicitationContentValue {
         String(::std::string::String),
         Int64(i64),
-        Double(f64),
+        Number(::serde_json::Number),
         Boolean(bool),
         Array(::std::vec::Vec<::std::string::String>),
     }
@@ -2678,9 +2679,9 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    impl ::std::convert::From<f64> for ElicitationContentValue {
-        fn from(value: f64) -> Self {
-            Self::Double(value)
+    impl ::std::convert::From<::serde_json::Number> for ElicitationContentValue {
+        fn from(value: ::serde_json::Number) -> Self {
+            Self::Number(value)
         }
     }
     impl ::std::convert::From<bool> for ElicitationContentValue {
@@ -2769,59 +2770,138 @@ pub mod types {
         }
     }
     /// Definition `ElicitationPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ElicitationPropertySchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ElicitationPropertySchemaSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ElicitationPropertySchemaSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ElicitationPropertySchemaSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ElicitationPropertySchemaSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ElicitationPropertySchemaSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ElicitationPropertySchemaSubtype5>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype0 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "enum", skip_serializing_if = "::std::option::Option::is_none")]
-        pub enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub format: ::std::option::Option<StringFormat>,
-        #[serde(
-            rename = "maxLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minLength",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_length: ::std::option::Option<u32>,
-        #[serde(
-            rename = "oneOf",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub pattern: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype0Type,
+    #[serde(untagged)]
+    pub enum ElicitationPropertySchema {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "enum",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            enum_: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            format: ::std::option::Option<StringFormat>,
+            #[serde(
+                rename = "maxLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minLength",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_length: ::std::option::Option<u32>,
+            #[serde(
+                rename = "oneOf",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            one_of: ::std::option::Option<::std::vec::Vec<EnumOption>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            pattern: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant0Type,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<f64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<f64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            maximum: ::std::option::Option<i64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            minimum: ::std::option::Option<i64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant2Type,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<bool>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant3Type,
+        },
+        Variant4 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            description: ::std::option::Option<::std::string::String>,
+            items: MultiSelectItems,
+            #[serde(
+                rename = "maxItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            max_items: ::std::option::Option<u64>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "minItems",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            min_items: ::std::option::Option<u64>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "type")]
+            type_: ElicitationPropertySchemaVariant4Type,
+        },
+        Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -2835,18 +2915,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype0Type {
+    pub enum ElicitationPropertySchemaVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2857,7 +2937,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2866,35 +2946,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype0Type {
+    for ElicitationPropertySchemaVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2908,18 +2966,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype1Type {
+    pub enum ElicitationPropertySchemaVariant1Type {
         #[serde(rename = "number")]
         Number,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Number => f.write_str("number"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -2930,7 +2988,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -2939,35 +2997,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype1Type {
+    for ElicitationPropertySchemaVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype2 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<i64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<i64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2981,18 +3017,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype2Type {
+    pub enum ElicitationPropertySchemaVariant2Type {
         #[serde(rename = "integer")]
         Integer,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Integer => f.write_str("integer"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3003,7 +3039,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3012,31 +3048,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype2Type {
+    for ElicitationPropertySchemaVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<bool>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype3Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3050,18 +3068,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype3Type {
+    pub enum ElicitationPropertySchemaVariant3Type {
         #[serde(rename = "boolean")]
         Boolean,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant3Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Boolean => f.write_str("boolean"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant3Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3072,7 +3090,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype3Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3081,42 +3099,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype3Type {
+    for ElicitationPropertySchemaVariant3Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype4 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        pub items: MultiSelectItems,
-        #[serde(
-            rename = "maxItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub max_items: ::std::option::Option<u64>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "minItems",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub min_items: ::std::option::Option<u64>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "type")]
-        pub type_: ElicitationPropertySchemaSubtype4Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3130,18 +3119,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ElicitationPropertySchemaSubtype4Type {
+    pub enum ElicitationPropertySchemaVariant4Type {
         #[serde(rename = "array")]
         Array,
     }
-    impl ::std::fmt::Display for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::fmt::Display for ElicitationPropertySchemaVariant4Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Array => f.write_str("array"),
             }
         }
     }
-    impl ::std::str::FromStr for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::str::FromStr for ElicitationPropertySchemaVariant4Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3152,7 +3141,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaSubtype4Type {
+    impl ::std::convert::TryFrom<&str> for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3161,18 +3150,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for ElicitationPropertySchemaSubtype4Type {
+    for ElicitationPropertySchemaVariant4Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ElicitationPropertySchemaSubtype5 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ElicitationRequestScope` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -3192,13 +3176,9 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitationPropertySchema,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitationPropertySchema>,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -3373,42 +3353,79 @@ pub mod types {
         pub message: ::std::string::String,
     }
     /// Definition `ErrorCode` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ErrorCode {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ErrorCodeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ErrorCodeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ErrorCodeSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ErrorCodeSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ErrorCodeSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ErrorCodeSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ErrorCodeSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ErrorCodeSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<i32>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ErrorCode {
+        Variant0(ErrorCodeVariant0),
+        Variant1(ErrorCodeVariant1),
+        Variant2(ErrorCodeVariant2),
+        Variant3(ErrorCodeVariant3),
+        Variant4(ErrorCodeVariant4),
+        Variant5(ErrorCodeVariant5),
+        Variant6(ErrorCodeVariant6),
+        Variant7(ErrorCodeVariant7),
+        Variant8(i32),
+    }
+    impl ::std::convert::From<ErrorCodeVariant0> for ErrorCode {
+        fn from(value: ErrorCodeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant1> for ErrorCode {
+        fn from(value: ErrorCodeVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant2> for ErrorCode {
+        fn from(value: ErrorCodeVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant3> for ErrorCode {
+        fn from(value: ErrorCodeVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant4> for ErrorCode {
+        fn from(value: ErrorCodeVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant5> for ErrorCode {
+        fn from(value: ErrorCodeVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant6> for ErrorCode {
+        fn from(value: ErrorCodeVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ErrorCodeVariant7> for ErrorCode {
+        fn from(value: ErrorCodeVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<i32> for ErrorCode {
+        fn from(value: i32) -> Self {
+            Self::Variant8(value)
+        }
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype0(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype0 {
+    pub struct ErrorCodeVariant0(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant0 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype0> for i32 {
-        fn from(value: ErrorCodeSubtype0) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant0> for i32 {
+        fn from(value: ErrorCodeVariant0) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype0 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3420,7 +3437,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype0 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant0 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3431,19 +3448,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype1(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype1 {
+    pub struct ErrorCodeVariant1(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant1 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype1> for i32 {
-        fn from(value: ErrorCodeSubtype1) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant1> for i32 {
+        fn from(value: ErrorCodeVariant1) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype1 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3455,7 +3472,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype1 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant1 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3466,19 +3483,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype2(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype2 {
+    pub struct ErrorCodeVariant2(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant2 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype2> for i32 {
-        fn from(value: ErrorCodeSubtype2) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant2> for i32 {
+        fn from(value: ErrorCodeVariant2) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype2 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3490,7 +3507,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype2 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant2 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3501,19 +3518,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype3(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype3 {
+    pub struct ErrorCodeVariant3(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant3 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype3> for i32 {
-        fn from(value: ErrorCodeSubtype3) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant3> for i32 {
+        fn from(value: ErrorCodeVariant3) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype3 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3525,7 +3542,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype3 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant3 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3536,19 +3553,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype4(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype4 {
+    pub struct ErrorCodeVariant4(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant4 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype4> for i32 {
-        fn from(value: ErrorCodeSubtype4) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant4> for i32 {
+        fn from(value: ErrorCodeVariant4) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype4 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3560,7 +3577,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype4 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant4 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3571,19 +3588,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype5(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype5 {
+    pub struct ErrorCodeVariant5(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant5 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype5> for i32 {
-        fn from(value: ErrorCodeSubtype5) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant5> for i32 {
+        fn from(value: ErrorCodeVariant5) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype5 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3595,7 +3612,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype5 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant5 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3606,19 +3623,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype6(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype6 {
+    pub struct ErrorCodeVariant6(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant6 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype6> for i32 {
-        fn from(value: ErrorCodeSubtype6) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant6> for i32 {
+        fn from(value: ErrorCodeVariant6) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype6 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3630,7 +3647,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype6 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant6 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3641,19 +3658,19 @@ pub mod types {
     }
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
-    pub struct ErrorCodeSubtype7(i32);
-    impl ::std::ops::Deref for ErrorCodeSubtype7 {
+    pub struct ErrorCodeVariant7(i32);
+    impl ::std::ops::Deref for ErrorCodeVariant7 {
         type Target = i32;
         fn deref(&self) -> &i32 {
             &self.0
         }
     }
-    impl ::std::convert::From<ErrorCodeSubtype7> for i32 {
-        fn from(value: ErrorCodeSubtype7) -> Self {
+    impl ::std::convert::From<ErrorCodeVariant7> for i32 {
+        fn from(value: ErrorCodeVariant7) -> Self {
             value.0
         }
     }
-    impl ::std::convert::TryFrom<i32> for ErrorCodeSubtype7 {
+    impl ::std::convert::TryFrom<i32> for ErrorCodeVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: i32,
@@ -3665,7 +3682,7 @@ pub mod types {
             }
         }
     }
-    impl<'de> ::serde::Deserialize<'de> for ErrorCodeSubtype7 {
+    impl<'de> ::serde::Deserialize<'de> for ErrorCodeVariant7 {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3739,17 +3756,15 @@ pub mod types {
     pub struct ForkSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3765,10 +3780,9 @@ pub mod types {
     pub struct ForkSessionResponse {
         #[serde(
             rename = "configOptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
+        pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3807,14 +3821,22 @@ pub mod types {
         pub theme: ::std::option::Option<IconTheme>,
     }
     /// Definition `IconTheme` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct IconTheme {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<IconThemeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<IconThemeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum IconTheme {
+        Variant0(IconThemeVariant0),
+        Variant1(IconThemeVariant1),
+        Variant2(::std::string::String),
+    }
+    impl ::std::convert::From<IconThemeVariant0> for IconTheme {
+        fn from(value: IconThemeVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<IconThemeVariant1> for IconTheme {
+        fn from(value: IconThemeVariant1) -> Self {
+            Self::Variant1(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -3828,18 +3850,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum IconThemeSubtype0 {
+    pub enum IconThemeVariant0 {
         #[serde(rename = "light")]
         Light,
     }
-    impl ::std::fmt::Display for IconThemeSubtype0 {
+    impl ::std::fmt::Display for IconThemeVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Light => f.write_str("light"),
             }
         }
     }
-    impl ::std::str::FromStr for IconThemeSubtype0 {
+    impl ::std::str::FromStr for IconThemeVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3850,7 +3872,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for IconThemeSubtype0 {
+    impl ::std::convert::TryFrom<&str> for IconThemeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3858,7 +3880,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for IconThemeSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for IconThemeVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3878,18 +3900,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum IconThemeSubtype1 {
+    pub enum IconThemeVariant1 {
         #[serde(rename = "dark")]
         Dark,
     }
-    impl ::std::fmt::Display for IconThemeSubtype1 {
+    impl ::std::fmt::Display for IconThemeVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Dark => f.write_str("dark"),
             }
         }
     }
-    impl ::std::str::FromStr for IconThemeSubtype1 {
+    impl ::std::str::FromStr for IconThemeVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -3900,7 +3922,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for IconThemeSubtype1 {
+    impl ::std::convert::TryFrom<&str> for IconThemeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -3908,7 +3930,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for IconThemeSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for IconThemeVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -3988,10 +4010,9 @@ pub mod types {
     pub struct InitializeResponse {
         #[serde(
             rename = "authMethods",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub auth_methods: ::std::vec::Vec<AuthMethod>,
+        pub auth_methods: ::std::option::Option<::std::vec::Vec<AuthMethod>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub capabilities: ::std::option::Option<AgentCapabilities>,
         pub info: Implementation,
@@ -4082,20 +4103,40 @@ pub mod types {
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
     /// Definition `LlmProtocol` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct LlmProtocol {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<LlmProtocolSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<LlmProtocolSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<LlmProtocolSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<LlmProtocolSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<LlmProtocolSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum LlmProtocol {
+        Variant0(LlmProtocolVariant0),
+        Variant1(LlmProtocolVariant1),
+        Variant2(LlmProtocolVariant2),
+        Variant3(LlmProtocolVariant3),
+        Variant4(LlmProtocolVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<LlmProtocolVariant0> for LlmProtocol {
+        fn from(value: LlmProtocolVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant1> for LlmProtocol {
+        fn from(value: LlmProtocolVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant2> for LlmProtocol {
+        fn from(value: LlmProtocolVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant3> for LlmProtocol {
+        fn from(value: LlmProtocolVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<LlmProtocolVariant4> for LlmProtocol {
+        fn from(value: LlmProtocolVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -4109,18 +4150,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype0 {
+    pub enum LlmProtocolVariant0 {
         #[serde(rename = "anthropic")]
         Anthropic,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype0 {
+    impl ::std::fmt::Display for LlmProtocolVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Anthropic => f.write_str("anthropic"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype0 {
+    impl ::std::str::FromStr for LlmProtocolVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4131,7 +4172,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype0 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4139,7 +4180,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4159,18 +4200,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype1 {
+    pub enum LlmProtocolVariant1 {
         #[serde(rename = "openai")]
         Openai,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype1 {
+    impl ::std::fmt::Display for LlmProtocolVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Openai => f.write_str("openai"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype1 {
+    impl ::std::str::FromStr for LlmProtocolVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4181,7 +4222,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype1 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4189,7 +4230,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4209,18 +4250,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype2 {
+    pub enum LlmProtocolVariant2 {
         #[serde(rename = "azure")]
         Azure,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype2 {
+    impl ::std::fmt::Display for LlmProtocolVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Azure => f.write_str("azure"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype2 {
+    impl ::std::str::FromStr for LlmProtocolVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4231,7 +4272,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype2 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4239,7 +4280,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4259,18 +4300,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype3 {
+    pub enum LlmProtocolVariant3 {
         #[serde(rename = "vertex")]
         Vertex,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype3 {
+    impl ::std::fmt::Display for LlmProtocolVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Vertex => f.write_str("vertex"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype3 {
+    impl ::std::str::FromStr for LlmProtocolVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4281,7 +4322,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype3 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4289,7 +4330,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4309,18 +4350,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum LlmProtocolSubtype4 {
+    pub enum LlmProtocolVariant4 {
         #[serde(rename = "bedrock")]
         Bedrock,
     }
-    impl ::std::fmt::Display for LlmProtocolSubtype4 {
+    impl ::std::fmt::Display for LlmProtocolVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Bedrock => f.write_str("bedrock"),
             }
         }
     }
-    impl ::std::str::FromStr for LlmProtocolSubtype4 {
+    impl ::std::str::FromStr for LlmProtocolVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4331,7 +4372,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for LlmProtocolSubtype4 {
+    impl ::std::convert::TryFrom<&str> for LlmProtocolVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4339,7 +4380,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for LlmProtocolVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -4474,16 +4515,56 @@ pub mod types {
         >,
     }
     /// Definition `McpServer` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct McpServer {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<McpServerSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<McpServerSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<McpServerSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<McpServerSubtype3>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum McpServer {
+        Variant0 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: McpServerVariant0Type,
+            url: ::std::string::String,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            name: ::std::string::String,
+            #[serde(rename = "serverId")]
+            server_id: McpServerAcpId,
+            #[serde(rename = "type")]
+            type_: McpServerVariant1Type,
+        },
+        Variant2 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+            command: AbsolutePath,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            name: ::std::string::String,
+            #[serde(rename = "type")]
+            type_: McpServerVariant2Type,
+        },
+        Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     /// Definition `McpServerAcp` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4543,8 +4624,8 @@ pub mod types {
     /// Definition `McpServerHttp` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub headers: ::std::vec::Vec<HttpHeader>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub headers: ::std::option::Option<::std::vec::Vec<HttpHeader>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4558,11 +4639,11 @@ pub mod types {
     /// Definition `McpServerStdio` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub command: AbsolutePath,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4571,22 +4652,6 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         pub name: ::std::string::String,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype0 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub headers: ::std::vec::Vec<HttpHeader>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: McpServerSubtype0Type,
-        pub url: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4600,18 +4665,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum McpServerSubtype0Type {
+    pub enum McpServerVariant0Type {
         #[serde(rename = "http")]
         Http,
     }
-    impl ::std::fmt::Display for McpServerSubtype0Type {
+    impl ::std::fmt::Display for McpServerVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Http => f.write_str("http"),
             }
         }
     }
-    impl ::std::str::FromStr for McpServerSubtype0Type {
+    impl ::std::str::FromStr for McpServerVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4622,7 +4687,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for McpServerSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for McpServerVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4630,28 +4695,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for McpServerSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for McpServerVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub name: ::std::string::String,
-        #[serde(rename = "serverId")]
-        pub server_id: McpServerAcpId,
-        #[serde(rename = "type")]
-        pub type_: McpServerSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4665,18 +4715,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum McpServerSubtype1Type {
+    pub enum McpServerVariant1Type {
         #[serde(rename = "acp")]
         Acp,
     }
-    impl ::std::fmt::Display for McpServerSubtype1Type {
+    impl ::std::fmt::Display for McpServerVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Acp => f.write_str("acp"),
             }
         }
     }
-    impl ::std::str::FromStr for McpServerSubtype1Type {
+    impl ::std::str::FromStr for McpServerVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4687,7 +4737,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for McpServerSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for McpServerVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4695,31 +4745,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for McpServerSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for McpServerVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype2 {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub args: ::std::vec::Vec<::std::string::String>,
-        pub command: AbsolutePath,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub env: ::std::vec::Vec<EnvVariable>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub name: ::std::string::String,
-        #[serde(rename = "type")]
-        pub type_: McpServerSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4733,18 +4765,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum McpServerSubtype2Type {
+    pub enum McpServerVariant2Type {
         #[serde(rename = "stdio")]
         Stdio,
     }
-    impl ::std::fmt::Display for McpServerSubtype2Type {
+    impl ::std::fmt::Display for McpServerVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Stdio => f.write_str("stdio"),
             }
         }
     }
-    impl ::std::str::FromStr for McpServerSubtype2Type {
+    impl ::std::str::FromStr for McpServerVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4755,7 +4787,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for McpServerSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for McpServerVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4763,18 +4795,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for McpServerSubtype2Type {
+    impl ::std::convert::TryFrom<::std::string::String> for McpServerVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct McpServerSubtype3 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `McpStdioCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -4926,28 +4953,29 @@ pub mod types {
         }
     }
     /// Definition `MultiSelectItems` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectItems {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<MultiSelectItemsSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<MultiSelectItemsSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<TitledMultiSelectItems>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype0 {
-        #[serde(rename = "enum")]
-        pub enum_: ::std::vec::Vec<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: MultiSelectItemsSubtype0Type,
+    #[serde(untagged)]
+    pub enum MultiSelectItems {
+        Variant0 {
+            #[serde(rename = "enum")]
+            enum_: ::std::vec::Vec<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: MultiSelectItemsVariant0Type,
+        },
+        Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
+        Variant2(TitledMultiSelectItems),
+    }
+    impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
+        fn from(value: TitledMultiSelectItems) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -4961,18 +4989,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum MultiSelectItemsSubtype0Type {
+    pub enum MultiSelectItemsVariant0Type {
         #[serde(rename = "string")]
         String,
     }
-    impl ::std::fmt::Display for MultiSelectItemsSubtype0Type {
+    impl ::std::fmt::Display for MultiSelectItemsVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::String => f.write_str("string"),
             }
         }
     }
-    impl ::std::str::FromStr for MultiSelectItemsSubtype0Type {
+    impl ::std::str::FromStr for MultiSelectItemsVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -4983,7 +5011,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for MultiSelectItemsSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -4992,18 +5020,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for MultiSelectItemsSubtype0Type {
+    for MultiSelectItemsVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct MultiSelectItemsSubtype1 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `MultiSelectPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -5102,18 +5125,34 @@ pub mod types {
         pub uri: ::std::string::String,
     }
     /// Definition `NesDiagnosticSeverity` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct NesDiagnosticSeverity {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<NesDiagnosticSeveritySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NesDiagnosticSeveritySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<NesDiagnosticSeveritySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<NesDiagnosticSeveritySubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum NesDiagnosticSeverity {
+        Variant0(NesDiagnosticSeverityVariant0),
+        Variant1(NesDiagnosticSeverityVariant1),
+        Variant2(NesDiagnosticSeverityVariant2),
+        Variant3(NesDiagnosticSeverityVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<NesDiagnosticSeverityVariant0> for NesDiagnosticSeverity {
+        fn from(value: NesDiagnosticSeverityVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<NesDiagnosticSeverityVariant1> for NesDiagnosticSeverity {
+        fn from(value: NesDiagnosticSeverityVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<NesDiagnosticSeverityVariant2> for NesDiagnosticSeverity {
+        fn from(value: NesDiagnosticSeverityVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<NesDiagnosticSeverityVariant3> for NesDiagnosticSeverity {
+        fn from(value: NesDiagnosticSeverityVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -5127,18 +5166,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesDiagnosticSeveritySubtype0 {
+    pub enum NesDiagnosticSeverityVariant0 {
         #[serde(rename = "error")]
         Error,
     }
-    impl ::std::fmt::Display for NesDiagnosticSeveritySubtype0 {
+    impl ::std::fmt::Display for NesDiagnosticSeverityVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Error => f.write_str("error"),
             }
         }
     }
-    impl ::std::str::FromStr for NesDiagnosticSeveritySubtype0 {
+    impl ::std::str::FromStr for NesDiagnosticSeverityVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5149,7 +5188,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeveritySubtype0 {
+    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeverityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5158,7 +5197,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for NesDiagnosticSeveritySubtype0 {
+    for NesDiagnosticSeverityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5178,18 +5217,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesDiagnosticSeveritySubtype1 {
+    pub enum NesDiagnosticSeverityVariant1 {
         #[serde(rename = "warning")]
         Warning,
     }
-    impl ::std::fmt::Display for NesDiagnosticSeveritySubtype1 {
+    impl ::std::fmt::Display for NesDiagnosticSeverityVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Warning => f.write_str("warning"),
             }
         }
     }
-    impl ::std::str::FromStr for NesDiagnosticSeveritySubtype1 {
+    impl ::std::str::FromStr for NesDiagnosticSeverityVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5200,7 +5239,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeveritySubtype1 {
+    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeverityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5209,7 +5248,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for NesDiagnosticSeveritySubtype1 {
+    for NesDiagnosticSeverityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5229,18 +5268,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesDiagnosticSeveritySubtype2 {
+    pub enum NesDiagnosticSeverityVariant2 {
         #[serde(rename = "information")]
         Information,
     }
-    impl ::std::fmt::Display for NesDiagnosticSeveritySubtype2 {
+    impl ::std::fmt::Display for NesDiagnosticSeverityVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Information => f.write_str("information"),
             }
         }
     }
-    impl ::std::str::FromStr for NesDiagnosticSeveritySubtype2 {
+    impl ::std::str::FromStr for NesDiagnosticSeverityVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5251,7 +5290,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeveritySubtype2 {
+    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeverityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5260,7 +5299,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for NesDiagnosticSeveritySubtype2 {
+    for NesDiagnosticSeverityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5280,18 +5319,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesDiagnosticSeveritySubtype3 {
+    pub enum NesDiagnosticSeverityVariant3 {
         #[serde(rename = "hint")]
         Hint,
     }
-    impl ::std::fmt::Display for NesDiagnosticSeveritySubtype3 {
+    impl ::std::fmt::Display for NesDiagnosticSeverityVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Hint => f.write_str("hint"),
             }
         }
     }
-    impl ::std::str::FromStr for NesDiagnosticSeveritySubtype3 {
+    impl ::std::str::FromStr for NesDiagnosticSeverityVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5302,7 +5341,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeveritySubtype3 {
+    impl ::std::convert::TryFrom<&str> for NesDiagnosticSeverityVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5311,7 +5350,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for NesDiagnosticSeveritySubtype3 {
+    for NesDiagnosticSeverityVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5594,18 +5633,34 @@ pub mod types {
         >,
     }
     /// Definition `NesRejectReason` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct NesRejectReason {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<NesRejectReasonSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NesRejectReasonSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<NesRejectReasonSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<NesRejectReasonSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum NesRejectReason {
+        Variant0(NesRejectReasonVariant0),
+        Variant1(NesRejectReasonVariant1),
+        Variant2(NesRejectReasonVariant2),
+        Variant3(NesRejectReasonVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<NesRejectReasonVariant0> for NesRejectReason {
+        fn from(value: NesRejectReasonVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<NesRejectReasonVariant1> for NesRejectReason {
+        fn from(value: NesRejectReasonVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<NesRejectReasonVariant2> for NesRejectReason {
+        fn from(value: NesRejectReasonVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<NesRejectReasonVariant3> for NesRejectReason {
+        fn from(value: NesRejectReasonVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -5619,18 +5674,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesRejectReasonSubtype0 {
+    pub enum NesRejectReasonVariant0 {
         #[serde(rename = "rejected")]
         Rejected,
     }
-    impl ::std::fmt::Display for NesRejectReasonSubtype0 {
+    impl ::std::fmt::Display for NesRejectReasonVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Rejected => f.write_str("rejected"),
             }
         }
     }
-    impl ::std::str::FromStr for NesRejectReasonSubtype0 {
+    impl ::std::str::FromStr for NesRejectReasonVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5641,7 +5696,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesRejectReasonSubtype0 {
+    impl ::std::convert::TryFrom<&str> for NesRejectReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5649,7 +5704,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5669,18 +5724,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesRejectReasonSubtype1 {
+    pub enum NesRejectReasonVariant1 {
         #[serde(rename = "ignored")]
         Ignored,
     }
-    impl ::std::fmt::Display for NesRejectReasonSubtype1 {
+    impl ::std::fmt::Display for NesRejectReasonVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Ignored => f.write_str("ignored"),
             }
         }
     }
-    impl ::std::str::FromStr for NesRejectReasonSubtype1 {
+    impl ::std::str::FromStr for NesRejectReasonVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5691,7 +5746,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesRejectReasonSubtype1 {
+    impl ::std::convert::TryFrom<&str> for NesRejectReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5699,7 +5754,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5719,18 +5774,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesRejectReasonSubtype2 {
+    pub enum NesRejectReasonVariant2 {
         #[serde(rename = "replaced")]
         Replaced,
     }
-    impl ::std::fmt::Display for NesRejectReasonSubtype2 {
+    impl ::std::fmt::Display for NesRejectReasonVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Replaced => f.write_str("replaced"),
             }
         }
     }
-    impl ::std::str::FromStr for NesRejectReasonSubtype2 {
+    impl ::std::str::FromStr for NesRejectReasonVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5741,7 +5796,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesRejectReasonSubtype2 {
+    impl ::std::convert::TryFrom<&str> for NesRejectReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5749,7 +5804,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5769,18 +5824,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesRejectReasonSubtype3 {
+    pub enum NesRejectReasonVariant3 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for NesRejectReasonSubtype3 {
+    impl ::std::fmt::Display for NesRejectReasonVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for NesRejectReasonSubtype3 {
+    impl ::std::str::FromStr for NesRejectReasonVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -5791,7 +5846,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesRejectReasonSubtype3 {
+    impl ::std::convert::TryFrom<&str> for NesRejectReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -5799,7 +5854,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesRejectReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -5945,18 +6000,83 @@ pub mod types {
         pub user_actions: ::std::option::Option<::std::vec::Vec<NesUserAction>>,
     }
     /// Definition `NesSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct NesSuggestion {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<NesSuggestionSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NesSuggestionSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<NesSuggestionSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<NesSuggestionSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<NesSuggestionSubtype4>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum NesSuggestion {
+        Variant0 {
+            #[serde(
+                rename = "cursorPosition",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            cursor_position: ::std::option::Option<Position>,
+            edits: ::std::vec::Vec<NesTextEdit>,
+            kind: NesSuggestionVariant0Kind,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "suggestionId")]
+            suggestion_id: NesSuggestionId,
+            uri: ::std::string::String,
+        },
+        Variant1 {
+            kind: NesSuggestionVariant1Kind,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            position: Position,
+            #[serde(rename = "suggestionId")]
+            suggestion_id: NesSuggestionId,
+            uri: ::std::string::String,
+        },
+        Variant2 {
+            kind: NesSuggestionVariant2Kind,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "newName")]
+            new_name: ::std::string::String,
+            position: Position,
+            #[serde(rename = "suggestionId")]
+            suggestion_id: NesSuggestionId,
+            uri: ::std::string::String,
+        },
+        Variant3 {
+            #[serde(
+                rename = "isRegex",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            is_regex: ::std::option::Option<bool>,
+            kind: NesSuggestionVariant3Kind,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            replace: ::std::string::String,
+            search: ::std::string::String,
+            #[serde(rename = "suggestionId")]
+            suggestion_id: NesSuggestionId,
+            uri: ::std::string::String,
+        },
+        Variant4 {
+            kind: ::std::string::String,
+            #[serde(rename = "suggestionId")]
+            suggestion_id: NesSuggestionId,
+        },
     }
     /// Definition `NesSuggestionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(
@@ -5999,26 +6119,6 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NesSuggestionSubtype0 {
-        #[serde(
-            rename = "cursorPosition",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub cursor_position: ::std::option::Option<Position>,
-        pub edits: ::std::vec::Vec<NesTextEdit>,
-        pub kind: NesSuggestionSubtype0Kind,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "suggestionId")]
-        pub suggestion_id: NesSuggestionId,
-        pub uri: ::std::string::String,
-    }
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6031,18 +6131,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesSuggestionSubtype0Kind {
+    pub enum NesSuggestionVariant0Kind {
         #[serde(rename = "edit")]
         Edit,
     }
-    impl ::std::fmt::Display for NesSuggestionSubtype0Kind {
+    impl ::std::fmt::Display for NesSuggestionVariant0Kind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Edit => f.write_str("edit"),
             }
         }
     }
-    impl ::std::str::FromStr for NesSuggestionSubtype0Kind {
+    impl ::std::str::FromStr for NesSuggestionVariant0Kind {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6053,7 +6153,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesSuggestionSubtype0Kind {
+    impl ::std::convert::TryFrom<&str> for NesSuggestionVariant0Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6061,28 +6161,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionSubtype0Kind {
+    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionVariant0Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NesSuggestionSubtype1 {
-        pub kind: NesSuggestionSubtype1Kind,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub position: Position,
-        #[serde(rename = "suggestionId")]
-        pub suggestion_id: NesSuggestionId,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6096,18 +6181,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesSuggestionSubtype1Kind {
+    pub enum NesSuggestionVariant1Kind {
         #[serde(rename = "jump")]
         Jump,
     }
-    impl ::std::fmt::Display for NesSuggestionSubtype1Kind {
+    impl ::std::fmt::Display for NesSuggestionVariant1Kind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Jump => f.write_str("jump"),
             }
         }
     }
-    impl ::std::str::FromStr for NesSuggestionSubtype1Kind {
+    impl ::std::str::FromStr for NesSuggestionVariant1Kind {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6118,7 +6203,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesSuggestionSubtype1Kind {
+    impl ::std::convert::TryFrom<&str> for NesSuggestionVariant1Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6126,30 +6211,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionSubtype1Kind {
+    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionVariant1Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NesSuggestionSubtype2 {
-        pub kind: NesSuggestionSubtype2Kind,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "newName")]
-        pub new_name: ::std::string::String,
-        pub position: Position,
-        #[serde(rename = "suggestionId")]
-        pub suggestion_id: NesSuggestionId,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6163,18 +6231,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesSuggestionSubtype2Kind {
+    pub enum NesSuggestionVariant2Kind {
         #[serde(rename = "rename")]
         Rename,
     }
-    impl ::std::fmt::Display for NesSuggestionSubtype2Kind {
+    impl ::std::fmt::Display for NesSuggestionVariant2Kind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Rename => f.write_str("rename"),
             }
         }
     }
-    impl ::std::str::FromStr for NesSuggestionSubtype2Kind {
+    impl ::std::str::FromStr for NesSuggestionVariant2Kind {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6185,7 +6253,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesSuggestionSubtype2Kind {
+    impl ::std::convert::TryFrom<&str> for NesSuggestionVariant2Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6193,34 +6261,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionSubtype2Kind {
+    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionVariant2Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NesSuggestionSubtype3 {
-        #[serde(
-            rename = "isRegex",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_regex: ::std::option::Option<bool>,
-        pub kind: NesSuggestionSubtype3Kind,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub replace: ::std::string::String,
-        pub search: ::std::string::String,
-        #[serde(rename = "suggestionId")]
-        pub suggestion_id: NesSuggestionId,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -6234,18 +6281,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesSuggestionSubtype3Kind {
+    pub enum NesSuggestionVariant3Kind {
         #[serde(rename = "searchAndReplace")]
         SearchAndReplace,
     }
-    impl ::std::fmt::Display for NesSuggestionSubtype3Kind {
+    impl ::std::fmt::Display for NesSuggestionVariant3Kind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::SearchAndReplace => f.write_str("searchAndReplace"),
             }
         }
     }
-    impl ::std::str::FromStr for NesSuggestionSubtype3Kind {
+    impl ::std::str::FromStr for NesSuggestionVariant3Kind {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6256,7 +6303,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesSuggestionSubtype3Kind {
+    impl ::std::convert::TryFrom<&str> for NesSuggestionVariant3Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6264,19 +6311,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionSubtype3Kind {
+    impl ::std::convert::TryFrom<::std::string::String> for NesSuggestionVariant3Kind {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NesSuggestionSubtype4 {
-        pub kind: ::std::string::String,
-        #[serde(rename = "suggestionId")]
-        pub suggestion_id: NesSuggestionId,
     }
     /// Definition `NesTextEdit` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -6293,16 +6334,28 @@ pub mod types {
         pub range: Range,
     }
     /// Definition `NesTriggerKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct NesTriggerKind {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<NesTriggerKindSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NesTriggerKindSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<NesTriggerKindSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum NesTriggerKind {
+        Variant0(NesTriggerKindVariant0),
+        Variant1(NesTriggerKindVariant1),
+        Variant2(NesTriggerKindVariant2),
+        Variant3(::std::string::String),
+    }
+    impl ::std::convert::From<NesTriggerKindVariant0> for NesTriggerKind {
+        fn from(value: NesTriggerKindVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<NesTriggerKindVariant1> for NesTriggerKind {
+        fn from(value: NesTriggerKindVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<NesTriggerKindVariant2> for NesTriggerKind {
+        fn from(value: NesTriggerKindVariant2) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -6316,18 +6369,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesTriggerKindSubtype0 {
+    pub enum NesTriggerKindVariant0 {
         #[serde(rename = "automatic")]
         Automatic,
     }
-    impl ::std::fmt::Display for NesTriggerKindSubtype0 {
+    impl ::std::fmt::Display for NesTriggerKindVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Automatic => f.write_str("automatic"),
             }
         }
     }
-    impl ::std::str::FromStr for NesTriggerKindSubtype0 {
+    impl ::std::str::FromStr for NesTriggerKindVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6338,7 +6391,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesTriggerKindSubtype0 {
+    impl ::std::convert::TryFrom<&str> for NesTriggerKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6346,7 +6399,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6366,18 +6419,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesTriggerKindSubtype1 {
+    pub enum NesTriggerKindVariant1 {
         #[serde(rename = "diagnostic")]
         Diagnostic,
     }
-    impl ::std::fmt::Display for NesTriggerKindSubtype1 {
+    impl ::std::fmt::Display for NesTriggerKindVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Diagnostic => f.write_str("diagnostic"),
             }
         }
     }
-    impl ::std::str::FromStr for NesTriggerKindSubtype1 {
+    impl ::std::str::FromStr for NesTriggerKindVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6388,7 +6441,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesTriggerKindSubtype1 {
+    impl ::std::convert::TryFrom<&str> for NesTriggerKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6396,7 +6449,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6416,18 +6469,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum NesTriggerKindSubtype2 {
+    pub enum NesTriggerKindVariant2 {
         #[serde(rename = "manual")]
         Manual,
     }
-    impl ::std::fmt::Display for NesTriggerKindSubtype2 {
+    impl ::std::fmt::Display for NesTriggerKindVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Manual => f.write_str("manual"),
             }
         }
     }
-    impl ::std::str::FromStr for NesTriggerKindSubtype2 {
+    impl ::std::str::FromStr for NesTriggerKindVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6438,7 +6491,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for NesTriggerKindSubtype2 {
+    impl ::std::convert::TryFrom<&str> for NesTriggerKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6446,7 +6499,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for NesTriggerKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6491,17 +6544,15 @@ pub mod types {
     pub struct NewSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6515,10 +6566,9 @@ pub mod types {
     pub struct NewSessionResponse {
         #[serde(
             rename = "configOptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
+        pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6607,18 +6657,34 @@ pub mod types {
         }
     }
     /// Definition `PermissionOptionKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PermissionOptionKind {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PermissionOptionKindSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PermissionOptionKindSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PermissionOptionKindSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<PermissionOptionKindSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PermissionOptionKind {
+        Variant0(PermissionOptionKindVariant0),
+        Variant1(PermissionOptionKindVariant1),
+        Variant2(PermissionOptionKindVariant2),
+        Variant3(PermissionOptionKindVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant0> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant1> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant2> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<PermissionOptionKindVariant3> for PermissionOptionKind {
+        fn from(value: PermissionOptionKindVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -6632,18 +6698,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype0 {
+    pub enum PermissionOptionKindVariant0 {
         #[serde(rename = "allow_once")]
         AllowOnce,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype0 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AllowOnce => f.write_str("allow_once"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype0 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6654,7 +6720,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype0 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6663,7 +6729,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype0 {
+    for PermissionOptionKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6683,18 +6749,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype1 {
+    pub enum PermissionOptionKindVariant1 {
         #[serde(rename = "allow_always")]
         AllowAlways,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype1 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AllowAlways => f.write_str("allow_always"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype1 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6705,7 +6771,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype1 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6714,7 +6780,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype1 {
+    for PermissionOptionKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6734,18 +6800,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype2 {
+    pub enum PermissionOptionKindVariant2 {
         #[serde(rename = "reject_once")]
         RejectOnce,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype2 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RejectOnce => f.write_str("reject_once"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype2 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6756,7 +6822,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype2 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6765,7 +6831,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype2 {
+    for PermissionOptionKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6785,18 +6851,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PermissionOptionKindSubtype3 {
+    pub enum PermissionOptionKindVariant3 {
         #[serde(rename = "reject_always")]
         RejectAlways,
     }
-    impl ::std::fmt::Display for PermissionOptionKindSubtype3 {
+    impl ::std::fmt::Display for PermissionOptionKindVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RejectAlways => f.write_str("reject_always"),
             }
         }
     }
-    impl ::std::str::FromStr for PermissionOptionKindSubtype3 {
+    impl ::std::str::FromStr for PermissionOptionKindVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6807,7 +6873,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PermissionOptionKindSubtype3 {
+    impl ::std::convert::TryFrom<&str> for PermissionOptionKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6816,7 +6882,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PermissionOptionKindSubtype3 {
+    for PermissionOptionKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6839,16 +6905,28 @@ pub mod types {
         pub status: PlanEntryStatus,
     }
     /// Definition `PlanEntryPriority` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanEntryPriority {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanEntryPrioritySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanEntryPrioritySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PlanEntryPrioritySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PlanEntryPriority {
+        Variant0(PlanEntryPriorityVariant0),
+        Variant1(PlanEntryPriorityVariant1),
+        Variant2(PlanEntryPriorityVariant2),
+        Variant3(::std::string::String),
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant0> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant1> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryPriorityVariant2> for PlanEntryPriority {
+        fn from(value: PlanEntryPriorityVariant2) -> Self {
+            Self::Variant2(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -6862,18 +6940,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype0 {
+    pub enum PlanEntryPriorityVariant0 {
         #[serde(rename = "high")]
         High,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype0 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::High => f.write_str("high"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype0 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6884,7 +6962,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype0 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6892,7 +6970,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6912,18 +6990,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype1 {
+    pub enum PlanEntryPriorityVariant1 {
         #[serde(rename = "medium")]
         Medium,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype1 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Medium => f.write_str("medium"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype1 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6934,7 +7012,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype1 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6942,7 +7020,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -6962,18 +7040,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryPrioritySubtype2 {
+    pub enum PlanEntryPriorityVariant2 {
         #[serde(rename = "low")]
         Low,
     }
-    impl ::std::fmt::Display for PlanEntryPrioritySubtype2 {
+    impl ::std::fmt::Display for PlanEntryPriorityVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Low => f.write_str("low"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryPrioritySubtype2 {
+    impl ::std::str::FromStr for PlanEntryPriorityVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -6984,7 +7062,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryPrioritySubtype2 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryPriorityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -6992,7 +7070,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPrioritySubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryPriorityVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7001,18 +7079,34 @@ pub mod types {
         }
     }
     /// Definition `PlanEntryStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanEntryStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanEntryStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanEntryStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PlanEntryStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<PlanEntryStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PlanEntryStatus {
+        Variant0(PlanEntryStatusVariant0),
+        Variant1(PlanEntryStatusVariant1),
+        Variant2(PlanEntryStatusVariant2),
+        Variant3(PlanEntryStatusVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant0> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant1> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant2> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<PlanEntryStatusVariant3> for PlanEntryStatus {
+        fn from(value: PlanEntryStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -7026,18 +7120,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype0 {
+    pub enum PlanEntryStatusVariant0 {
         #[serde(rename = "pending")]
         Pending,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype0 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Pending => f.write_str("pending"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype0 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7048,7 +7142,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7056,7 +7150,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7076,18 +7170,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype1 {
+    pub enum PlanEntryStatusVariant1 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype1 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype1 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7098,7 +7192,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7106,7 +7200,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7126,18 +7220,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype2 {
+    pub enum PlanEntryStatusVariant2 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype2 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype2 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7148,7 +7242,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7156,7 +7250,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7176,18 +7270,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanEntryStatusSubtype3 {
+    pub enum PlanEntryStatusVariant3 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for PlanEntryStatusSubtype3 {
+    impl ::std::fmt::Display for PlanEntryStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanEntryStatusSubtype3 {
+    impl ::std::str::FromStr for PlanEntryStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7198,7 +7292,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanEntryStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for PlanEntryStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7206,7 +7300,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for PlanEntryStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -7323,31 +7417,57 @@ pub mod types {
         pub plan: PlanUpdateContent,
     }
     /// Definition `PlanUpdateContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PlanUpdateContent {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<PlanUpdateContentSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<PlanUpdateContentSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<PlanUpdateContentSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<PlanUpdateContentSubtype3>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype0 {
-        pub entries: ::std::vec::Vec<PlanEntry>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: PlanUpdateContentSubtype0Type,
+    #[serde(untagged)]
+    pub enum PlanUpdateContent {
+        Variant0 {
+            entries: ::std::vec::Vec<PlanEntry>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: PlanUpdateContentVariant0Type,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: PlanUpdateContentVariant1Type,
+            uri: ::std::string::String,
+        },
+        Variant2 {
+            content: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: PlanUpdateContentVariant2Type,
+        },
+        Variant3 {
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     #[derive(
         ::serde::Deserialize,
@@ -7361,18 +7481,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanUpdateContentSubtype0Type {
+    pub enum PlanUpdateContentVariant0Type {
         #[serde(rename = "items")]
         Items,
     }
-    impl ::std::fmt::Display for PlanUpdateContentSubtype0Type {
+    impl ::std::fmt::Display for PlanUpdateContentVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Items => f.write_str("items"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanUpdateContentSubtype0Type {
+    impl ::std::str::FromStr for PlanUpdateContentVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7383,7 +7503,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanUpdateContentSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for PlanUpdateContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7392,28 +7512,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PlanUpdateContentSubtype0Type {
+    for PlanUpdateContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: PlanUpdateContentSubtype1Type,
-        pub uri: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7427,18 +7532,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanUpdateContentSubtype1Type {
+    pub enum PlanUpdateContentVariant1Type {
         #[serde(rename = "file")]
         File,
     }
-    impl ::std::fmt::Display for PlanUpdateContentSubtype1Type {
+    impl ::std::fmt::Display for PlanUpdateContentVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::File => f.write_str("file"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanUpdateContentSubtype1Type {
+    impl ::std::str::FromStr for PlanUpdateContentVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7449,7 +7554,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanUpdateContentSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for PlanUpdateContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7458,28 +7563,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PlanUpdateContentSubtype1Type {
+    for PlanUpdateContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype2 {
-        pub content: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: PlanUpdateContentSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7493,18 +7583,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum PlanUpdateContentSubtype2Type {
+    pub enum PlanUpdateContentVariant2Type {
         #[serde(rename = "markdown")]
         Markdown,
     }
-    impl ::std::fmt::Display for PlanUpdateContentSubtype2Type {
+    impl ::std::fmt::Display for PlanUpdateContentVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Markdown => f.write_str("markdown"),
             }
         }
     }
-    impl ::std::str::FromStr for PlanUpdateContentSubtype2Type {
+    impl ::std::str::FromStr for PlanUpdateContentVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7515,7 +7605,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for PlanUpdateContentSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for PlanUpdateContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7524,20 +7614,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for PlanUpdateContentSubtype2Type {
+    for PlanUpdateContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PlanUpdateContentSubtype3 {
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `Position` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -7854,12 +7937,31 @@ pub mod types {
         pub suggestion_id: NesSuggestionId,
     }
     /// Definition `ReplayFrom` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ReplayFrom {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ReplayFromSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ReplayFromSubtype1>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ReplayFrom {
+        Variant0 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ReplayFromVariant0Type,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ::std::string::String,
+        },
     }
     /// Definition `ReplayFromStart` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -7871,18 +7973,6 @@ pub mod types {
         pub meta: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ReplayFromSubtype0 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ReplayFromSubtype0Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7896,18 +7986,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ReplayFromSubtype0Type {
+    pub enum ReplayFromVariant0Type {
         #[serde(rename = "start")]
         Start,
     }
-    impl ::std::fmt::Display for ReplayFromSubtype0Type {
+    impl ::std::fmt::Display for ReplayFromVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Start => f.write_str("start"),
             }
         }
     }
-    impl ::std::str::FromStr for ReplayFromSubtype0Type {
+    impl ::std::str::FromStr for ReplayFromVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -7918,7 +8008,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ReplayFromSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ReplayFromVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -7926,25 +8016,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ReplayFromSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ReplayFromVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ReplayFromSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `RequestId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -7960,18 +8038,23 @@ pub mod types {
         }
     }
     /// Definition `RequestPermissionOutcome` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct RequestPermissionOutcome {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RequestPermissionOutcomeSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RequestPermissionOutcomeSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<RequestPermissionOutcomeSubtype2>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype0 {
-        pub outcome: RequestPermissionOutcomeSubtype0Outcome,
+    #[serde(untagged)]
+    pub enum RequestPermissionOutcome {
+        Variant0 { outcome: RequestPermissionOutcomeVariant0Outcome },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "optionId")]
+            option_id: PermissionOptionId,
+            outcome: RequestPermissionOutcomeVariant1Outcome,
+        },
+        Variant2 { outcome: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -7985,18 +8068,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionOutcomeSubtype0Outcome {
+    pub enum RequestPermissionOutcomeVariant0Outcome {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::fmt::Display for RequestPermissionOutcomeVariant0Outcome {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::str::FromStr for RequestPermissionOutcomeVariant0Outcome {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8007,7 +8090,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeSubtype0Outcome {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeVariant0Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8016,26 +8099,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionOutcomeSubtype0Outcome {
+    for RequestPermissionOutcomeVariant0Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "optionId")]
-        pub option_id: PermissionOptionId,
-        pub outcome: RequestPermissionOutcomeSubtype1Outcome,
     }
     #[derive(
         ::serde::Deserialize,
@@ -8049,18 +8119,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionOutcomeSubtype1Outcome {
+    pub enum RequestPermissionOutcomeVariant1Outcome {
         #[serde(rename = "selected")]
         Selected,
     }
-    impl ::std::fmt::Display for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::fmt::Display for RequestPermissionOutcomeVariant1Outcome {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Selected => f.write_str("selected"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::str::FromStr for RequestPermissionOutcomeVariant1Outcome {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8071,7 +8141,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeSubtype1Outcome {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionOutcomeVariant1Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8080,17 +8150,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionOutcomeSubtype1Outcome {
+    for RequestPermissionOutcomeVariant1Outcome {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionOutcomeSubtype2 {
-        pub outcome: ::std::string::String,
     }
     /// Definition `RequestPermissionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -8124,21 +8190,39 @@ pub mod types {
         pub outcome: RequestPermissionOutcome,
     }
     /// Definition `RequestPermissionSubject` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct RequestPermissionSubject {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RequestPermissionSubjectSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RequestPermissionSubjectSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<RequestPermissionSubjectSubtype2>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype0 {
-        #[serde(rename = "toolCall")]
-        pub tool_call: ToolCallUpdate,
-        #[serde(rename = "type")]
-        pub type_: RequestPermissionSubjectSubtype0Type,
+    #[serde(untagged)]
+    pub enum RequestPermissionSubject {
+        Variant0 {
+            #[serde(rename = "toolCall")]
+            tool_call: ToolCallUpdate,
+            #[serde(rename = "type")]
+            type_: RequestPermissionSubjectVariant0Type,
+        },
+        Variant1 {
+            command: ::std::string::String,
+            cwd: AbsolutePath,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(
+                rename = "terminalId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            terminal_id: ::std::option::Option<TerminalId>,
+            #[serde(
+                rename = "toolCallId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            tool_call_id: ::std::option::Option<ToolCallId>,
+            #[serde(rename = "type")]
+            type_: RequestPermissionSubjectVariant1Type,
+        },
+        Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -8152,18 +8236,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionSubjectSubtype0Type {
+    pub enum RequestPermissionSubjectVariant0Type {
         #[serde(rename = "tool_call")]
         ToolCall,
     }
-    impl ::std::fmt::Display for RequestPermissionSubjectSubtype0Type {
+    impl ::std::fmt::Display for RequestPermissionSubjectVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCall => f.write_str("tool_call"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionSubjectSubtype0Type {
+    impl ::std::str::FromStr for RequestPermissionSubjectVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8174,7 +8258,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8183,37 +8267,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionSubjectSubtype0Type {
+    for RequestPermissionSubjectVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype1 {
-        pub command: ::std::string::String,
-        pub cwd: AbsolutePath,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(
-            rename = "terminalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub terminal_id: ::std::option::Option<TerminalId>,
-        #[serde(
-            rename = "toolCallId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub tool_call_id: ::std::option::Option<ToolCallId>,
-        #[serde(rename = "type")]
-        pub type_: RequestPermissionSubjectSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -8227,18 +8287,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RequestPermissionSubjectSubtype1Type {
+    pub enum RequestPermissionSubjectVariant1Type {
         #[serde(rename = "command")]
         Command,
     }
-    impl ::std::fmt::Display for RequestPermissionSubjectSubtype1Type {
+    impl ::std::fmt::Display for RequestPermissionSubjectVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Command => f.write_str("command"),
             }
         }
     }
-    impl ::std::str::FromStr for RequestPermissionSubjectSubtype1Type {
+    impl ::std::str::FromStr for RequestPermissionSubjectVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8249,7 +8309,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for RequestPermissionSubjectVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8258,18 +8318,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for RequestPermissionSubjectSubtype1Type {
+    for RequestPermissionSubjectVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct RequestPermissionSubjectSubtype2 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `RequiresActionStateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -8315,17 +8370,15 @@ pub mod types {
     pub struct ResumeSessionRequest {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "mcpServers",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub mcp_servers: ::std::vec::Vec<McpServer>,
+        pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -8346,10 +8399,9 @@ pub mod types {
     pub struct ResumeSessionResponse {
         #[serde(
             rename = "configOptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
+        pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -8359,14 +8411,22 @@ pub mod types {
         >,
     }
     /// Definition `Role` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Role {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<RoleSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<RoleSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum Role {
+        Variant0(RoleVariant0),
+        Variant1(RoleVariant1),
+        Variant2(::std::string::String),
+    }
+    impl ::std::convert::From<RoleVariant0> for Role {
+        fn from(value: RoleVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<RoleVariant1> for Role {
+        fn from(value: RoleVariant1) -> Self {
+            Self::Variant1(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -8380,18 +8440,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RoleSubtype0 {
+    pub enum RoleVariant0 {
         #[serde(rename = "assistant")]
         Assistant,
     }
-    impl ::std::fmt::Display for RoleSubtype0 {
+    impl ::std::fmt::Display for RoleVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Assistant => f.write_str("assistant"),
             }
         }
     }
-    impl ::std::str::FromStr for RoleSubtype0 {
+    impl ::std::str::FromStr for RoleVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8402,7 +8462,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RoleSubtype0 {
+    impl ::std::convert::TryFrom<&str> for RoleVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8410,7 +8470,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for RoleSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for RoleVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8430,18 +8490,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum RoleSubtype1 {
+    pub enum RoleVariant1 {
         #[serde(rename = "user")]
         User,
     }
-    impl ::std::fmt::Display for RoleSubtype1 {
+    impl ::std::fmt::Display for RoleVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::User => f.write_str("user"),
             }
         }
     }
-    impl ::std::str::FromStr for RoleSubtype1 {
+    impl ::std::str::FromStr for RoleVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8452,7 +8512,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for RoleSubtype1 {
+    impl ::std::convert::TryFrom<&str> for RoleVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8460,7 +8520,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for RoleSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for RoleVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8682,18 +8742,38 @@ pub mod types {
         },
     }
     /// Definition `SessionConfigOptionCategory` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigOptionCategory {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionConfigOptionCategorySubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionConfigOptionCategorySubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionConfigOptionCategorySubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionConfigOptionCategorySubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigOptionCategory {
+        Variant0(SessionConfigOptionCategoryVariant0),
+        Variant1(SessionConfigOptionCategoryVariant1),
+        Variant2(SessionConfigOptionCategoryVariant2),
+        Variant3(SessionConfigOptionCategoryVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant0>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant1>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant2>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<SessionConfigOptionCategoryVariant3>
+    for SessionConfigOptionCategory {
+        fn from(value: SessionConfigOptionCategoryVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -8707,18 +8787,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype0 {
+    pub enum SessionConfigOptionCategoryVariant0 {
         #[serde(rename = "mode")]
         Mode,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype0 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Mode => f.write_str("mode"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype0 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8729,7 +8809,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype0 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8738,7 +8818,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype0 {
+    for SessionConfigOptionCategoryVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8758,18 +8838,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype1 {
+    pub enum SessionConfigOptionCategoryVariant1 {
         #[serde(rename = "model")]
         Model,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype1 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Model => f.write_str("model"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype1 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8780,7 +8860,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype1 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8789,7 +8869,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype1 {
+    for SessionConfigOptionCategoryVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8809,18 +8889,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype2 {
+    pub enum SessionConfigOptionCategoryVariant2 {
         #[serde(rename = "model_config")]
         ModelConfig,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype2 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ModelConfig => f.write_str("model_config"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype2 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8831,7 +8911,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype2 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8840,7 +8920,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype2 {
+    for SessionConfigOptionCategoryVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -8860,18 +8940,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionConfigOptionCategorySubtype3 {
+    pub enum SessionConfigOptionCategoryVariant3 {
         #[serde(rename = "thought_level")]
         ThoughtLevel,
     }
-    impl ::std::fmt::Display for SessionConfigOptionCategorySubtype3 {
+    impl ::std::fmt::Display for SessionConfigOptionCategoryVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ThoughtLevel => f.write_str("thought_level"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionConfigOptionCategorySubtype3 {
+    impl ::std::str::FromStr for SessionConfigOptionCategoryVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -8882,7 +8962,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategorySubtype3 {
+    impl ::std::convert::TryFrom<&str> for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -8891,7 +8971,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionConfigOptionCategorySubtype3 {
+    for SessionConfigOptionCategoryVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9039,12 +9119,23 @@ pub mod types {
         pub value: SessionConfigValueId,
     }
     /// Definition `SessionConfigSelectOptions` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionConfigSelectOptions {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<::std::vec::Vec<SessionConfigSelectOption>>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<::std::vec::Vec<SessionConfigSelectGroup>>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum SessionConfigSelectOptions {
+        Variant0(::std::vec::Vec<SessionConfigSelectOption>),
+        Variant1(::std::vec::Vec<SessionConfigSelectGroup>),
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectOption>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectOption>) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<SessionConfigSelectGroup>>
+    for SessionConfigSelectOptions {
+        fn from(value: ::std::vec::Vec<SessionConfigSelectGroup>) -> Self {
+            Self::Variant1(value)
+        }
     }
     /// Definition `SessionConfigValueId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(
@@ -9155,10 +9246,9 @@ pub mod types {
     pub struct SessionInfo {
         #[serde(
             rename = "additionalDirectories",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub additional_directories: ::std::vec::Vec<AbsolutePath>,
+        pub additional_directories: ::std::option::Option<::std::vec::Vec<AbsolutePath>>,
         pub cwd: AbsolutePath,
         #[serde(
             rename = "_meta",
@@ -9237,63 +9327,309 @@ pub mod types {
         }
     }
     /// Definition `SessionUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct SessionUpdate {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<SessionUpdateSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<SessionUpdateSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<SessionUpdateSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<SessionUpdateSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<SessionUpdateSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<SessionUpdateSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<SessionUpdateSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<SessionUpdateSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<SessionUpdateSubtype8>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<SessionUpdateSubtype9>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<SessionUpdateSubtype10>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_11: ::std::option::Option<SessionUpdateSubtype11>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_12: ::std::option::Option<SessionUpdateSubtype12>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_13: ::std::option::Option<SessionUpdateSubtype13>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_14: ::std::option::Option<SessionUpdateSubtype14>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_15: ::std::option::Option<SessionUpdateSubtype15>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_16: ::std::option::Option<SessionUpdateSubtype16>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_17: ::std::option::Option<SessionUpdateSubtype17>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_18: ::std::option::Option<SessionUpdateSubtype18>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_19: ::std::option::Option<SessionUpdateSubtype19>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype0 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype0SessionUpdate,
+    #[serde(untagged)]
+    pub enum SessionUpdate {
+        Variant0 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant0SessionUpdate,
+        },
+        Variant1 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant1SessionUpdate,
+        },
+        Variant2 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant2SessionUpdate,
+        },
+        Variant3 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant3SessionUpdate,
+        },
+        Variant4 {
+            content: ContentBlock,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant4SessionUpdate,
+        },
+        Variant5 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+            #[serde(rename = "messageId")]
+            message_id: MessageId,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant5SessionUpdate,
+        },
+        Variant6(SessionUpdateVariant6),
+        Variant7 {
+            content: ToolCallContent,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant7SessionUpdate,
+            #[serde(rename = "toolCallId")]
+            tool_call_id: ToolCallId,
+        },
+        Variant8 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            kind: ::std::option::Option<ToolKind>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            name: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "rawInput",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            raw_input: ::std::option::Option<::serde_json::Value>,
+            #[serde(
+                rename = "rawOutput",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            raw_output: ::std::option::Option<::serde_json::Value>,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant8SessionUpdate,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            status: ::std::option::Option<ToolCallStatus>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(rename = "toolCallId")]
+            tool_call_id: ToolCallId,
+        },
+        Variant9 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            command: ::std::option::Option<::std::string::String>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            cwd: ::std::option::Option<AbsolutePath>,
+            #[serde(
+                rename = "exitStatus",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            exit_status: ::std::option::Option<TerminalExitStatus>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            output: ::std::option::Option<TerminalOutput>,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant9SessionUpdate,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+        },
+        Variant10 {
+            data: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant10SessionUpdate,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+        },
+        Variant11 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            plan: PlanUpdateContent,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant11SessionUpdate,
+        },
+        Variant12 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "planId")]
+            plan_id: PlanId,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant12SessionUpdate,
+        },
+        Variant13 {
+            #[serde(rename = "availableCommands")]
+            available_commands: ::std::vec::Vec<AvailableCommand>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant13SessionUpdate,
+        },
+        Variant14 {
+            #[serde(rename = "configOptions")]
+            config_options: ::std::vec::Vec<SessionConfigOption>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant14SessionUpdate,
+        },
+        Variant15 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant15SessionUpdate,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            title: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "updatedAt",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            updated_at: ::std::option::Option<::std::string::String>,
+        },
+        Variant16 {
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            cost: ::std::option::Option<Cost>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant16SessionUpdate,
+            size: u64,
+            used: u64,
+        },
+        Variant17 {
+            #[serde(rename = "compactionId")]
+            compaction_id: CompactionId,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            error: ::std::option::Option<::std::string::String>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant17SessionUpdate,
+            status: CompactionStatus,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+        },
+        Variant18 {
+            #[serde(rename = "compactionId")]
+            compaction_id: CompactionId,
+            content: ContentBlock,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "sessionUpdate")]
+            session_update: SessionUpdateVariant18SessionUpdate,
+        },
+        Variant19 {
+            #[serde(rename = "sessionUpdate")]
+            session_update: ::std::string::String,
+        },
+    }
+    impl ::std::convert::From<SessionUpdateVariant6> for SessionUpdate {
+        fn from(value: SessionUpdateVariant6) -> Self {
+            Self::Variant6(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -9307,18 +9643,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype0SessionUpdate {
+    pub enum SessionUpdateVariant0SessionUpdate {
         #[serde(rename = "user_message_chunk")]
         UserMessageChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant0SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UserMessageChunk => f.write_str("user_message_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant0SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9329,7 +9665,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype0SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9338,44 +9674,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype0SessionUpdate {
+    for SessionUpdateVariant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype1 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype1SessionUpdate,
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype10 {
-        pub data: ::std::string::String,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype10SessionUpdate,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9389,18 +9694,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype10SessionUpdate {
+    pub enum SessionUpdateVariant10SessionUpdate {
         #[serde(rename = "terminal_output_chunk")]
         TerminalOutputChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant10SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::TerminalOutputChunk => f.write_str("terminal_output_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant10SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9411,7 +9716,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype10SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant10SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9420,26 +9725,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype10SessionUpdate {
+    for SessionUpdateVariant10SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype11 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub plan: PlanUpdateContent,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype11SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9453,18 +9745,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype11SessionUpdate {
+    pub enum SessionUpdateVariant11SessionUpdate {
         #[serde(rename = "plan_update")]
         PlanUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant11SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::PlanUpdate => f.write_str("plan_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant11SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9475,7 +9767,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype11SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant11SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9484,27 +9776,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype11SessionUpdate {
+    for SessionUpdateVariant11SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype12 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "planId")]
-        pub plan_id: PlanId,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype12SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9518,18 +9796,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype12SessionUpdate {
+    pub enum SessionUpdateVariant12SessionUpdate {
         #[serde(rename = "plan_removed")]
         PlanRemoved,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant12SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::PlanRemoved => f.write_str("plan_removed"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant12SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9540,7 +9818,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype12SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant12SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9549,27 +9827,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype12SessionUpdate {
+    for SessionUpdateVariant12SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype13 {
-        #[serde(rename = "availableCommands")]
-        pub available_commands: ::std::vec::Vec<AvailableCommand>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype13SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9583,18 +9847,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype13SessionUpdate {
+    pub enum SessionUpdateVariant13SessionUpdate {
         #[serde(rename = "available_commands_update")]
         AvailableCommandsUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant13SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AvailableCommandsUpdate => f.write_str("available_commands_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant13SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9605,7 +9869,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype13SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant13SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9614,27 +9878,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype13SessionUpdate {
+    for SessionUpdateVariant13SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype14 {
-        #[serde(rename = "configOptions")]
-        pub config_options: ::std::vec::Vec<SessionConfigOption>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype14SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9648,18 +9898,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype14SessionUpdate {
+    pub enum SessionUpdateVariant14SessionUpdate {
         #[serde(rename = "config_option_update")]
         ConfigOptionUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant14SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ConfigOptionUpdate => f.write_str("config_option_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant14SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9670,7 +9920,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype14SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant14SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9679,32 +9929,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype14SessionUpdate {
+    for SessionUpdateVariant14SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype15 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype15SessionUpdate,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "updatedAt",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub updated_at: ::std::option::Option<::std::string::String>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9718,18 +9949,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype15SessionUpdate {
+    pub enum SessionUpdateVariant15SessionUpdate {
         #[serde(rename = "session_info_update")]
         SessionInfoUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant15SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::SessionInfoUpdate => f.write_str("session_info_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant15SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9740,7 +9971,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype15SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant15SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9749,29 +9980,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype15SessionUpdate {
+    for SessionUpdateVariant15SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype16 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub cost: ::std::option::Option<Cost>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype16SessionUpdate,
-        pub size: u64,
-        pub used: u64,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9785,18 +10000,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype16SessionUpdate {
+    pub enum SessionUpdateVariant16SessionUpdate {
         #[serde(rename = "usage_update")]
         UsageUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype16SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant16SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UsageUpdate => f.write_str("usage_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype16SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant16SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9807,7 +10022,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype16SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant16SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9816,32 +10031,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype16SessionUpdate {
+    for SessionUpdateVariant16SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype17 {
-        #[serde(rename = "compactionId")]
-        pub compaction_id: CompactionId,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub error: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype17SessionUpdate,
-        pub status: CompactionStatus,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9855,18 +10051,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype17SessionUpdate {
+    pub enum SessionUpdateVariant17SessionUpdate {
         #[serde(rename = "compaction_update")]
         CompactionUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype17SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant17SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::CompactionUpdate => f.write_str("compaction_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype17SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant17SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9877,7 +10073,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype17SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant17SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9886,28 +10082,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype17SessionUpdate {
+    for SessionUpdateVariant17SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype18 {
-        #[serde(rename = "compactionId")]
-        pub compaction_id: CompactionId,
-        pub content: ContentBlock,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype18SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9921,18 +10102,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype18SessionUpdate {
+    pub enum SessionUpdateVariant18SessionUpdate {
         #[serde(rename = "compaction_summary_chunk")]
         CompactionSummaryChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype18SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant18SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::CompactionSummaryChunk => f.write_str("compaction_summary_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype18SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant18SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9943,7 +10124,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype18SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant18SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -9952,18 +10133,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype18SessionUpdate {
+    for SessionUpdateVariant18SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype19 {
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: ::std::string::String,
     }
     #[derive(
         ::serde::Deserialize,
@@ -9977,18 +10153,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype1SessionUpdate {
+    pub enum SessionUpdateVariant1SessionUpdate {
         #[serde(rename = "user_message")]
         UserMessage,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant1SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UserMessage => f.write_str("user_message"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant1SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -9999,7 +10175,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype1SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10008,28 +10184,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype1SessionUpdate {
+    for SessionUpdateVariant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype2 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype2SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10043,18 +10204,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype2SessionUpdate {
+    pub enum SessionUpdateVariant2SessionUpdate {
         #[serde(rename = "agent_message_chunk")]
         AgentMessageChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant2SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentMessageChunk => f.write_str("agent_message_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant2SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10065,7 +10226,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype2SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10074,29 +10235,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype2SessionUpdate {
+    for SessionUpdateVariant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype3 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype3SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10110,18 +10255,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype3SessionUpdate {
+    pub enum SessionUpdateVariant3SessionUpdate {
         #[serde(rename = "agent_message")]
         AgentMessage,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant3SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentMessage => f.write_str("agent_message"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant3SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10132,7 +10277,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype3SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10141,28 +10286,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype3SessionUpdate {
+    for SessionUpdateVariant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype4 {
-        pub content: ContentBlock,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype4SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10176,18 +10306,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype4SessionUpdate {
+    pub enum SessionUpdateVariant4SessionUpdate {
         #[serde(rename = "agent_thought_chunk")]
         AgentThoughtChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant4SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentThoughtChunk => f.write_str("agent_thought_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant4SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10198,7 +10328,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype4SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant4SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10207,29 +10337,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype4SessionUpdate {
+    for SessionUpdateVariant4SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype5 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-        #[serde(rename = "messageId")]
-        pub message_id: MessageId,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype5SessionUpdate,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10243,18 +10357,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype5SessionUpdate {
+    pub enum SessionUpdateVariant5SessionUpdate {
         #[serde(rename = "agent_thought")]
         AgentThought,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant5SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::AgentThought => f.write_str("agent_thought"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant5SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10265,7 +10379,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype5SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant5SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10274,7 +10388,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype5SessionUpdate {
+    for SessionUpdateVariant5SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10284,7 +10398,7 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
-    pub enum SessionUpdateSubtype6 {
+    pub enum SessionUpdateVariant6 {
         Variant0 {
             #[serde(
                 rename = "_meta",
@@ -10294,8 +10408,8 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant0SessionUpdate,
-            state: SessionUpdateSubtype6Variant0State,
+            session_update: SessionUpdateVariant6Variant0SessionUpdate,
+            state: SessionUpdateVariant6Variant0State,
         },
         Variant1 {
             #[serde(
@@ -10306,8 +10420,8 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant1SessionUpdate,
-            state: SessionUpdateSubtype6Variant1State,
+            session_update: SessionUpdateVariant6Variant1SessionUpdate,
+            state: SessionUpdateVariant6Variant1State,
             #[serde(
                 rename = "stopReason",
                 skip_serializing_if = "::std::option::Option::is_none"
@@ -10325,12 +10439,12 @@ pub mod types {
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant2SessionUpdate,
-            state: SessionUpdateSubtype6Variant2State,
+            session_update: SessionUpdateVariant6Variant2SessionUpdate,
+            state: SessionUpdateVariant6Variant2State,
         },
         Variant3 {
             #[serde(rename = "sessionUpdate")]
-            session_update: SessionUpdateSubtype6Variant3SessionUpdate,
+            session_update: SessionUpdateVariant6Variant3SessionUpdate,
             state: ::std::string::String,
         },
     }
@@ -10346,18 +10460,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant0SessionUpdate {
+    pub enum SessionUpdateVariant6Variant0SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant0SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant0SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10368,7 +10482,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant0SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10377,7 +10491,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant0SessionUpdate {
+    for SessionUpdateVariant6Variant0SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10397,18 +10511,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant0State {
+    pub enum SessionUpdateVariant6Variant0State {
         #[serde(rename = "running")]
         Running,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant0State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant0State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Running => f.write_str("running"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant0State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant0State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10419,7 +10533,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant0State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10428,7 +10542,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant0State {
+    for SessionUpdateVariant6Variant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10448,18 +10562,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant1SessionUpdate {
+    pub enum SessionUpdateVariant6Variant1SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant1SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant1SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10470,7 +10584,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant1SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10479,7 +10593,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant1SessionUpdate {
+    for SessionUpdateVariant6Variant1SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10499,18 +10613,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant1State {
+    pub enum SessionUpdateVariant6Variant1State {
         #[serde(rename = "idle")]
         Idle,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant1State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant1State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Idle => f.write_str("idle"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant1State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant1State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10521,7 +10635,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant1State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10530,7 +10644,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant1State {
+    for SessionUpdateVariant6Variant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10550,18 +10664,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant2SessionUpdate {
+    pub enum SessionUpdateVariant6Variant2SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant2SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant2SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10572,7 +10686,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant2SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10581,7 +10695,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant2SessionUpdate {
+    for SessionUpdateVariant6Variant2SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10601,18 +10715,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant2State {
+    pub enum SessionUpdateVariant6Variant2State {
         #[serde(rename = "requires_action")]
         RequiresAction,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant2State {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant2State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RequiresAction => f.write_str("requires_action"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant2State {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant2State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10623,7 +10737,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant2State {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10632,7 +10746,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant2State {
+    for SessionUpdateVariant6Variant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10652,18 +10766,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype6Variant3SessionUpdate {
+    pub enum SessionUpdateVariant6Variant3SessionUpdate {
         #[serde(rename = "state_update")]
         StateUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant6Variant3SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::StateUpdate => f.write_str("state_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant6Variant3SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10674,7 +10788,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype6Variant3SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant6Variant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10683,28 +10797,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype6Variant3SessionUpdate {
+    for SessionUpdateVariant6Variant3SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype7 {
-        pub content: ToolCallContent,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype7SessionUpdate,
-        #[serde(rename = "toolCallId")]
-        pub tool_call_id: ToolCallId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10718,18 +10817,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype7SessionUpdate {
+    pub enum SessionUpdateVariant7SessionUpdate {
         #[serde(rename = "tool_call_content_chunk")]
         ToolCallContentChunk,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant7SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCallContentChunk => f.write_str("tool_call_content_chunk"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant7SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10740,7 +10839,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype7SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant7SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10749,49 +10848,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype7SessionUpdate {
+    for SessionUpdateVariant7SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype8 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub kind: ::std::option::Option<ToolKind>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        #[serde(
-            rename = "rawInput",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub raw_input: ::std::option::Option<::serde_json::Value>,
-        #[serde(
-            rename = "rawOutput",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub raw_output: ::std::option::Option<::serde_json::Value>,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype8SessionUpdate,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub status: ::std::option::Option<ToolCallStatus>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub title: ::std::option::Option<::std::string::String>,
-        #[serde(rename = "toolCallId")]
-        pub tool_call_id: ToolCallId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10805,18 +10868,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype8SessionUpdate {
+    pub enum SessionUpdateVariant8SessionUpdate {
         #[serde(rename = "tool_call_update")]
         ToolCallUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant8SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ToolCallUpdate => f.write_str("tool_call_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant8SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10827,7 +10890,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype8SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant8SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10836,38 +10899,13 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype8SessionUpdate {
+    for SessionUpdateVariant8SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct SessionUpdateSubtype9 {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub command: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub cwd: ::std::option::Option<AbsolutePath>,
-        #[serde(
-            rename = "exitStatus",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub exit_status: ::std::option::Option<TerminalExitStatus>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub output: ::std::option::Option<TerminalOutput>,
-        #[serde(rename = "sessionUpdate")]
-        pub session_update: SessionUpdateSubtype9SessionUpdate,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
     }
     #[derive(
         ::serde::Deserialize,
@@ -10881,18 +10919,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum SessionUpdateSubtype9SessionUpdate {
+    pub enum SessionUpdateVariant9SessionUpdate {
         #[serde(rename = "terminal_update")]
         TerminalUpdate,
     }
-    impl ::std::fmt::Display for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::fmt::Display for SessionUpdateVariant9SessionUpdate {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::TerminalUpdate => f.write_str("terminal_update"),
             }
         }
     }
-    impl ::std::str::FromStr for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::str::FromStr for SessionUpdateVariant9SessionUpdate {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -10903,7 +10941,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for SessionUpdateSubtype9SessionUpdate {
+    impl ::std::convert::TryFrom<&str> for SessionUpdateVariant9SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -10912,7 +10950,7 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String>
-    for SessionUpdateSubtype9SessionUpdate {
+    for SessionUpdateVariant9SessionUpdate {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -10927,13 +10965,9 @@ pub mod types {
         pub api_type: LlmProtocol,
         #[serde(rename = "baseUrl")]
         pub base_url: ::std::string::String,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub headers: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub headers: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         #[serde(
             rename = "_meta",
@@ -11161,27 +11195,47 @@ pub mod types {
         pub session_id: SessionId,
     }
     /// Definition `StateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StateUpdate {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StateUpdateSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StateUpdateSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StateUpdateSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StateUpdateSubtype3>,
-    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype0 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype0State,
+    #[serde(untagged)]
+    pub enum StateUpdate {
+        Variant0 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant0State,
+        },
+        Variant1 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant1State,
+            #[serde(
+                rename = "stopReason",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            stop_reason: ::std::option::Option<StopReason>,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            usage: ::std::option::Option<Usage>,
+        },
+        Variant2 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            state: StateUpdateVariant2State,
+        },
+        Variant3 { state: ::std::string::String },
     }
     #[derive(
         ::serde::Deserialize,
@@ -11195,18 +11249,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype0State {
+    pub enum StateUpdateVariant0State {
         #[serde(rename = "running")]
         Running,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype0State {
+    impl ::std::fmt::Display for StateUpdateVariant0State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Running => f.write_str("running"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype0State {
+    impl ::std::str::FromStr for StateUpdateVariant0State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11217,7 +11271,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype0State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11225,31 +11279,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype0State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant0State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype1 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype1State,
-        #[serde(
-            rename = "stopReason",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub stop_reason: ::std::option::Option<StopReason>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub usage: ::std::option::Option<Usage>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -11263,18 +11299,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype1State {
+    pub enum StateUpdateVariant1State {
         #[serde(rename = "idle")]
         Idle,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype1State {
+    impl ::std::fmt::Display for StateUpdateVariant1State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Idle => f.write_str("idle"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype1State {
+    impl ::std::str::FromStr for StateUpdateVariant1State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11285,7 +11321,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype1State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11293,24 +11329,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype1State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant1State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype2 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        pub state: StateUpdateSubtype2State,
     }
     #[derive(
         ::serde::Deserialize,
@@ -11324,18 +11349,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StateUpdateSubtype2State {
+    pub enum StateUpdateVariant2State {
         #[serde(rename = "requires_action")]
         RequiresAction,
     }
-    impl ::std::fmt::Display for StateUpdateSubtype2State {
+    impl ::std::fmt::Display for StateUpdateVariant2State {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::RequiresAction => f.write_str("requires_action"),
             }
         }
     }
-    impl ::std::str::FromStr for StateUpdateSubtype2State {
+    impl ::std::str::FromStr for StateUpdateVariant2State {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11346,7 +11371,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StateUpdateSubtype2State {
+    impl ::std::convert::TryFrom<&str> for StateUpdateVariant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11354,7 +11379,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateSubtype2State {
+    impl ::std::convert::TryFrom<::std::string::String> for StateUpdateVariant2State {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11362,25 +11387,41 @@ pub mod types {
             value.parse()
         }
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct StateUpdateSubtype3 {
-        pub state: ::std::string::String,
-    }
     /// Definition `StopReason` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StopReason {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StopReasonSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StopReasonSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StopReasonSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StopReasonSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<StopReasonSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum StopReason {
+        Variant0(StopReasonVariant0),
+        Variant1(StopReasonVariant1),
+        Variant2(StopReasonVariant2),
+        Variant3(StopReasonVariant3),
+        Variant4(StopReasonVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<StopReasonVariant0> for StopReason {
+        fn from(value: StopReasonVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant1> for StopReason {
+        fn from(value: StopReasonVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant2> for StopReason {
+        fn from(value: StopReasonVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant3> for StopReason {
+        fn from(value: StopReasonVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<StopReasonVariant4> for StopReason {
+        fn from(value: StopReasonVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -11394,18 +11435,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype0 {
+    pub enum StopReasonVariant0 {
         #[serde(rename = "end_turn")]
         EndTurn,
     }
-    impl ::std::fmt::Display for StopReasonSubtype0 {
+    impl ::std::fmt::Display for StopReasonVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::EndTurn => f.write_str("end_turn"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype0 {
+    impl ::std::str::FromStr for StopReasonVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11416,7 +11457,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype0 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11424,7 +11465,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11444,18 +11485,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype1 {
+    pub enum StopReasonVariant1 {
         #[serde(rename = "max_tokens")]
         MaxTokens,
     }
-    impl ::std::fmt::Display for StopReasonSubtype1 {
+    impl ::std::fmt::Display for StopReasonVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::MaxTokens => f.write_str("max_tokens"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype1 {
+    impl ::std::str::FromStr for StopReasonVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11466,7 +11507,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype1 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11474,7 +11515,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11494,18 +11535,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype2 {
+    pub enum StopReasonVariant2 {
         #[serde(rename = "max_turn_requests")]
         MaxTurnRequests,
     }
-    impl ::std::fmt::Display for StopReasonSubtype2 {
+    impl ::std::fmt::Display for StopReasonVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::MaxTurnRequests => f.write_str("max_turn_requests"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype2 {
+    impl ::std::str::FromStr for StopReasonVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11516,7 +11557,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype2 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11524,7 +11565,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11544,18 +11585,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype3 {
+    pub enum StopReasonVariant3 {
         #[serde(rename = "refusal")]
         Refusal,
     }
-    impl ::std::fmt::Display for StopReasonSubtype3 {
+    impl ::std::fmt::Display for StopReasonVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Refusal => f.write_str("refusal"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype3 {
+    impl ::std::str::FromStr for StopReasonVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11566,7 +11607,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype3 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11574,7 +11615,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11594,18 +11635,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StopReasonSubtype4 {
+    pub enum StopReasonVariant4 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for StopReasonSubtype4 {
+    impl ::std::fmt::Display for StopReasonVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for StopReasonSubtype4 {
+    impl ::std::str::FromStr for StopReasonVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11616,7 +11657,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StopReasonSubtype4 {
+    impl ::std::convert::TryFrom<&str> for StopReasonVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11624,7 +11665,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StopReasonSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for StopReasonVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11633,18 +11674,34 @@ pub mod types {
         }
     }
     /// Definition `StringFormat` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StringFormat {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StringFormatSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<StringFormatSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<StringFormatSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<StringFormatSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum StringFormat {
+        Variant0(StringFormatVariant0),
+        Variant1(StringFormatVariant1),
+        Variant2(StringFormatVariant2),
+        Variant3(StringFormatVariant3),
+        Variant4(::std::string::String),
+    }
+    impl ::std::convert::From<StringFormatVariant0> for StringFormat {
+        fn from(value: StringFormatVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant1> for StringFormat {
+        fn from(value: StringFormatVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant2> for StringFormat {
+        fn from(value: StringFormatVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<StringFormatVariant3> for StringFormat {
+        fn from(value: StringFormatVariant3) -> Self {
+            Self::Variant3(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -11658,18 +11715,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype0 {
+    pub enum StringFormatVariant0 {
         #[serde(rename = "email")]
         Email,
     }
-    impl ::std::fmt::Display for StringFormatSubtype0 {
+    impl ::std::fmt::Display for StringFormatVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Email => f.write_str("email"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype0 {
+    impl ::std::str::FromStr for StringFormatVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11680,7 +11737,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype0 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11688,7 +11745,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11708,18 +11765,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype1 {
+    pub enum StringFormatVariant1 {
         #[serde(rename = "uri")]
         Uri,
     }
-    impl ::std::fmt::Display for StringFormatSubtype1 {
+    impl ::std::fmt::Display for StringFormatVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Uri => f.write_str("uri"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype1 {
+    impl ::std::str::FromStr for StringFormatVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11730,7 +11787,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype1 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11738,7 +11795,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11758,18 +11815,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype2 {
+    pub enum StringFormatVariant2 {
         #[serde(rename = "date")]
         Date,
     }
-    impl ::std::fmt::Display for StringFormatSubtype2 {
+    impl ::std::fmt::Display for StringFormatVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Date => f.write_str("date"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype2 {
+    impl ::std::str::FromStr for StringFormatVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11780,7 +11837,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype2 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11788,7 +11845,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -11808,18 +11865,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum StringFormatSubtype3 {
+    pub enum StringFormatVariant3 {
         #[serde(rename = "date-time")]
         DateTime,
     }
-    impl ::std::fmt::Display for StringFormatSubtype3 {
+    impl ::std::fmt::Display for StringFormatVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::DateTime => f.write_str("date-time"),
             }
         }
     }
-    impl ::std::str::FromStr for StringFormatSubtype3 {
+    impl ::std::str::FromStr for StringFormatVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -11830,7 +11887,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for StringFormatSubtype3 {
+    impl ::std::convert::TryFrom<&str> for StringFormatVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -11838,7 +11895,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for StringFormatSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for StringFormatVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12191,16 +12248,49 @@ pub mod types {
         >,
     }
     /// Definition `ToolCallContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolCallContent {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolCallContentSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolCallContentSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolCallContentSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolCallContentSubtype3>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolCallContent {
+        Variant0 {
+            content: ContentBlock,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant0Type,
+        },
+        Variant1 {
+            changes: ::std::vec::Vec<DiffChange>,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+            patch: ::std::option::Option<DiffPatch>,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant1Type,
+        },
+        Variant2 {
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            #[serde(rename = "terminalId")]
+            terminal_id: TerminalId,
+            #[serde(rename = "type")]
+            type_: ToolCallContentVariant2Type,
+        },
+        Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
     /// Definition `ToolCallContentChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -12216,19 +12306,6 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype0 {
-        pub content: ContentBlock,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype0Type,
-    }
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12241,18 +12318,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype0Type {
+    pub enum ToolCallContentVariant0Type {
         #[serde(rename = "content")]
         Content,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype0Type {
+    impl ::std::fmt::Display for ToolCallContentVariant0Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Content => f.write_str("content"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype0Type {
+    impl ::std::str::FromStr for ToolCallContentVariant0Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12263,7 +12340,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype0Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12271,28 +12348,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype0Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant0Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype1 {
-        pub changes: ::std::vec::Vec<DiffChange>,
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub patch: ::std::option::Option<DiffPatch>,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype1Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -12306,18 +12368,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype1Type {
+    pub enum ToolCallContentVariant1Type {
         #[serde(rename = "diff")]
         Diff,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype1Type {
+    impl ::std::fmt::Display for ToolCallContentVariant1Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Diff => f.write_str("diff"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype1Type {
+    impl ::std::str::FromStr for ToolCallContentVariant1Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12328,7 +12390,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype1Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12336,27 +12398,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype1Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant1Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype2 {
-        #[serde(
-            rename = "_meta",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub meta: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        #[serde(rename = "terminalId")]
-        pub terminal_id: TerminalId,
-        #[serde(rename = "type")]
-        pub type_: ToolCallContentSubtype2Type,
     }
     #[derive(
         ::serde::Deserialize,
@@ -12370,18 +12418,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallContentSubtype2Type {
+    pub enum ToolCallContentVariant2Type {
         #[serde(rename = "terminal")]
         Terminal,
     }
-    impl ::std::fmt::Display for ToolCallContentSubtype2Type {
+    impl ::std::fmt::Display for ToolCallContentVariant2Type {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Terminal => f.write_str("terminal"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallContentSubtype2Type {
+    impl ::std::str::FromStr for ToolCallContentVariant2Type {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12392,7 +12440,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallContentSubtype2Type {
+    impl ::std::convert::TryFrom<&str> for ToolCallContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12400,18 +12448,13 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentSubtype2Type {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallContentVariant2Type {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
         }
-    }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct ToolCallContentSubtype3 {
-        #[serde(rename = "type")]
-        pub type_: ::std::string::String,
     }
     /// Definition `ToolCallId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
     #[derive(
@@ -12475,20 +12518,40 @@ pub mod types {
         pub tool_call: ToolCallUpdate,
     }
     /// Definition `ToolCallStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolCallStatus {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolCallStatusSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolCallStatusSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolCallStatusSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolCallStatusSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ToolCallStatusSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolCallStatus {
+        Variant0(ToolCallStatusVariant0),
+        Variant1(ToolCallStatusVariant1),
+        Variant2(ToolCallStatusVariant2),
+        Variant3(ToolCallStatusVariant3),
+        Variant4(ToolCallStatusVariant4),
+        Variant5(::std::string::String),
+    }
+    impl ::std::convert::From<ToolCallStatusVariant0> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant1> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant2> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant3> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ToolCallStatusVariant4> for ToolCallStatus {
+        fn from(value: ToolCallStatusVariant4) -> Self {
+            Self::Variant4(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -12502,18 +12565,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype0 {
+    pub enum ToolCallStatusVariant0 {
         #[serde(rename = "pending")]
         Pending,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype0 {
+    impl ::std::fmt::Display for ToolCallStatusVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Pending => f.write_str("pending"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype0 {
+    impl ::std::str::FromStr for ToolCallStatusVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12524,7 +12587,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype0 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12532,7 +12595,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12552,18 +12615,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype1 {
+    pub enum ToolCallStatusVariant1 {
         #[serde(rename = "in_progress")]
         InProgress,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype1 {
+    impl ::std::fmt::Display for ToolCallStatusVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::InProgress => f.write_str("in_progress"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype1 {
+    impl ::std::str::FromStr for ToolCallStatusVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12574,7 +12637,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype1 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12582,7 +12645,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12602,18 +12665,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype2 {
+    pub enum ToolCallStatusVariant2 {
         #[serde(rename = "completed")]
         Completed,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype2 {
+    impl ::std::fmt::Display for ToolCallStatusVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Completed => f.write_str("completed"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype2 {
+    impl ::std::str::FromStr for ToolCallStatusVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12624,7 +12687,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype2 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12632,7 +12695,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12652,18 +12715,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype3 {
+    pub enum ToolCallStatusVariant3 {
         #[serde(rename = "failed")]
         Failed,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype3 {
+    impl ::std::fmt::Display for ToolCallStatusVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Failed => f.write_str("failed"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype3 {
+    impl ::std::str::FromStr for ToolCallStatusVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12674,7 +12737,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype3 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12682,7 +12745,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12702,18 +12765,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolCallStatusSubtype4 {
+    pub enum ToolCallStatusVariant4 {
         #[serde(rename = "cancelled")]
         Cancelled,
     }
-    impl ::std::fmt::Display for ToolCallStatusSubtype4 {
+    impl ::std::fmt::Display for ToolCallStatusVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Cancelled => f.write_str("cancelled"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolCallStatusSubtype4 {
+    impl ::std::str::FromStr for ToolCallStatusVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12724,7 +12787,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolCallStatusSubtype4 {
+    impl ::std::convert::TryFrom<&str> for ToolCallStatusVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12732,7 +12795,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolCallStatusVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12776,30 +12839,70 @@ pub mod types {
         pub tool_call_id: ToolCallId,
     }
     /// Definition `ToolKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ToolKind {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<ToolKindSubtype0>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<ToolKindSubtype1>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<ToolKindSubtype2>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<ToolKindSubtype3>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<ToolKindSubtype4>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<ToolKindSubtype5>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<ToolKindSubtype6>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<ToolKindSubtype7>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_8: ::std::option::Option<ToolKindSubtype8>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_9: ::std::option::Option<ToolKindSubtype9>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_10: ::std::option::Option<::std::string::String>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum ToolKind {
+        Variant0(ToolKindVariant0),
+        Variant1(ToolKindVariant1),
+        Variant2(ToolKindVariant2),
+        Variant3(ToolKindVariant3),
+        Variant4(ToolKindVariant4),
+        Variant5(ToolKindVariant5),
+        Variant6(ToolKindVariant6),
+        Variant7(ToolKindVariant7),
+        Variant8(ToolKindVariant8),
+        Variant9(ToolKindVariant9),
+        Variant10(::std::string::String),
+    }
+    impl ::std::convert::From<ToolKindVariant0> for ToolKind {
+        fn from(value: ToolKindVariant0) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant1> for ToolKind {
+        fn from(value: ToolKindVariant1) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant2> for ToolKind {
+        fn from(value: ToolKindVariant2) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant3> for ToolKind {
+        fn from(value: ToolKindVariant3) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant4> for ToolKind {
+        fn from(value: ToolKindVariant4) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant5> for ToolKind {
+        fn from(value: ToolKindVariant5) -> Self {
+            Self::Variant5(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant6> for ToolKind {
+        fn from(value: ToolKindVariant6) -> Self {
+            Self::Variant6(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant7> for ToolKind {
+        fn from(value: ToolKindVariant7) -> Self {
+            Self::Variant7(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant8> for ToolKind {
+        fn from(value: ToolKindVariant8) -> Self {
+            Self::Variant8(value)
+        }
+    }
+    impl ::std::convert::From<ToolKindVariant9> for ToolKind {
+        fn from(value: ToolKindVariant9) -> Self {
+            Self::Variant9(value)
+        }
     }
     #[derive(
         ::serde::Deserialize,
@@ -12813,18 +12916,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype0 {
+    pub enum ToolKindVariant0 {
         #[serde(rename = "read")]
         Read,
     }
-    impl ::std::fmt::Display for ToolKindSubtype0 {
+    impl ::std::fmt::Display for ToolKindVariant0 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Read => f.write_str("read"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype0 {
+    impl ::std::str::FromStr for ToolKindVariant0 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12835,7 +12938,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype0 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12843,7 +12946,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype0 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant0 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12863,18 +12966,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype1 {
+    pub enum ToolKindVariant1 {
         #[serde(rename = "edit")]
         Edit,
     }
-    impl ::std::fmt::Display for ToolKindSubtype1 {
+    impl ::std::fmt::Display for ToolKindVariant1 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Edit => f.write_str("edit"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype1 {
+    impl ::std::str::FromStr for ToolKindVariant1 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12885,7 +12988,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype1 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12893,7 +12996,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype1 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant1 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12913,18 +13016,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype2 {
+    pub enum ToolKindVariant2 {
         #[serde(rename = "delete")]
         Delete,
     }
-    impl ::std::fmt::Display for ToolKindSubtype2 {
+    impl ::std::fmt::Display for ToolKindVariant2 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Delete => f.write_str("delete"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype2 {
+    impl ::std::str::FromStr for ToolKindVariant2 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12935,7 +13038,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype2 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12943,7 +13046,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype2 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant2 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -12963,18 +13066,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype3 {
+    pub enum ToolKindVariant3 {
         #[serde(rename = "move")]
         Move,
     }
-    impl ::std::fmt::Display for ToolKindSubtype3 {
+    impl ::std::fmt::Display for ToolKindVariant3 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Move => f.write_str("move"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype3 {
+    impl ::std::str::FromStr for ToolKindVariant3 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -12985,7 +13088,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype3 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -12993,7 +13096,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype3 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant3 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13013,18 +13116,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype4 {
+    pub enum ToolKindVariant4 {
         #[serde(rename = "search")]
         Search,
     }
-    impl ::std::fmt::Display for ToolKindSubtype4 {
+    impl ::std::fmt::Display for ToolKindVariant4 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Search => f.write_str("search"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype4 {
+    impl ::std::str::FromStr for ToolKindVariant4 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13035,7 +13138,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype4 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13043,7 +13146,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype4 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant4 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13063,18 +13166,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype5 {
+    pub enum ToolKindVariant5 {
         #[serde(rename = "execute")]
         Execute,
     }
-    impl ::std::fmt::Display for ToolKindSubtype5 {
+    impl ::std::fmt::Display for ToolKindVariant5 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Execute => f.write_str("execute"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype5 {
+    impl ::std::str::FromStr for ToolKindVariant5 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13085,7 +13188,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype5 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13093,7 +13196,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype5 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant5 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13113,18 +13216,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype6 {
+    pub enum ToolKindVariant6 {
         #[serde(rename = "think")]
         Think,
     }
-    impl ::std::fmt::Display for ToolKindSubtype6 {
+    impl ::std::fmt::Display for ToolKindVariant6 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Think => f.write_str("think"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype6 {
+    impl ::std::str::FromStr for ToolKindVariant6 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13135,7 +13238,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype6 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13143,7 +13246,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype6 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant6 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13163,18 +13266,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype7 {
+    pub enum ToolKindVariant7 {
         #[serde(rename = "fetch")]
         Fetch,
     }
-    impl ::std::fmt::Display for ToolKindSubtype7 {
+    impl ::std::fmt::Display for ToolKindVariant7 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Fetch => f.write_str("fetch"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype7 {
+    impl ::std::str::FromStr for ToolKindVariant7 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13185,7 +13288,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype7 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13193,7 +13296,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype7 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant7 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13213,18 +13316,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype8 {
+    pub enum ToolKindVariant8 {
         #[serde(rename = "switch_mode")]
         SwitchMode,
     }
-    impl ::std::fmt::Display for ToolKindSubtype8 {
+    impl ::std::fmt::Display for ToolKindVariant8 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::SwitchMode => f.write_str("switch_mode"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype8 {
+    impl ::std::str::FromStr for ToolKindVariant8 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13235,7 +13338,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype8 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant8 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13243,7 +13346,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype8 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant8 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -13263,18 +13366,18 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    pub enum ToolKindSubtype9 {
+    pub enum ToolKindVariant9 {
         #[serde(rename = "other")]
         Other,
     }
-    impl ::std::fmt::Display for ToolKindSubtype9 {
+    impl ::std::fmt::Display for ToolKindVariant9 {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::Other => f.write_str("other"),
             }
         }
     }
-    impl ::std::str::FromStr for ToolKindSubtype9 {
+    impl ::std::str::FromStr for ToolKindVariant9 {
         type Err = self::error::ConversionError;
         fn from_str(
             value: &str,
@@ -13285,7 +13388,7 @@ pub mod types {
             }
         }
     }
-    impl ::std::convert::TryFrom<&str> for ToolKindSubtype9 {
+    impl ::std::convert::TryFrom<&str> for ToolKindVariant9 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: &str,
@@ -13293,7 +13396,7 @@ pub mod types {
             value.parse()
         }
     }
-    impl ::std::convert::TryFrom<::std::string::String> for ToolKindSubtype9 {
+    impl ::std::convert::TryFrom<::std::string::String> for ToolKindVariant9 {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,

@@ -21,10 +21,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AnnotatedAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `BlobResourceContents` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -40,6 +40,8 @@ pub mod types {
     /// Definition `CallToolRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
@@ -96,8 +98,10 @@ pub mod types {
     /// Definition `CallToolRequestParams` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParams {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub arguments: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
     }
     /// Definition `CallToolResult` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
@@ -111,26 +115,27 @@ pub mod types {
         pub is_error: ::std::option::Option<bool>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultContentItem {
-        TextContent(TextContent),
         ImageContent(ImageContent),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for CallToolResultContentItem {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for CallToolResultContentItem {
         fn from(value: ImageContent) -> Self {
             Self::ImageContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for CallToolResultContentItem {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     impl ::std::convert::From<EmbeddedResource> for CallToolResultContentItem {
@@ -205,18 +210,19 @@ pub mod types {
     /// Definition `ClientCapabilities` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub roots: ::std::option::Option<ClientCapabilitiesRoots>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub sampling: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub sampling: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
@@ -229,6 +235,8 @@ pub mod types {
     /// Definition `CompleteRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
@@ -316,10 +324,11 @@ pub mod types {
         pub completion: CompleteResultCompletion,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
@@ -335,6 +344,8 @@ pub mod types {
     /// Definition `CreateMessageRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateMessageRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
@@ -401,8 +412,10 @@ pub mod types {
         #[serde(rename = "maxTokens")]
         pub max_tokens: i64,
         pub messages: ::std::vec::Vec<SamplingMessage>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "modelPreferences",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -410,17 +423,18 @@ pub mod types {
         pub model_preferences: ::std::option::Option<ModelPreferences>,
         #[serde(
             rename = "stopSequences",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub stop_sequences: ::std::vec::Vec<::std::string::String>,
+        pub stop_sequences: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "systemPrompt",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub system_prompt: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub temperature: ::std::option::Option<f64>,
+        pub temperature: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -487,10 +501,11 @@ pub mod types {
         pub content: CreateMessageResultContent,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub model: ::std::string::String,
         pub role: Role,
         #[serde(
@@ -502,17 +517,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
-    }
-    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for CreateMessageResultContent {
         fn from(value: ImageContent) -> Self {
             Self::ImageContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     /// Definition `Cursor` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
@@ -567,10 +582,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct EmbeddedResourceAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -661,6 +676,8 @@ pub mod types {
     /// Definition `GetPromptRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
@@ -717,13 +734,9 @@ pub mod types {
     /// Definition `GetPromptRequestParams` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParams {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         pub name: ::std::string::String,
     }
@@ -735,10 +748,11 @@ pub mod types {
         pub messages: ::std::vec::Vec<PromptMessage>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `ImageContent` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -753,10 +767,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ImageContentAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -817,6 +831,8 @@ pub mod types {
     /// Definition `InitializeRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
@@ -887,10 +903,11 @@ pub mod types {
         pub instructions: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ::std::string::String,
         #[serde(rename = "serverInfo")]
@@ -961,10 +978,11 @@ pub mod types {
     pub struct InitializedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1037,18 +1055,13 @@ pub mod types {
     #[serde(untagged)]
     pub enum JsonrpcMessage {
         Request(JsonrpcRequest),
-        Notification(JsonrpcNotification),
         Response(JsonrpcResponse),
         Error(JsonrpcError),
+        Notification(JsonrpcNotification),
     }
     impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessage {
         fn from(value: JsonrpcRequest) -> Self {
             Self::Request(value)
-        }
-    }
-    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
-        fn from(value: JsonrpcNotification) -> Self {
-            Self::Notification(value)
         }
     }
     impl ::std::convert::From<JsonrpcResponse> for JsonrpcMessage {
@@ -1059,6 +1072,11 @@ pub mod types {
     impl ::std::convert::From<JsonrpcError> for JsonrpcMessage {
         fn from(value: JsonrpcError) -> Self {
             Self::Error(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
+        fn from(value: JsonrpcNotification) -> Self {
+            Self::Notification(value)
         }
     }
     /// Definition `JSONRPCNotification` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
@@ -1123,10 +1141,11 @@ pub mod types {
     pub struct JsonrpcNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1267,6 +1286,8 @@ pub mod types {
     /// Definition `ListPromptsRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListPromptsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListPromptsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
@@ -1332,10 +1353,11 @@ pub mod types {
     pub struct ListPromptsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1346,6 +1368,8 @@ pub mod types {
     /// Definition `ListResourceTemplatesRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourceTemplatesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourceTemplatesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
@@ -1412,10 +1436,11 @@ pub mod types {
     pub struct ListResourceTemplatesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1427,6 +1452,8 @@ pub mod types {
     /// Definition `ListResourcesRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourcesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourcesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
@@ -1492,10 +1519,11 @@ pub mod types {
     pub struct ListResourcesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1506,6 +1534,8 @@ pub mod types {
     /// Definition `ListRootsRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListRootsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListRootsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
@@ -1584,15 +1614,18 @@ pub mod types {
     pub struct ListRootsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub roots: ::std::vec::Vec<Root>,
     }
     /// Definition `ListToolsRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListToolsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListToolsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
@@ -1658,10 +1691,11 @@ pub mod types {
     pub struct ListToolsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1826,19 +1860,19 @@ pub mod types {
             rename = "costPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub cost_priority: ::std::option::Option<f64>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub hints: ::std::vec::Vec<ModelHint>,
+        pub cost_priority: ::std::option::Option<::serde_json::Number>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub hints: ::std::option::Option<::std::vec::Vec<ModelHint>>,
         #[serde(
             rename = "intelligencePriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub intelligence_priority: ::std::option::Option<f64>,
+        pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "speedPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub speed_priority: ::std::option::Option<f64>,
+        pub speed_priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `Notification` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1851,10 +1885,11 @@ pub mod types {
     pub struct NotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1875,10 +1910,11 @@ pub mod types {
     pub struct PaginatedResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1888,6 +1924,8 @@ pub mod types {
     /// Definition `PingRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PingRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: PingRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
@@ -2020,11 +2058,11 @@ pub mod types {
     /// Definition `ProgressNotificationParams` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProgressNotificationParams {
-        pub progress: f64,
+        pub progress: ::serde_json::Number,
         #[serde(rename = "progressToken")]
         pub progress_token: ProgressToken,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub total: ::std::option::Option<f64>,
+        pub total: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ProgressToken` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2049,8 +2087,8 @@ pub mod types {
     /// Definition `Prompt` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Prompt {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub arguments: ::std::vec::Vec<PromptArgument>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<::std::vec::Vec<PromptArgument>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub name: ::std::string::String,
@@ -2131,10 +2169,11 @@ pub mod types {
     pub struct PromptListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2147,18 +2186,18 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PromptMessageContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for PromptMessageContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for PromptMessageContent {
         fn from(value: ImageContent) -> Self {
             Self::ImageContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for PromptMessageContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     impl ::std::convert::From<EmbeddedResource> for PromptMessageContent {
@@ -2226,6 +2265,8 @@ pub mod types {
     /// Definition `ReadResourceRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadResourceRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
@@ -2290,10 +2331,11 @@ pub mod types {
         pub contents: ::std::vec::Vec<ReadResourceResultContentsItem>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -2375,10 +2417,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResourceAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ResourceContents` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2457,10 +2499,11 @@ pub mod types {
     pub struct ResourceListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2539,10 +2582,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResourceTemplateAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ResourceUpdatedNotification` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2615,10 +2658,11 @@ pub mod types {
     pub struct Result {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2751,10 +2795,11 @@ pub mod types {
     pub struct RootsListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2767,32 +2812,33 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
-    }
-    impl ::std::convert::From<TextContent> for SamplingMessageContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for SamplingMessageContent {
         fn from(value: ImageContent) -> Self {
             Self::ImageContent(value)
         }
     }
+    impl ::std::convert::From<TextContent> for SamplingMessageContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     /// Definition `ServerCapabilities` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilities {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub logging: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub logging: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompts: ::std::option::Option<ServerCapabilitiesPrompts>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2829,6 +2875,8 @@ pub mod types {
     /// Definition `SetLevelRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetLevelRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
@@ -2890,6 +2938,8 @@ pub mod types {
     /// Definition `SubscribeRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
@@ -2959,10 +3009,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TextContentAnnotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3036,16 +3086,15 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
     }
@@ -3166,16 +3215,19 @@ pub mod types {
     pub struct ToolListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     /// Definition `UnsubscribeRequest` of MCP 2024-11-05 (`mcp/2024-11-05/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }

@@ -16,10 +16,10 @@ pub mod types {
     /// Definition `Annotations` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `AudioContent` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -96,6 +96,8 @@ pub mod types {
     /// Definition `CallToolRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
@@ -152,8 +154,10 @@ pub mod types {
     /// Definition `CallToolRequestParams` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParams {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub arguments: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
     }
     /// Definition `CallToolResult` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
@@ -167,23 +171,19 @@ pub mod types {
         pub is_error: ::std::option::Option<bool>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultContentItem {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for CallToolResultContentItem {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for CallToolResultContentItem {
         fn from(value: ImageContent) -> Self {
@@ -193,6 +193,11 @@ pub mod types {
     impl ::std::convert::From<AudioContent> for CallToolResultContentItem {
         fn from(value: AudioContent) -> Self {
             Self::AudioContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for CallToolResultContentItem {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     impl ::std::convert::From<EmbeddedResource> for CallToolResultContentItem {
@@ -267,18 +272,19 @@ pub mod types {
     /// Definition `ClientCapabilities` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub roots: ::std::option::Option<ClientCapabilitiesRoots>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub sampling: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub sampling: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
@@ -291,6 +297,8 @@ pub mod types {
     /// Definition `CompleteRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
@@ -378,10 +386,11 @@ pub mod types {
         pub completion: CompleteResultCompletion,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
@@ -397,6 +406,8 @@ pub mod types {
     /// Definition `CreateMessageRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateMessageRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
@@ -463,8 +474,10 @@ pub mod types {
         #[serde(rename = "maxTokens")]
         pub max_tokens: i64,
         pub messages: ::std::vec::Vec<SamplingMessage>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "modelPreferences",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -472,17 +485,18 @@ pub mod types {
         pub model_preferences: ::std::option::Option<ModelPreferences>,
         #[serde(
             rename = "stopSequences",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub stop_sequences: ::std::vec::Vec<::std::string::String>,
+        pub stop_sequences: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "systemPrompt",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub system_prompt: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub temperature: ::std::option::Option<f64>,
+        pub temperature: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -549,10 +563,11 @@ pub mod types {
         pub content: CreateMessageResultContent,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub model: ::std::string::String,
         pub role: Role,
         #[serde(
@@ -564,14 +579,9 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-    }
-    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for CreateMessageResultContent {
         fn from(value: ImageContent) -> Self {
@@ -581,6 +591,11 @@ pub mod types {
     impl ::std::convert::From<AudioContent> for CreateMessageResultContent {
         fn from(value: AudioContent) -> Self {
             Self::AudioContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     /// Definition `Cursor` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
@@ -722,6 +737,8 @@ pub mod types {
     /// Definition `GetPromptRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
@@ -778,13 +795,9 @@ pub mod types {
     /// Definition `GetPromptRequestParams` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParams {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         pub name: ::std::string::String,
     }
@@ -796,10 +809,11 @@ pub mod types {
         pub messages: ::std::vec::Vec<PromptMessage>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `ImageContent` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -871,6 +885,8 @@ pub mod types {
     /// Definition `InitializeRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
@@ -941,10 +957,11 @@ pub mod types {
         pub instructions: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ::std::string::String,
         #[serde(rename = "serverInfo")]
@@ -1015,10 +1032,11 @@ pub mod types {
     pub struct InitializedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1163,53 +1181,76 @@ pub mod types {
         }
     }
     /// Definition `JSONRPCMessage` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct JsonrpcMessage {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<JsonrpcRequest>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<JsonrpcNotification>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<
-            ::std::vec::Vec<JsonrpcMessageSubtype2Item>,
-        >,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<JsonrpcResponse>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<JsonrpcError>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<
-            ::std::vec::Vec<JsonrpcMessageSubtype5Item>,
-        >,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum JsonrpcMessage {
+        Variant0(JsonrpcRequest),
+        Variant1(JsonrpcNotification),
+        Variant2(::std::vec::Vec<JsonrpcMessageVariant2Item>),
+        Variant3(JsonrpcResponse),
+        Variant4(JsonrpcError),
+        Variant5(::std::vec::Vec<JsonrpcMessageVariant5Item>),
+    }
+    impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessage {
+        fn from(value: JsonrpcRequest) -> Self {
+            Self::Variant0(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
+        fn from(value: JsonrpcNotification) -> Self {
+            Self::Variant1(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<JsonrpcMessageVariant2Item>>
+    for JsonrpcMessage {
+        fn from(value: ::std::vec::Vec<JsonrpcMessageVariant2Item>) -> Self {
+            Self::Variant2(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcResponse> for JsonrpcMessage {
+        fn from(value: JsonrpcResponse) -> Self {
+            Self::Variant3(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcError> for JsonrpcMessage {
+        fn from(value: JsonrpcError) -> Self {
+            Self::Variant4(value)
+        }
+    }
+    impl ::std::convert::From<::std::vec::Vec<JsonrpcMessageVariant5Item>>
+    for JsonrpcMessage {
+        fn from(value: ::std::vec::Vec<JsonrpcMessageVariant5Item>) -> Self {
+            Self::Variant5(value)
+        }
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
-    pub enum JsonrpcMessageSubtype2Item {
+    pub enum JsonrpcMessageVariant2Item {
         Request(JsonrpcRequest),
         Notification(JsonrpcNotification),
     }
-    impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessageSubtype2Item {
+    impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessageVariant2Item {
         fn from(value: JsonrpcRequest) -> Self {
             Self::Request(value)
         }
     }
-    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessageSubtype2Item {
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessageVariant2Item {
         fn from(value: JsonrpcNotification) -> Self {
             Self::Notification(value)
         }
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
-    pub enum JsonrpcMessageSubtype5Item {
+    pub enum JsonrpcMessageVariant5Item {
         Response(JsonrpcResponse),
         Error(JsonrpcError),
     }
-    impl ::std::convert::From<JsonrpcResponse> for JsonrpcMessageSubtype5Item {
+    impl ::std::convert::From<JsonrpcResponse> for JsonrpcMessageVariant5Item {
         fn from(value: JsonrpcResponse) -> Self {
             Self::Response(value)
         }
     }
-    impl ::std::convert::From<JsonrpcError> for JsonrpcMessageSubtype5Item {
+    impl ::std::convert::From<JsonrpcError> for JsonrpcMessageVariant5Item {
         fn from(value: JsonrpcError) -> Self {
             Self::Error(value)
         }
@@ -1276,10 +1317,11 @@ pub mod types {
     pub struct JsonrpcNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1420,6 +1462,8 @@ pub mod types {
     /// Definition `ListPromptsRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListPromptsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListPromptsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
@@ -1485,10 +1529,11 @@ pub mod types {
     pub struct ListPromptsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1499,6 +1544,8 @@ pub mod types {
     /// Definition `ListResourceTemplatesRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourceTemplatesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourceTemplatesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
@@ -1565,10 +1612,11 @@ pub mod types {
     pub struct ListResourceTemplatesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1580,6 +1628,8 @@ pub mod types {
     /// Definition `ListResourcesRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourcesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourcesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
@@ -1645,10 +1695,11 @@ pub mod types {
     pub struct ListResourcesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1659,6 +1710,8 @@ pub mod types {
     /// Definition `ListRootsRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListRootsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListRootsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
@@ -1737,15 +1790,18 @@ pub mod types {
     pub struct ListRootsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub roots: ::std::vec::Vec<Root>,
     }
     /// Definition `ListToolsRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListToolsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListToolsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
@@ -1811,10 +1867,11 @@ pub mod types {
     pub struct ListToolsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1979,19 +2036,19 @@ pub mod types {
             rename = "costPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub cost_priority: ::std::option::Option<f64>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub hints: ::std::vec::Vec<ModelHint>,
+        pub cost_priority: ::std::option::Option<::serde_json::Number>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub hints: ::std::option::Option<::std::vec::Vec<ModelHint>>,
         #[serde(
             rename = "intelligencePriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub intelligence_priority: ::std::option::Option<f64>,
+        pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "speedPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub speed_priority: ::std::option::Option<f64>,
+        pub speed_priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `Notification` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2004,10 +2061,11 @@ pub mod types {
     pub struct NotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2028,10 +2086,11 @@ pub mod types {
     pub struct PaginatedResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2041,6 +2100,8 @@ pub mod types {
     /// Definition `PingRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PingRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: PingRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
@@ -2175,11 +2236,11 @@ pub mod types {
     pub struct ProgressNotificationParams {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub message: ::std::option::Option<::std::string::String>,
-        pub progress: f64,
+        pub progress: ::serde_json::Number,
         #[serde(rename = "progressToken")]
         pub progress_token: ProgressToken,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub total: ::std::option::Option<f64>,
+        pub total: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ProgressToken` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2204,8 +2265,8 @@ pub mod types {
     /// Definition `Prompt` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Prompt {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub arguments: ::std::vec::Vec<PromptArgument>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<::std::vec::Vec<PromptArgument>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub name: ::std::string::String,
@@ -2286,10 +2347,11 @@ pub mod types {
     pub struct PromptListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2302,15 +2364,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PromptMessageContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for PromptMessageContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for PromptMessageContent {
         fn from(value: ImageContent) -> Self {
@@ -2320,6 +2377,11 @@ pub mod types {
     impl ::std::convert::From<AudioContent> for PromptMessageContent {
         fn from(value: AudioContent) -> Self {
             Self::AudioContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for PromptMessageContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     impl ::std::convert::From<EmbeddedResource> for PromptMessageContent {
@@ -2387,6 +2449,8 @@ pub mod types {
     /// Definition `ReadResourceRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadResourceRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
@@ -2451,10 +2515,11 @@ pub mod types {
         pub contents: ::std::vec::Vec<ReadResourceResultContentsItem>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -2611,10 +2676,11 @@ pub mod types {
     pub struct ResourceListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2762,10 +2828,11 @@ pub mod types {
     pub struct Result {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2898,10 +2965,11 @@ pub mod types {
     pub struct RootsListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2914,14 +2982,9 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-    }
-    impl ::std::convert::From<TextContent> for SamplingMessageContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for SamplingMessageContent {
         fn from(value: ImageContent) -> Self {
@@ -2933,21 +2996,29 @@ pub mod types {
             Self::AudioContent(value)
         }
     }
+    impl ::std::convert::From<TextContent> for SamplingMessageContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     /// Definition `ServerCapabilities` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilities {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub completions: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub completions: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub logging: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub logging: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompts: ::std::option::Option<ServerCapabilitiesPrompts>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2984,6 +3055,8 @@ pub mod types {
     /// Definition `SetLevelRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetLevelRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
@@ -3045,6 +3118,8 @@ pub mod types {
     /// Definition `SubscribeRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
@@ -3212,16 +3287,15 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
     }
@@ -3342,16 +3416,19 @@ pub mod types {
     pub struct ToolListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     /// Definition `UnsubscribeRequest` of MCP 2025-03-26 (`mcp/2025-03-26/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }

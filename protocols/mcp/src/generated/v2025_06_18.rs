@@ -16,15 +16,15 @@ pub mod types {
     /// Definition `Annotations` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
         #[serde(
             rename = "lastModified",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub last_modified: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `AudioContent` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -34,10 +34,11 @@ pub mod types {
         pub data: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
         #[serde(rename = "type")]
@@ -106,10 +107,11 @@ pub mod types {
         pub blob: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -182,6 +184,8 @@ pub mod types {
     /// Definition `CallToolRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
@@ -238,8 +242,10 @@ pub mod types {
     /// Definition `CallToolRequestParams` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParams {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub arguments: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
     }
     /// Definition `CallToolResult` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
@@ -253,18 +259,17 @@ pub mod types {
         pub is_error: ::std::option::Option<bool>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "structuredContent",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub structured_content: ::serde_json::Map<
-            ::std::string::String,
-            ::serde_json::Value,
+        pub structured_content: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
     /// Definition `CancelledNotification` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
@@ -334,20 +339,23 @@ pub mod types {
     /// Definition `ClientCapabilities` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub elicitation: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub elicitation: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub roots: ::std::option::Option<ClientCapabilitiesRoots>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub sampling: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub sampling: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
@@ -360,6 +368,8 @@ pub mod types {
     /// Definition `CompleteRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
@@ -429,13 +439,9 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -460,10 +466,11 @@ pub mod types {
         pub completion: CompleteResultCompletion,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
@@ -480,16 +487,11 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
         ResourceLink(ResourceLink),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for ContentBlock {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for ContentBlock {
         fn from(value: ImageContent) -> Self {
@@ -506,6 +508,11 @@ pub mod types {
             Self::ResourceLink(value)
         }
     }
+    impl ::std::convert::From<TextContent> for ContentBlock {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     impl ::std::convert::From<EmbeddedResource> for ContentBlock {
         fn from(value: EmbeddedResource) -> Self {
             Self::EmbeddedResource(value)
@@ -514,6 +521,8 @@ pub mod types {
     /// Definition `CreateMessageRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateMessageRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
@@ -580,8 +589,10 @@ pub mod types {
         #[serde(rename = "maxTokens")]
         pub max_tokens: i64,
         pub messages: ::std::vec::Vec<SamplingMessage>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "modelPreferences",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -589,17 +600,18 @@ pub mod types {
         pub model_preferences: ::std::option::Option<ModelPreferences>,
         #[serde(
             rename = "stopSequences",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub stop_sequences: ::std::vec::Vec<::std::string::String>,
+        pub stop_sequences: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "systemPrompt",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub system_prompt: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub temperature: ::std::option::Option<f64>,
+        pub temperature: ::std::option::Option<::serde_json::Number>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -666,10 +678,11 @@ pub mod types {
         pub content: CreateMessageResultContent,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub model: ::std::string::String,
         pub role: Role,
         #[serde(
@@ -681,14 +694,9 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-    }
-    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for CreateMessageResultContent {
         fn from(value: ImageContent) -> Self {
@@ -698,6 +706,11 @@ pub mod types {
     impl ::std::convert::From<AudioContent> for CreateMessageResultContent {
         fn from(value: AudioContent) -> Self {
             Self::AudioContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for CreateMessageResultContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     /// Definition `Cursor` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
@@ -744,6 +757,8 @@ pub mod types {
     /// Definition `ElicitRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ElicitRequestMethod,
         pub params: ElicitRequestParams,
     }
@@ -810,8 +825,8 @@ pub mod types {
             ::std::string::String,
             PrimitiveSchemaDefinition,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ElicitRequestParamsRequestedSchemaType,
     }
@@ -870,20 +885,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitResult {
         pub action: ElicitResultAction,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub content: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitResultContentValue,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub content: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
         >,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -976,10 +988,11 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub resource: EmbeddedResourceResource,
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
@@ -1079,10 +1092,9 @@ pub mod types {
         pub enum_: ::std::vec::Vec<::std::string::String>,
         #[serde(
             rename = "enumNames",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub enum_names: ::std::vec::Vec<::std::string::String>,
+        pub enum_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -1141,6 +1153,8 @@ pub mod types {
     /// Definition `GetPromptRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
@@ -1197,13 +1211,9 @@ pub mod types {
     /// Definition `GetPromptRequestParams` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParams {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         pub name: ::std::string::String,
     }
@@ -1215,10 +1225,11 @@ pub mod types {
         pub messages: ::std::vec::Vec<PromptMessage>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `ImageContent` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1228,10 +1239,11 @@ pub mod types {
         pub data: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
         #[serde(rename = "type")]
@@ -1298,6 +1310,8 @@ pub mod types {
     /// Definition `InitializeRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
@@ -1368,10 +1382,11 @@ pub mod types {
         pub instructions: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ::std::string::String,
         #[serde(rename = "serverInfo")]
@@ -1442,10 +1457,11 @@ pub mod types {
     pub struct InitializedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1518,18 +1534,13 @@ pub mod types {
     #[serde(untagged)]
     pub enum JsonrpcMessage {
         Request(JsonrpcRequest),
-        Notification(JsonrpcNotification),
         Response(JsonrpcResponse),
         Error(JsonrpcError),
+        Notification(JsonrpcNotification),
     }
     impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessage {
         fn from(value: JsonrpcRequest) -> Self {
             Self::Request(value)
-        }
-    }
-    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
-        fn from(value: JsonrpcNotification) -> Self {
-            Self::Notification(value)
         }
     }
     impl ::std::convert::From<JsonrpcResponse> for JsonrpcMessage {
@@ -1540,6 +1551,11 @@ pub mod types {
     impl ::std::convert::From<JsonrpcError> for JsonrpcMessage {
         fn from(value: JsonrpcError) -> Self {
             Self::Error(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
+        fn from(value: JsonrpcNotification) -> Self {
+            Self::Notification(value)
         }
     }
     /// Definition `JSONRPCNotification` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
@@ -1604,10 +1620,11 @@ pub mod types {
     pub struct JsonrpcNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -1750,6 +1767,8 @@ pub mod types {
     /// Definition `ListPromptsRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListPromptsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListPromptsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
@@ -1815,10 +1834,11 @@ pub mod types {
     pub struct ListPromptsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1829,6 +1849,8 @@ pub mod types {
     /// Definition `ListResourceTemplatesRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourceTemplatesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourceTemplatesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
@@ -1895,10 +1917,11 @@ pub mod types {
     pub struct ListResourceTemplatesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1910,6 +1933,8 @@ pub mod types {
     /// Definition `ListResourcesRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListResourcesRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListResourcesRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
@@ -1975,10 +2000,11 @@ pub mod types {
     pub struct ListResourcesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1989,6 +2015,8 @@ pub mod types {
     /// Definition `ListRootsRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListRootsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListRootsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
@@ -2069,15 +2097,18 @@ pub mod types {
     pub struct ListRootsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub roots: ::std::vec::Vec<Root>,
     }
     /// Definition `ListToolsRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListToolsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListToolsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
@@ -2143,10 +2174,11 @@ pub mod types {
     pub struct ListToolsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2311,19 +2343,19 @@ pub mod types {
             rename = "costPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub cost_priority: ::std::option::Option<f64>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub hints: ::std::vec::Vec<ModelHint>,
+        pub cost_priority: ::std::option::Option<::serde_json::Number>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub hints: ::std::option::Option<::std::vec::Vec<ModelHint>>,
         #[serde(
             rename = "intelligencePriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub intelligence_priority: ::std::option::Option<f64>,
+        pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "speedPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub speed_priority: ::std::option::Option<f64>,
+        pub speed_priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `Notification` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2336,10 +2368,11 @@ pub mod types {
     pub struct NotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2349,9 +2382,9 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
+        pub maximum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
+        pub minimum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -2428,10 +2461,11 @@ pub mod types {
     pub struct PaginatedResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2441,6 +2475,8 @@ pub mod types {
     /// Definition `PingRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PingRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: PingRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
@@ -2517,16 +2553,33 @@ pub mod types {
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     /// Definition `PrimitiveSchemaDefinition` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PrimitiveSchemaDefinition {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StringSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NumberSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<BooleanSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<EnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PrimitiveSchemaDefinition {
+        EnumSchema(EnumSchema),
+        StringSchema(StringSchema),
+        NumberSchema(NumberSchema),
+        BooleanSchema(BooleanSchema),
+    }
+    impl ::std::convert::From<EnumSchema> for PrimitiveSchemaDefinition {
+        fn from(value: EnumSchema) -> Self {
+            Self::EnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<StringSchema> for PrimitiveSchemaDefinition {
+        fn from(value: StringSchema) -> Self {
+            Self::StringSchema(value)
+        }
+    }
+    impl ::std::convert::From<NumberSchema> for PrimitiveSchemaDefinition {
+        fn from(value: NumberSchema) -> Self {
+            Self::NumberSchema(value)
+        }
+    }
+    impl ::std::convert::From<BooleanSchema> for PrimitiveSchemaDefinition {
+        fn from(value: BooleanSchema) -> Self {
+            Self::BooleanSchema(value)
+        }
     }
     /// Definition `ProgressNotification` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2589,11 +2642,11 @@ pub mod types {
     pub struct ProgressNotificationParams {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub message: ::std::option::Option<::std::string::String>,
-        pub progress: f64,
+        pub progress: ::serde_json::Number,
         #[serde(rename = "progressToken")]
         pub progress_token: ProgressToken,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub total: ::std::option::Option<f64>,
+        pub total: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ProgressToken` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2618,16 +2671,17 @@ pub mod types {
     /// Definition `Prompt` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Prompt {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub arguments: ::std::vec::Vec<PromptArgument>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<::std::vec::Vec<PromptArgument>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
@@ -2710,10 +2764,11 @@ pub mod types {
     pub struct PromptListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2785,6 +2840,8 @@ pub mod types {
     /// Definition `ReadResourceRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadResourceRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
@@ -2849,10 +2906,11 @@ pub mod types {
         pub contents: ::std::vec::Vec<ReadResourceResultContentsItem>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -2926,10 +2984,11 @@ pub mod types {
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2947,10 +3006,11 @@ pub mod types {
     pub struct ResourceContents {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2967,10 +3027,11 @@ pub mod types {
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3102,10 +3163,11 @@ pub mod types {
     pub struct ResourceListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -3118,10 +3180,11 @@ pub mod types {
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3262,10 +3325,11 @@ pub mod types {
     pub struct Result {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -3329,10 +3393,11 @@ pub mod types {
     pub struct Root {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
@@ -3404,10 +3469,11 @@ pub mod types {
     pub struct RootsListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -3420,14 +3486,9 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-    }
-    impl ::std::convert::From<TextContent> for SamplingMessageContent {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
+        TextContent(TextContent),
     }
     impl ::std::convert::From<ImageContent> for SamplingMessageContent {
         fn from(value: ImageContent) -> Self {
@@ -3439,21 +3500,29 @@ pub mod types {
             Self::AudioContent(value)
         }
     }
+    impl ::std::convert::From<TextContent> for SamplingMessageContent {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     /// Definition `ServerCapabilities` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilities {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub completions: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub completions: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub logging: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub logging: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompts: ::std::option::Option<ServerCapabilitiesPrompts>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3490,6 +3559,8 @@ pub mod types {
     /// Definition `SetLevelRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetLevelRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
@@ -3685,6 +3756,8 @@ pub mod types {
     /// Definition `SubscribeRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
@@ -3750,10 +3823,11 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub text: ::std::string::String,
         #[serde(rename = "type")]
         pub type_: TextContentType,
@@ -3813,10 +3887,11 @@ pub mod types {
     pub struct TextResourceContents {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3836,10 +3911,11 @@ pub mod types {
         pub input_schema: ToolInputSchema,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
         #[serde(
             rename = "outputSchema",
@@ -3877,16 +3953,15 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
     }
@@ -4007,25 +4082,25 @@ pub mod types {
     pub struct ToolListChangedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolOutputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolOutputSchemaType,
     }
@@ -4082,6 +4157,8 @@ pub mod types {
     /// Definition `UnsubscribeRequest` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsubscribeRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }

@@ -16,15 +16,15 @@ pub mod types {
     /// Definition `Annotations` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
         #[serde(
             rename = "lastModified",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub last_modified: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `AudioContent` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -34,10 +34,11 @@ pub mod types {
         pub data: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
         #[serde(rename = "type")]
@@ -106,10 +107,11 @@ pub mod types {
         pub blob: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -290,8 +292,10 @@ pub mod types {
     /// Definition `CallToolRequestParams` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParams {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub arguments: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -322,18 +326,17 @@ pub mod types {
         pub is_error: ::std::option::Option<bool>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "structuredContent",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub structured_content: ::serde_json::Map<
-            ::std::string::String,
-            ::serde_json::Value,
+        pub structured_content: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
     /// Definition `CancelTaskRequest` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
@@ -459,10 +462,11 @@ pub mod types {
         pub last_updated_at: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "pollInterval",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -594,10 +598,11 @@ pub mod types {
     pub struct CancelledNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reason: ::std::option::Option<::std::string::String>,
         #[serde(
@@ -611,13 +616,12 @@ pub mod types {
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub elicitation: ::std::option::Option<ClientCapabilitiesElicitation>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub roots: ::std::option::Option<ClientCapabilitiesRoots>,
@@ -628,10 +632,14 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesElicitation {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub form: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub url: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub form: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub url: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
@@ -643,17 +651,25 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesSampling {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub context: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub tools: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub context: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub tools: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasks {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub cancel: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub list: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub cancel: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub list: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub requests: ::std::option::Option<ClientCapabilitiesTasksRequests>,
     }
@@ -668,19 +684,19 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasksRequestsElicitation {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub create: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub create: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasksRequestsSampling {
         #[serde(
             rename = "createMessage",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub create_message: ::serde_json::Map<
-            ::std::string::String,
-            ::serde_json::Value,
+        pub create_message: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
     /// Definition `CompleteRequest` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
@@ -812,13 +828,9 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -853,10 +865,11 @@ pub mod types {
         pub completion: CompleteResultCompletion,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
@@ -873,16 +886,11 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
         ResourceLink(ResourceLink),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for ContentBlock {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for ContentBlock {
         fn from(value: ImageContent) -> Self {
@@ -897,6 +905,11 @@ pub mod types {
     impl ::std::convert::From<ResourceLink> for ContentBlock {
         fn from(value: ResourceLink) -> Self {
             Self::ResourceLink(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for ContentBlock {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     impl ::std::convert::From<EmbeddedResource> for ContentBlock {
@@ -1030,8 +1043,10 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub meta: ::std::option::Option<CreateMessageRequestParamsMeta>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub metadata: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub metadata: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "modelPreferences",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1039,10 +1054,11 @@ pub mod types {
         pub model_preferences: ::std::option::Option<ModelPreferences>,
         #[serde(
             rename = "stopSequences",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub stop_sequences: ::std::vec::Vec<::std::string::String>,
+        pub stop_sequences: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "systemPrompt",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1051,14 +1067,14 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub task: ::std::option::Option<TaskMetadata>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub temperature: ::std::option::Option<f64>,
+        pub temperature: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "toolChoice",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub tool_choice: ::std::option::Option<ToolChoice>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub tools: ::std::vec::Vec<Tool>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub tools: ::std::option::Option<::std::vec::Vec<Tool>>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1135,10 +1151,11 @@ pub mod types {
         pub content: CreateMessageResultContent,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub model: ::std::string::String,
         pub role: Role,
         #[serde(
@@ -1193,10 +1210,11 @@ pub mod types {
     pub struct CreateTaskResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub task: Task,
     }
     /// Definition `Cursor` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
@@ -1330,8 +1348,8 @@ pub mod types {
             ::std::string::String,
             PrimitiveSchemaDefinition,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(
             rename = "$schema",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1588,20 +1606,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitResult {
         pub action: ElicitResultAction,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub content: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitResultContentValue,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub content: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
         >,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1831,10 +1846,11 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub resource: EmbeddedResourceResource,
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
@@ -1926,18 +1942,39 @@ pub mod types {
         }
     }
     /// Definition `EnumSchema` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct EnumSchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<UntitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<TitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<TitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<LegacyTitledEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum EnumSchema {
+        UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
+        TitledSingleSelectEnumSchema(TitledSingleSelectEnumSchema),
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+        LegacyTitledEnumSchema(LegacyTitledEnumSchema),
+    }
+    impl ::std::convert::From<UntitledSingleSelectEnumSchema> for EnumSchema {
+        fn from(value: UntitledSingleSelectEnumSchema) -> Self {
+            Self::UntitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledSingleSelectEnumSchema> for EnumSchema {
+        fn from(value: TitledSingleSelectEnumSchema) -> Self {
+            Self::TitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema> for EnumSchema {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema> for EnumSchema {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<LegacyTitledEnumSchema> for EnumSchema {
+        fn from(value: LegacyTitledEnumSchema) -> Self {
+            Self::LegacyTitledEnumSchema(value)
+        }
     }
     /// Definition `Error` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2058,13 +2095,9 @@ pub mod types {
     /// Definition `GetPromptRequestParams` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParams {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         #[serde(
             rename = "_meta",
@@ -2091,10 +2124,11 @@ pub mod types {
         pub messages: ::std::vec::Vec<PromptMessage>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `GetTaskPayloadRequest` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2216,10 +2250,11 @@ pub mod types {
     pub struct GetTaskPayloadResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2346,10 +2381,11 @@ pub mod types {
         pub last_updated_at: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "pollInterval",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2376,8 +2412,8 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub mime_type: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub sizes: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub sizes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub src: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
@@ -2439,8 +2475,8 @@ pub mod types {
     /// Definition `Icons` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Icons {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
     }
     /// Definition `ImageContent` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2450,10 +2486,11 @@ pub mod types {
         pub data: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
         #[serde(rename = "type")]
@@ -2514,8 +2551,8 @@ pub mod types {
     pub struct Implementation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         pub name: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
@@ -2666,10 +2703,11 @@ pub mod types {
         pub instructions: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ::std::string::String,
         #[serde(rename = "serverInfo")]
@@ -2850,8 +2888,8 @@ pub mod types {
     #[serde(untagged)]
     pub enum JsonrpcMessage {
         Request(JsonrpcRequest),
-        Notification(JsonrpcNotification),
         ResultResponse(JsonrpcResultResponse),
+        Notification(JsonrpcNotification),
         ErrorResponse(JsonrpcErrorResponse),
     }
     impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessage {
@@ -2859,14 +2897,14 @@ pub mod types {
             Self::Request(value)
         }
     }
-    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
-        fn from(value: JsonrpcNotification) -> Self {
-            Self::Notification(value)
-        }
-    }
     impl ::std::convert::From<JsonrpcResultResponse> for JsonrpcMessage {
         fn from(value: JsonrpcResultResponse) -> Self {
             Self::ResultResponse(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
+        fn from(value: JsonrpcNotification) -> Self {
+            Self::Notification(value)
         }
     }
     impl ::std::convert::From<JsonrpcErrorResponse> for JsonrpcMessage {
@@ -2879,8 +2917,10 @@ pub mod types {
     pub struct JsonrpcNotification {
         pub jsonrpc: JsonrpcNotificationJsonrpc,
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2938,8 +2978,10 @@ pub mod types {
         pub id: RequestId,
         pub jsonrpc: JsonrpcRequestJsonrpc,
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3077,10 +3119,9 @@ pub mod types {
         pub enum_: ::std::vec::Vec<::std::string::String>,
         #[serde(
             rename = "enumNames",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub enum_names: ::std::vec::Vec<::std::string::String>,
+        pub enum_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -3250,10 +3291,11 @@ pub mod types {
     pub struct ListPromptsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3377,10 +3419,11 @@ pub mod types {
     pub struct ListResourceTemplatesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3503,10 +3546,11 @@ pub mod types {
     pub struct ListResourcesResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3628,10 +3672,11 @@ pub mod types {
     pub struct ListRootsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub roots: ::std::vec::Vec<Root>,
     }
     /// Definition `ListTasksRequest` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
@@ -3748,10 +3793,11 @@ pub mod types {
     pub struct ListTasksResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3873,10 +3919,11 @@ pub mod types {
     pub struct ListToolsResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4081,10 +4128,11 @@ pub mod types {
         pub logger: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `ModelHint` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -4099,56 +4147,68 @@ pub mod types {
             rename = "costPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub cost_priority: ::std::option::Option<f64>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub hints: ::std::vec::Vec<ModelHint>,
+        pub cost_priority: ::std::option::Option<::serde_json::Number>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub hints: ::std::option::Option<::std::vec::Vec<ModelHint>>,
         #[serde(
             rename = "intelligencePriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub intelligence_priority: ::std::option::Option<f64>,
+        pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "speedPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub speed_priority: ::std::option::Option<f64>,
+        pub speed_priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `MultiSelectEnumSchema` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectEnumSchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<TitledMultiSelectEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum MultiSelectEnumSchema {
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema> for MultiSelectEnumSchema {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema> for MultiSelectEnumSchema {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
     }
     /// Definition `Notification` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Notification {
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `NotificationParams` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `NumberSchema` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NumberSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
+        pub default: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
+        pub maximum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
+        pub minimum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -4293,10 +4353,11 @@ pub mod types {
     pub struct PaginatedResult {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "nextCursor",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4413,24 +4474,61 @@ pub mod types {
         }
     }
     /// Definition `PrimitiveSchemaDefinition` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PrimitiveSchemaDefinition {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StringSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NumberSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<BooleanSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<UntitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<TitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<TitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<LegacyTitledEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PrimitiveSchemaDefinition {
+        UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
+        TitledSingleSelectEnumSchema(TitledSingleSelectEnumSchema),
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+        LegacyTitledEnumSchema(LegacyTitledEnumSchema),
+        StringSchema(StringSchema),
+        NumberSchema(NumberSchema),
+        BooleanSchema(BooleanSchema),
+    }
+    impl ::std::convert::From<UntitledSingleSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: UntitledSingleSelectEnumSchema) -> Self {
+            Self::UntitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledSingleSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: TitledSingleSelectEnumSchema) -> Self {
+            Self::TitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<LegacyTitledEnumSchema> for PrimitiveSchemaDefinition {
+        fn from(value: LegacyTitledEnumSchema) -> Self {
+            Self::LegacyTitledEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<StringSchema> for PrimitiveSchemaDefinition {
+        fn from(value: StringSchema) -> Self {
+            Self::StringSchema(value)
+        }
+    }
+    impl ::std::convert::From<NumberSchema> for PrimitiveSchemaDefinition {
+        fn from(value: NumberSchema) -> Self {
+            Self::NumberSchema(value)
+        }
+    }
+    impl ::std::convert::From<BooleanSchema> for PrimitiveSchemaDefinition {
+        fn from(value: BooleanSchema) -> Self {
+            Self::BooleanSchema(value)
+        }
     }
     /// Definition `ProgressNotification` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4546,15 +4644,16 @@ pub mod types {
         pub message: ::std::option::Option<::std::string::String>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        pub progress: f64,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        pub progress: ::serde_json::Number,
         #[serde(rename = "progressToken")]
         pub progress_token: ProgressToken,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub total: ::std::option::Option<f64>,
+        pub total: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ProgressToken` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4579,18 +4678,19 @@ pub mod types {
     /// Definition `Prompt` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Prompt {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub arguments: ::std::vec::Vec<PromptArgument>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<::std::vec::Vec<PromptArgument>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
@@ -4919,10 +5019,11 @@ pub mod types {
         pub contents: ::std::vec::Vec<ReadResourceResultContentsItem>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
@@ -4950,8 +5051,10 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Request {
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `RequestId` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4999,14 +5102,15 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5024,10 +5128,11 @@ pub mod types {
     pub struct ResourceContents {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5042,14 +5147,15 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5255,14 +5361,15 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5450,10 +5557,11 @@ pub mod types {
     pub struct ResourceUpdatedNotificationParams {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub uri: ::std::string::String,
     }
     /// Definition `Result` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
@@ -5461,10 +5569,11 @@ pub mod types {
     pub struct Result {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -5528,10 +5637,11 @@ pub mod types {
     pub struct Root {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
@@ -5656,10 +5766,11 @@ pub mod types {
         pub content: SamplingMessageContent,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub role: Role,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -5707,15 +5818,15 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContentBlock {
-        TextContent(TextContent),
+        ToolUseContent(ToolUseContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-        ToolUseContent(ToolUseContent),
         ToolResultContent(ToolResultContent),
+        TextContent(TextContent),
     }
-    impl ::std::convert::From<TextContent> for SamplingMessageContentBlock {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
+    impl ::std::convert::From<ToolUseContent> for SamplingMessageContentBlock {
+        fn from(value: ToolUseContent) -> Self {
+            Self::ToolUseContent(value)
         }
     }
     impl ::std::convert::From<ImageContent> for SamplingMessageContentBlock {
@@ -5728,31 +5839,34 @@ pub mod types {
             Self::AudioContent(value)
         }
     }
-    impl ::std::convert::From<ToolUseContent> for SamplingMessageContentBlock {
-        fn from(value: ToolUseContent) -> Self {
-            Self::ToolUseContent(value)
-        }
-    }
     impl ::std::convert::From<ToolResultContent> for SamplingMessageContentBlock {
         fn from(value: ToolResultContent) -> Self {
             Self::ToolResultContent(value)
         }
     }
+    impl ::std::convert::From<TextContent> for SamplingMessageContentBlock {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     /// Definition `ServerCapabilities` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilities {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub completions: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub completions: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub logging: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub logging: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompts: ::std::option::Option<ServerCapabilitiesPrompts>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5782,10 +5896,14 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTasks {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub cancel: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub list: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub cancel: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub list: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub requests: ::std::option::Option<ServerCapabilitiesTasksRequests>,
     }
@@ -5796,8 +5914,10 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTasksRequestsTools {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub call: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub call: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
@@ -6454,10 +6574,11 @@ pub mod types {
         pub last_updated_at: ::std::string::String,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "pollInterval",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6481,10 +6602,11 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub text: ::std::string::String,
         #[serde(rename = "type")]
         pub type_: TextContentType,
@@ -6544,10 +6666,11 @@ pub mod types {
     pub struct TextResourceContents {
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "mimeType",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6559,8 +6682,8 @@ pub mod types {
     /// Definition `TitledMultiSelectEnumSchema` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchema {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub default: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub items: TitledMultiSelectEnumSchemaItems,
@@ -6721,16 +6844,17 @@ pub mod types {
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub execution: ::std::option::Option<ToolExecution>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(rename = "inputSchema")]
         pub input_schema: ToolInputSchema,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
         #[serde(
             rename = "outputSchema",
@@ -6899,16 +7023,15 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(
             rename = "$schema",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -7083,16 +7206,15 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolOutputSchema {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub properties: ::std::collections::HashMap<
-            ::std::string::String,
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub properties: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(
             rename = "$schema",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -7162,18 +7284,17 @@ pub mod types {
         pub is_error: ::std::option::Option<bool>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "structuredContent",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub structured_content: ::serde_json::Map<
-            ::std::string::String,
-            ::serde_json::Value,
+        pub structured_content: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         #[serde(rename = "toolUseId")]
         pub tool_use_id: ::std::string::String,
@@ -7237,10 +7358,11 @@ pub mod types {
         pub input: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         #[serde(
             rename = "_meta",
-            default,
-            skip_serializing_if = "::serde_json::Map::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub meta: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        pub meta: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         pub name: ::std::string::String,
         #[serde(rename = "type")]
         pub type_: ToolUseContentType,
@@ -7426,8 +7548,8 @@ pub mod types {
     /// Definition `UntitledMultiSelectEnumSchema` of MCP 2025-11-25 (`mcp/2025-11-25/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UntitledMultiSelectEnumSchema {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub default: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub items: UntitledMultiSelectEnumSchemaItems,

@@ -16,15 +16,15 @@ pub mod types {
     /// Definition `Annotations` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub audience: ::std::vec::Vec<Role>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
         #[serde(
             rename = "lastModified",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub last_modified: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub priority: ::std::option::Option<f64>,
+        pub priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `AudioContent` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -357,8 +357,10 @@ pub mod types {
     /// Definition `CallToolRequestParams` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParams {
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub arguments: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(
             rename = "inputResponses",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -457,17 +459,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultResponseResult {
-        InputRequiredResult(InputRequiredResult),
         CallToolResult(CallToolResult),
-    }
-    impl ::std::convert::From<InputRequiredResult> for CallToolResultResponseResult {
-        fn from(value: InputRequiredResult) -> Self {
-            Self::InputRequiredResult(value)
-        }
+        InputRequiredResult(InputRequiredResult),
     }
     impl ::std::convert::From<CallToolResult> for CallToolResultResponseResult {
         fn from(value: CallToolResult) -> Self {
             Self::CallToolResult(value)
+        }
+    }
+    impl ::std::convert::From<InputRequiredResult> for CallToolResultResponseResult {
+        fn from(value: InputRequiredResult) -> Self {
+            Self::InputRequiredResult(value)
         }
     }
     /// Definition `CancelledNotification` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
@@ -596,18 +598,18 @@ pub mod types {
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub elicitation: ::std::option::Option<ClientCapabilitiesElicitation>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<::std::string::String, JsonObject>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub extensions: ::std::collections::HashMap<::std::string::String, JsonObject>,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub roots: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, JsonObject>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub extensions: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, JsonObject>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub roots: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sampling: ::std::option::Option<ClientCapabilitiesSampling>,
     }
@@ -751,13 +753,9 @@ pub mod types {
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -861,16 +859,11 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
-        TextContent(TextContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
         ResourceLink(ResourceLink),
+        TextContent(TextContent),
         EmbeddedResource(EmbeddedResource),
-    }
-    impl ::std::convert::From<TextContent> for ContentBlock {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
-        }
     }
     impl ::std::convert::From<ImageContent> for ContentBlock {
         fn from(value: ImageContent) -> Self {
@@ -887,6 +880,11 @@ pub mod types {
             Self::ResourceLink(value)
         }
     }
+    impl ::std::convert::From<TextContent> for ContentBlock {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
+        }
+    }
     impl ::std::convert::From<EmbeddedResource> for ContentBlock {
         fn from(value: EmbeddedResource) -> Self {
             Self::EmbeddedResource(value)
@@ -895,6 +893,8 @@ pub mod types {
     /// Definition `CreateMessageRequest` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateMessageRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
@@ -970,24 +970,25 @@ pub mod types {
         pub model_preferences: ::std::option::Option<ModelPreferences>,
         #[serde(
             rename = "stopSequences",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub stop_sequences: ::std::vec::Vec<::std::string::String>,
+        pub stop_sequences: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "systemPrompt",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub system_prompt: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub temperature: ::std::option::Option<f64>,
+        pub temperature: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "toolChoice",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub tool_choice: ::std::option::Option<ToolChoice>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub tools: ::std::vec::Vec<Tool>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub tools: ::std::option::Option<::std::vec::Vec<Tool>>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -1390,6 +1391,8 @@ pub mod types {
     /// Definition `ElicitRequest` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ElicitRequestMethod,
         pub params: ElicitRequestParams,
     }
@@ -1458,8 +1461,8 @@ pub mod types {
             ::std::string::String,
             PrimitiveSchemaDefinition,
         >,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub required: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(
             rename = "$schema",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1573,17 +1576,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitRequestParams {
-        FormParams(ElicitRequestFormParams),
         UrlParams(ElicitRequestUrlParams),
-    }
-    impl ::std::convert::From<ElicitRequestFormParams> for ElicitRequestParams {
-        fn from(value: ElicitRequestFormParams) -> Self {
-            Self::FormParams(value)
-        }
+        FormParams(ElicitRequestFormParams),
     }
     impl ::std::convert::From<ElicitRequestUrlParams> for ElicitRequestParams {
         fn from(value: ElicitRequestUrlParams) -> Self {
             Self::UrlParams(value)
+        }
+    }
+    impl ::std::convert::From<ElicitRequestFormParams> for ElicitRequestParams {
+        fn from(value: ElicitRequestFormParams) -> Self {
+            Self::FormParams(value)
         }
     }
     /// Definition `ElicitRequestURLParams` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
@@ -1647,13 +1650,9 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitResult {
         pub action: ElicitResultAction,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub content: ::std::collections::HashMap<
-            ::std::string::String,
-            ElicitResultContentValue,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub content: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
         >,
     }
     #[derive(
@@ -1859,18 +1858,39 @@ pub mod types {
         }
     }
     /// Definition `EnumSchema` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct EnumSchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<UntitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<TitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<TitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<LegacyTitledEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum EnumSchema {
+        UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
+        TitledSingleSelectEnumSchema(TitledSingleSelectEnumSchema),
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+        LegacyTitledEnumSchema(LegacyTitledEnumSchema),
+    }
+    impl ::std::convert::From<UntitledSingleSelectEnumSchema> for EnumSchema {
+        fn from(value: UntitledSingleSelectEnumSchema) -> Self {
+            Self::UntitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledSingleSelectEnumSchema> for EnumSchema {
+        fn from(value: TitledSingleSelectEnumSchema) -> Self {
+            Self::TitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema> for EnumSchema {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema> for EnumSchema {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<LegacyTitledEnumSchema> for EnumSchema {
+        fn from(value: LegacyTitledEnumSchema) -> Self {
+            Self::LegacyTitledEnumSchema(value)
+        }
     }
     /// Definition `Error` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -1991,13 +2011,9 @@ pub mod types {
     /// Definition `GetPromptRequestParams` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParams {
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub arguments: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
         #[serde(
             rename = "inputResponses",
@@ -2089,17 +2105,17 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetPromptResultResponseResult {
-        InputRequiredResult(InputRequiredResult),
         GetPromptResult(GetPromptResult),
-    }
-    impl ::std::convert::From<InputRequiredResult> for GetPromptResultResponseResult {
-        fn from(value: InputRequiredResult) -> Self {
-            Self::InputRequiredResult(value)
-        }
+        InputRequiredResult(InputRequiredResult),
     }
     impl ::std::convert::From<GetPromptResult> for GetPromptResultResponseResult {
         fn from(value: GetPromptResult) -> Self {
             Self::GetPromptResult(value)
+        }
+    }
+    impl ::std::convert::From<InputRequiredResult> for GetPromptResultResponseResult {
+        fn from(value: InputRequiredResult) -> Self {
+            Self::InputRequiredResult(value)
         }
     }
     /// Definition `HeaderMismatchError` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
@@ -2210,8 +2226,8 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub mime_type: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub sizes: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub sizes: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         pub src: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
@@ -2273,8 +2289,8 @@ pub mod types {
     /// Definition `Icons` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Icons {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
     }
     /// Definition `ImageContent` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2347,8 +2363,8 @@ pub mod types {
     pub struct Implementation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         pub name: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
@@ -2364,22 +2380,22 @@ pub mod types {
     #[serde(untagged)]
     pub enum InputRequest {
         CreateMessageRequest(CreateMessageRequest),
-        ListRootsRequest(ListRootsRequest),
         ElicitRequest(ElicitRequest),
+        ListRootsRequest(ListRootsRequest),
     }
     impl ::std::convert::From<CreateMessageRequest> for InputRequest {
         fn from(value: CreateMessageRequest) -> Self {
             Self::CreateMessageRequest(value)
         }
     }
-    impl ::std::convert::From<ListRootsRequest> for InputRequest {
-        fn from(value: ListRootsRequest) -> Self {
-            Self::ListRootsRequest(value)
-        }
-    }
     impl ::std::convert::From<ElicitRequest> for InputRequest {
         fn from(value: ElicitRequest) -> Self {
             Self::ElicitRequest(value)
+        }
+    }
+    impl ::std::convert::From<ListRootsRequest> for InputRequest {
+        fn from(value: ListRootsRequest) -> Self {
+            Self::ListRootsRequest(value)
         }
     }
     /// Definition `InputRequests` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
@@ -2790,8 +2806,8 @@ pub mod types {
     #[serde(untagged)]
     pub enum JsonrpcMessage {
         Request(JsonrpcRequest),
-        Notification(JsonrpcNotification),
         ResultResponse(JsonrpcResultResponse),
+        Notification(JsonrpcNotification),
         ErrorResponse(JsonrpcErrorResponse),
     }
     impl ::std::convert::From<JsonrpcRequest> for JsonrpcMessage {
@@ -2799,14 +2815,14 @@ pub mod types {
             Self::Request(value)
         }
     }
-    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
-        fn from(value: JsonrpcNotification) -> Self {
-            Self::Notification(value)
-        }
-    }
     impl ::std::convert::From<JsonrpcResultResponse> for JsonrpcMessage {
         fn from(value: JsonrpcResultResponse) -> Self {
             Self::ResultResponse(value)
+        }
+    }
+    impl ::std::convert::From<JsonrpcNotification> for JsonrpcMessage {
+        fn from(value: JsonrpcNotification) -> Self {
+            Self::Notification(value)
         }
     }
     impl ::std::convert::From<JsonrpcErrorResponse> for JsonrpcMessage {
@@ -2819,8 +2835,10 @@ pub mod types {
     pub struct JsonrpcNotification {
         pub jsonrpc: JsonrpcNotificationJsonrpc,
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -2878,8 +2896,10 @@ pub mod types {
         pub id: RequestId,
         pub jsonrpc: JsonrpcRequestJsonrpc,
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3017,10 +3037,9 @@ pub mod types {
         pub enum_: ::std::vec::Vec<::std::string::String>,
         #[serde(
             rename = "enumNames",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub enum_names: ::std::vec::Vec<::std::string::String>,
+        pub enum_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -3807,6 +3826,8 @@ pub mod types {
     /// Definition `ListRootsRequest` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListRootsRequest {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<RequestId>,
         pub method: ListRootsRequestMethod,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
@@ -4508,34 +4529,45 @@ pub mod types {
             rename = "costPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub cost_priority: ::std::option::Option<f64>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub hints: ::std::vec::Vec<ModelHint>,
+        pub cost_priority: ::std::option::Option<::serde_json::Number>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub hints: ::std::option::Option<::std::vec::Vec<ModelHint>>,
         #[serde(
             rename = "intelligencePriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub intelligence_priority: ::std::option::Option<f64>,
+        pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
         #[serde(
             rename = "speedPriority",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub speed_priority: ::std::option::Option<f64>,
+        pub speed_priority: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `MultiSelectEnumSchema` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct MultiSelectEnumSchema {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<TitledMultiSelectEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum MultiSelectEnumSchema {
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema> for MultiSelectEnumSchema {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema> for MultiSelectEnumSchema {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
     }
     /// Definition `Notification` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Notification {
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `NotificationMetaObject` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
@@ -4559,13 +4591,13 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NumberSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub default: ::std::option::Option<f64>,
+        pub default: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub maximum: ::std::option::Option<f64>,
+        pub maximum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub minimum: ::std::option::Option<f64>,
+        pub minimum: ::std::option::Option<::serde_json::Number>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
@@ -4751,24 +4783,61 @@ pub mod types {
         }
     }
     /// Definition `PrimitiveSchemaDefinition` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct PrimitiveSchemaDefinition {
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_0: ::std::option::Option<StringSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_1: ::std::option::Option<NumberSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_2: ::std::option::Option<BooleanSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_3: ::std::option::Option<UntitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_4: ::std::option::Option<TitledSingleSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_5: ::std::option::Option<UntitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_6: ::std::option::Option<TitledMultiSelectEnumSchema>,
-        #[serde(flatten, skip_serializing_if = "::std::option::Option::is_none")]
-        pub subtype_7: ::std::option::Option<LegacyTitledEnumSchema>,
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum PrimitiveSchemaDefinition {
+        UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
+        TitledSingleSelectEnumSchema(TitledSingleSelectEnumSchema),
+        UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
+        TitledMultiSelectEnumSchema(TitledMultiSelectEnumSchema),
+        LegacyTitledEnumSchema(LegacyTitledEnumSchema),
+        StringSchema(StringSchema),
+        NumberSchema(NumberSchema),
+        BooleanSchema(BooleanSchema),
+    }
+    impl ::std::convert::From<UntitledSingleSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: UntitledSingleSelectEnumSchema) -> Self {
+            Self::UntitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledSingleSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: TitledSingleSelectEnumSchema) -> Self {
+            Self::TitledSingleSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<UntitledMultiSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: UntitledMultiSelectEnumSchema) -> Self {
+            Self::UntitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<TitledMultiSelectEnumSchema>
+    for PrimitiveSchemaDefinition {
+        fn from(value: TitledMultiSelectEnumSchema) -> Self {
+            Self::TitledMultiSelectEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<LegacyTitledEnumSchema> for PrimitiveSchemaDefinition {
+        fn from(value: LegacyTitledEnumSchema) -> Self {
+            Self::LegacyTitledEnumSchema(value)
+        }
+    }
+    impl ::std::convert::From<StringSchema> for PrimitiveSchemaDefinition {
+        fn from(value: StringSchema) -> Self {
+            Self::StringSchema(value)
+        }
+    }
+    impl ::std::convert::From<NumberSchema> for PrimitiveSchemaDefinition {
+        fn from(value: NumberSchema) -> Self {
+            Self::NumberSchema(value)
+        }
+    }
+    impl ::std::convert::From<BooleanSchema> for PrimitiveSchemaDefinition {
+        fn from(value: BooleanSchema) -> Self {
+            Self::BooleanSchema(value)
+        }
     }
     /// Definition `ProgressNotification` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4887,11 +4956,11 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub meta: ::std::option::Option<NotificationMetaObject>,
-        pub progress: f64,
+        pub progress: ::serde_json::Number,
         #[serde(rename = "progressToken")]
         pub progress_token: ProgressToken,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub total: ::std::option::Option<f64>,
+        pub total: ::std::option::Option<::serde_json::Number>,
     }
     /// Definition `ProgressToken` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -4916,12 +4985,12 @@ pub mod types {
     /// Definition `Prompt` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Prompt {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub arguments: ::std::vec::Vec<PromptArgument>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub arguments: ::std::option::Option<::std::vec::Vec<PromptArgument>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5395,25 +5464,27 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultResponseResult {
-        InputRequiredResult(InputRequiredResult),
         ReadResourceResult(ReadResourceResult),
-    }
-    impl ::std::convert::From<InputRequiredResult> for ReadResourceResultResponseResult {
-        fn from(value: InputRequiredResult) -> Self {
-            Self::InputRequiredResult(value)
-        }
+        InputRequiredResult(InputRequiredResult),
     }
     impl ::std::convert::From<ReadResourceResult> for ReadResourceResultResponseResult {
         fn from(value: ReadResourceResult) -> Self {
             Self::ReadResourceResult(value)
         }
     }
+    impl ::std::convert::From<InputRequiredResult> for ReadResourceResultResponseResult {
+        fn from(value: InputRequiredResult) -> Self {
+            Self::InputRequiredResult(value)
+        }
+    }
     /// Definition `Request` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Request {
         pub method: ::std::string::String,
-        #[serde(default, skip_serializing_if = "::serde_json::Map::is_empty")]
-        pub params: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub params: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     }
     /// Definition `RequestId` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -5471,8 +5542,8 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5512,8 +5583,8 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5711,8 +5782,8 @@ pub mod types {
         pub annotations: ::std::option::Option<Annotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(
             rename = "_meta",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6096,15 +6167,15 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContentBlock {
-        TextContent(TextContent),
+        ToolUseContent(ToolUseContent),
         ImageContent(ImageContent),
         AudioContent(AudioContent),
-        ToolUseContent(ToolUseContent),
         ToolResultContent(ToolResultContent),
+        TextContent(TextContent),
     }
-    impl ::std::convert::From<TextContent> for SamplingMessageContentBlock {
-        fn from(value: TextContent) -> Self {
-            Self::TextContent(value)
+    impl ::std::convert::From<ToolUseContent> for SamplingMessageContentBlock {
+        fn from(value: ToolUseContent) -> Self {
+            Self::ToolUseContent(value)
         }
     }
     impl ::std::convert::From<ImageContent> for SamplingMessageContentBlock {
@@ -6117,14 +6188,14 @@ pub mod types {
             Self::AudioContent(value)
         }
     }
-    impl ::std::convert::From<ToolUseContent> for SamplingMessageContentBlock {
-        fn from(value: ToolUseContent) -> Self {
-            Self::ToolUseContent(value)
-        }
-    }
     impl ::std::convert::From<ToolResultContent> for SamplingMessageContentBlock {
         fn from(value: ToolResultContent) -> Self {
             Self::ToolResultContent(value)
+        }
+    }
+    impl ::std::convert::From<TextContent> for SamplingMessageContentBlock {
+        fn from(value: TextContent) -> Self {
+            Self::TextContent(value)
         }
     }
     /// Definition `ServerCapabilities` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
@@ -6132,16 +6203,14 @@ pub mod types {
     pub struct ServerCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub completions: ::std::option::Option<JsonObject>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub experimental: ::std::collections::HashMap<::std::string::String, JsonObject>,
-        #[serde(
-            default,
-            skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
-        )]
-        pub extensions: ::std::collections::HashMap<::std::string::String, JsonObject>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub experimental: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, JsonObject>,
+        >,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub extensions: ::std::option::Option<
+            ::std::collections::HashMap<::std::string::String, JsonObject>,
+        >,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub logging: ::std::option::Option<JsonObject>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6341,10 +6410,11 @@ pub mod types {
         pub prompts_list_changed: ::std::option::Option<bool>,
         #[serde(
             rename = "resourceSubscriptions",
-            default,
-            skip_serializing_if = "::std::vec::Vec::is_empty"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub resource_subscriptions: ::std::vec::Vec<::std::string::String>,
+        pub resource_subscriptions: ::std::option::Option<
+            ::std::vec::Vec<::std::string::String>,
+        >,
         #[serde(
             rename = "resourcesListChanged",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6756,8 +6826,8 @@ pub mod types {
     /// Definition `TitledMultiSelectEnumSchema` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchema {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub default: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub items: TitledMultiSelectEnumSchemaItems,
@@ -6916,8 +6986,8 @@ pub mod types {
         pub annotations: ::std::option::Option<ToolAnnotations>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub icons: ::std::vec::Vec<Icon>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub icons: ::std::option::Option<::std::vec::Vec<Icon>>,
         #[serde(rename = "inputSchema")]
         pub input_schema: ToolInputSchema,
         #[serde(
@@ -7456,8 +7526,8 @@ pub mod types {
     /// Definition `UntitledMultiSelectEnumSchema` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UntitledMultiSelectEnumSchema {
-        #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-        pub default: ::std::vec::Vec<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         pub items: UntitledMultiSelectEnumSchemaItems,

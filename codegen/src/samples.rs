@@ -1,0 +1,187 @@
+//! Test support the protocol crates share: load a revision's model from the cache the way a
+//! generation run does, and build the smallest JSON instance a definition accepts (every required
+//! property, first enum value, first union member), so dispatch can be tested for every method.
+
+use serde_json::{Map, Value};
+
+use crate::frontend::load;
+use crate::model::RevisionModel;
+use crate::normalize::Definitions;
+use crate::schema_doc::ref_target;
+use crate::sources::{Layout, Sources};
+use crate::types_emit::rust_type_name;
+
+/// What to tell someone whose cache is empty.
+pub const SYNC_HINT: &str =
+    "schema cache missing: run `cargo run -p codegen -- sync --from ../shared/schema` first";
+
+/// The workspace layout (schema cache, sources.toml).
+pub fn layout() -> Layout {
+    Layout::from_manifest_dir()
+}
+
+/// Loads `protocol` `revision` from the synced cache; the error says how to sync.
+pub fn revision_model(protocol: &str, revision: &str) -> Result<RevisionModel, String> {
+    let layout = layout();
+    if !layout.cache().exists() {
+        return Err(SYNC_HINT.to_string());
+    }
+    let sources = Sources::load(&layout.sources_toml()).map_err(|e| e.to_string())?;
+    let spec = sources
+        .revisions
+        .iter()
+        .find(|s| s.protocol == protocol && s.revision == revision)
+        .ok_or_else(|| format!("{protocol} {revision} is not in schema/sources.toml"))?;
+    load(spec, &sources, &layout.cache())
+        .map(|loaded| loaded.model)
+        .map_err(|e| format!("{e} ({SYNC_HINT})"))
+}
+
+/// Reads a cache-relative file, with the sync hint when it is missing.
+pub fn read_cache_file(relative: &str) -> Result<Vec<u8>, String> {
+    let path = layout().cache().join(relative);
+    std::fs::read(&path).map_err(|e| format!("{}: {e} ({SYNC_HINT})", path.display()))
+}
+
+/// The definition whose Rust type is `types::<Name>` (as `MethodSpec` spells types).
+pub fn definition_for_type_path<'a>(
+    definitions: &'a Definitions,
+    type_path: &str,
+) -> Option<&'a Value> {
+    let rust_name = type_path.strip_prefix("types::").unwrap_or(type_path);
+    definitions
+        .iter()
+        .find(|(name, _)| rust_type_name(name) == rust_name)
+        .map(|(_, schema)| schema)
+}
+
+const MAX_DEPTH: usize = 24;
+
+/// The smallest instance `schema` accepts, resolving `$ref`s against `definitions`.
+pub fn minimal_instance(definitions: &Definitions, schema: &Value) -> Value {
+    minimal_at(definitions, schema, 0)
+}
+
+fn minimal_at(definitions: &Definitions, schema: &Value, depth: usize) -> Value {
+    let Some(object) = schema.as_object() else {
+        return Value::Null;
+    };
+    if depth > MAX_DEPTH {
+        return Value::Null;
+    }
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(ref_target)
+    {
+        return definitions
+            .get(target)
+            .map(|s| minimal_at(definitions, s, depth + 1))
+            .unwrap_or(Value::Null);
+    }
+    if let Some(first) = object
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|v| v.first())
+    {
+        return first.clone();
+    }
+    if let Some(value) = object.get("const") {
+        return value.clone();
+    }
+    for union in ["anyOf", "oneOf"] {
+        if let Some(first) = object
+            .get(union)
+            .and_then(Value::as_array)
+            .and_then(|m| m.first())
+        {
+            return minimal_at(definitions, first, depth + 1);
+        }
+    }
+    if let Some(Value::Array(members)) = object.get("allOf") {
+        return merged_members(definitions, members, depth);
+    }
+    match first_type(object).as_deref() {
+        Some("string") => Value::String("x".into()),
+        Some("integer") | Some("number") => {
+            object.get("minimum").cloned().unwrap_or(Value::from(0))
+        }
+        Some("boolean") => Value::Bool(false),
+        Some("null") => Value::Null,
+        Some("array") => minimal_array(definitions, object, depth),
+        _ => minimal_object(definitions, object, depth),
+    }
+}
+
+fn first_type(object: &Map<String, Value>) -> Option<String> {
+    match object.get("type")? {
+        Value::String(kind) => Some(kind.clone()),
+        Value::Array(kinds) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| *k != "null")
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
+fn minimal_array(definitions: &Definitions, object: &Map<String, Value>, depth: usize) -> Value {
+    let needed = object.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    let item = object.get("items").cloned().unwrap_or(Value::Bool(true));
+    let items = (0..needed)
+        .map(|_| minimal_at(definitions, &item, depth + 1))
+        .collect();
+    Value::Array(items)
+}
+
+fn minimal_object(definitions: &Definitions, object: &Map<String, Value>, depth: usize) -> Value {
+    let mut out = Map::new();
+    let required: Vec<&str> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = object.get("properties") {
+        for name in required {
+            if let Some(property) = properties.get(name) {
+                out.insert(
+                    name.to_string(),
+                    minimal_at(definitions, property, depth + 1),
+                );
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn merged_members(definitions: &Definitions, members: &[Value], depth: usize) -> Value {
+    let mut out = Map::new();
+    for member in members {
+        if let Value::Object(part) = minimal_at(definitions, member, depth + 1) {
+            out.extend(part);
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn minimal_instance_fills_required_properties_through_refs() {
+        let definitions: Definitions = [
+            ("Kind".to_string(), json!({"enum": ["a", "b"]})),
+            (
+                "Params".to_string(),
+                json!({"type": "object", "required": ["kind", "n"],
+                    "properties": {"kind": {"$ref": "#/definitions/Kind"}, "n": {"type": "integer"},
+                        "optional": {"type": "string"}}}),
+            ),
+        ]
+        .into();
+        let value = minimal_instance(&definitions, &json!({"$ref": "#/definitions/Params"}));
+        assert_eq!(value, json!({"kind": "a", "n": 0}));
+    }
+}
