@@ -383,21 +383,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
         ) else {
             return refuse(Refusal::NotAcceptable, None);
         };
-        let limit = parts
-            .extensions
-            .get::<BodyLimit>()
-            .map_or(self.config.limits.max_bytes, |limit| limit.0);
-        let bytes = match read_body(body, limit).await {
-            Ok(bytes) => bytes,
-            Err(refusal) => return refuse(refusal, None),
-        };
-        let limits = DecodeLimits {
-            max_bytes: limit,
-            ..self.config.limits
-        };
-        let body = match decode(&bytes, &limits) {
-            Ok(payload) => Inbound::from_payload(payload),
-            Err(error) => return refuse(decode_refusal(&error), error.request_id()),
+        let body = match self.read_inbound(&parts.extensions, body).await {
+            Ok(body) => body,
+            Err(response) => return response,
         };
         let resolved = match self.resolve_post_session(&parts.headers, &body) {
             Ok(resolved) => resolved,
@@ -406,20 +394,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Some(session) = resolved.session() {
             tracing::Span::current().record("session", tracing::field::display(session.id()));
         }
-        let state = resolved.session().map(|session| session.state());
-        if body.batch && !self.handler.accepts_batch(&parts.headers, state) {
-            return refuse(Refusal::InvalidRequest, None);
+        if let Err(response) = self.admit_inbound(&parts.headers, &body, &resolved) {
+            return response;
         }
-        if let Some(name) = profile.version_header()
-            && parts
-                .headers
-                .get(name)
-                .is_some_and(|value| value.to_str().is_err())
+        // Only an admitted opening is stored, so a refused one leaves nothing behind.
+        if let Resolved::Opening(session) = &resolved
+            && self.store.insert(Arc::clone(session)).is_err()
         {
-            return refuse(Refusal::MalformedHeader("protocol version"), body.echo_id());
-        }
-        if let Err(rejection) = self.handler.admit(&body.messages, &parts.headers, state) {
-            return reject(&rejection, body.echo_id());
+            return refuse(Refusal::Overloaded, body.echo_id());
         }
         let meta = Arc::new(RequestMeta {
             headers: parts.headers,
@@ -452,6 +434,54 @@ impl<H: RequestHandler> StreamableHttp<H> {
         response
     }
 
+    /// Reads the body within the body limit in force and decodes it.
+    async fn read_inbound(
+        &self,
+        extensions: &http::Extensions,
+        body: Body,
+    ) -> Result<Inbound, Response> {
+        let limit = extensions
+            .get::<BodyLimit>()
+            .map_or(self.config.limits.max_bytes, |limit| limit.0);
+        let bytes = read_body(body, limit)
+            .await
+            .map_err(|refusal| refuse(refusal, None))?;
+        let limits = DecodeLimits {
+            max_bytes: limit,
+            ..self.config.limits
+        };
+        decode(&bytes, &limits)
+            .map(Inbound::from_payload)
+            .map_err(|error| refuse(decode_refusal(&error), error.request_id()))
+    }
+
+    /// The checks a resolved request passes before anything runs: the batch policy, a readable
+    /// version header, and the protocol's own admission.
+    fn admit_inbound(
+        &self,
+        headers: &HeaderMap,
+        body: &Inbound,
+        resolved: &Resolved<H::Session>,
+    ) -> Result<(), Response> {
+        let state = resolved.session().map(|session| session.state());
+        if body.batch && !self.handler.accepts_batch(headers, state) {
+            return Err(refuse(Refusal::InvalidRequest, None));
+        }
+        if let Some(name) = self.handler.profile().version_header()
+            && headers
+                .get(name)
+                .is_some_and(|value| value.to_str().is_err())
+        {
+            return Err(refuse(
+                Refusal::MalformedHeader("protocol version"),
+                body.echo_id(),
+            ));
+        }
+        self.handler
+            .admit(&body.messages, headers, state)
+            .map_err(|rejection| reject(&rejection, body.echo_id()))
+    }
+
     /// Which session a POST belongs to. The store is consulted only when the header names a
     /// session; otherwise the handler says what the body means.
     fn resolve_post_session(
@@ -481,17 +511,18 @@ impl<H: RequestHandler> StreamableHttp<H> {
             .ok_or(Refusal::UnknownSession)
     }
 
+    /// A new session, not yet stored: it is stored once the request is admitted.
     fn open_session(&self) -> Result<Arc<Session<H::Session>>, Refusal> {
+        if !self.store.has_room() {
+            return Err(Refusal::Overloaded);
+        }
         let session = Arc::new(Session::new(
             SessionId::random(),
             H::Session::default(),
             self.config.clock.now(),
             self.config.tail_capacity,
         ));
-        self.store
-            .insert(Arc::clone(&session))
-            .map_err(|_| Refusal::Overloaded)?;
-        tracing::debug!(session = %session.id(), "session opened");
+        tracing::debug!(session = %session.id(), "session opening");
         Ok(session)
     }
 

@@ -1,13 +1,51 @@
-//! `protocols-runtime`: what every protocol crate plugs into. It owns JSON-RPC 2.0, the
-//! transports, sessions, event tails and hardening, and never names a protocol method; the
-//! protocol crates describe themselves through [`method`] tables and the seam traits in
-//! [`handler`].
+//! `protocols-runtime`: what every protocol crate plugs into. It owns JSON-RPC 2.0 ([`jsonrpc`]),
+//! the SSE format ([`sse`]), the transports ([`http`] Streamable HTTP, [`legacy`] HTTP+SSE,
+//! [`stdio`]), sessions and event tails ([`session`], [`tail`]), talking back to the peer
+//! ([`peer`]), hardening ([`hardening`]) and composition ([`server`]). It never names a protocol
+//! method: a protocol crate implements [`RequestHandler`] and declares what differs in its
+//! [`Profile`].
+//!
+//! ```no_run
+//! use protocols_runtime::http::HttpConfig;
+//! use protocols_runtime::server::Server;
+//! use protocols_runtime::{Context, ErrorObject, Notification, Profile, Reply, Request, RequestHandler};
+//! use serde_json::value::RawValue;
+//!
+//! struct Echo {
+//!     profile: Profile,
+//! }
+//!
+//! impl RequestHandler for Echo {
+//!     type Session = ();
+//!
+//!     fn profile(&self) -> &Profile {
+//!         &self.profile
+//!     }
+//!
+//!     async fn handle(&self, request: Request, _cx: Context<()>) -> Reply {
+//!         match request.method.as_str() {
+//!             "echo" => Ok(request.params.unwrap_or_else(|| RawValue::NULL.to_owned())),
+//!             _ => Err(ErrorObject::method_not_found()),
+//!         }
+//!     }
+//!
+//!     async fn notify(&self, _notification: Notification, _cx: Context<()>) {}
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder()
+//!     .streamable_http("/rpc", Echo { profile: Profile::new() }, HttpConfig::default())
+//!     .build()?;
+//! server.serve("127.0.0.1:8080".parse()?).await?;
+//! # Ok(())
+//! # }
+//! ```
 
-mod dispatch;
 pub mod connect;
+mod dispatch;
 pub mod handler;
-pub mod http;
 pub mod hardening;
+pub mod http;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod method;
@@ -19,7 +57,12 @@ pub mod stdio;
 pub mod stream;
 pub mod tail;
 
-pub use handler::{BatchPolicy, Context, Profile, Rejection, Reply, RequestHandler, RequestMeta, Unsessioned};
+pub use handler::{
+    BatchPolicy, Context, Profile, Rejection, Reply, RequestHandler, RequestMeta, Unsessioned,
+};
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};
-pub use session::{Clock, ManualClock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, SystemClock};
+pub use session::{
+    Clock, ManualClock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
+    SystemClock,
+};

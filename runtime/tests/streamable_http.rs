@@ -797,3 +797,31 @@ async fn a_session_wide_peer_reaches_the_session_stream_after_the_request_answer
     let (_, later) = events.next_json().await.expect("the later notification");
     assert_eq!(later["method"], "later");
 }
+
+#[tokio::test]
+async fn a_protocol_rejection_keeps_its_status_echoes_the_id_and_stores_no_opening_session() {
+    let config = HttpConfig {
+        sessions: SessionLimits {
+            max_live: 1,
+            ..SessionLimits::default()
+        },
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let client = client();
+    let rejected = client
+        .post(server.url("/rpc"))
+        .header("content-type", "application/json")
+        .header("test-reject", "yes")
+        .body(request(5, "open", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rejected.status(), StatusCode::BAD_REQUEST);
+    assert!(rejected.headers().get(SESSION_HEADER).is_none());
+    let body: Value = rejected.json().await.unwrap();
+    assert_eq!(body["id"], 5);
+    assert_eq!(body["error"]["code"], -32099);
+    // The only slot is still free.
+    open(&client, &server.url("/rpc")).await;
+}

@@ -16,7 +16,7 @@ use protocols_runtime::server::{Server, ServerBuilder};
 use protocols_runtime::sse::{SseDecoder, SseEvent};
 use protocols_runtime::{
     BatchPolicy, CancelConvention, CancelReply, Context, ErrorObject, Message, Notification,
-    Profile, Reply, Request, RequestHandler, Unsessioned,
+    Profile, Rejection, Reply, Request, RequestHandler, Unsessioned,
 };
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -83,6 +83,21 @@ impl RequestHandler for TestProtocol {
             }
             _ => Unsessioned::NeedsSession,
         }
+    }
+
+    fn admit(
+        &self,
+        _messages: &[Message],
+        headers: &HeaderMap,
+        _session: Option<&TestSession>,
+    ) -> Result<(), Rejection> {
+        if headers.contains_key("test-reject") {
+            return Err(Rejection::new(
+                http::StatusCode::BAD_REQUEST,
+                ErrorObject::new(-32099, "rejected by the protocol"),
+            ));
+        }
+        Ok(())
     }
 
     async fn handle(&self, request: Request, cx: Context<TestSession>) -> Reply {
