@@ -1,3 +1,27 @@
-//! Typed a2a messages. Everything under `generated` is written by `cargo run -p codegen`.
+//! A2A on the shared runtime: the generated revisions (1.0.1 from `a2a.proto`, 0.3.0 from its
+//! JSON Schema) plus the hand-written glue that serves them — task store and lifecycle
+//! ([`store`], [`executor`], [`service`]), push notifications ([`push`]), the agent card
+//! ([`card`]), the JSON-RPC and HTTP+JSON bindings ([`server`], [`rest`]), 0.3 compatibility
+//! ([`compat`]) and a typed client ([`client`]).
+//!
+//! Serving an agent: implement [`executor::AgentExecutor`], build an [`service::A2aService`]
+//! and mount [`server::A2aServer::routes`] into a runtime `ServerBuilder`.
 
+pub mod card;
+pub mod client;
+pub mod compat;
+pub mod dispatch;
+pub mod error;
+pub mod executor;
 pub mod generated;
+pub mod push;
+pub mod rest;
+pub mod server;
+pub mod service;
+pub mod store;
+
+pub use generated::v0_3_0 as v0_3;
+pub use generated::v1_0_1 as v1;
+
+/// The HTTP+JSON binding's media type.
+pub const A2A_JSON_MEDIA_TYPE: &str = "application/a2a+json";

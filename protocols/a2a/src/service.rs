@@ -1,0 +1,459 @@
+//! The A2A 1.0 operations over a task store and an executor: task lifecycle (create, run,
+//! cancel), reads with history trimming, paginated listing, re-attaching to a running task,
+//! push-notification config CRUD and the extended card. Every binding and revision (JSON-RPC,
+//! HTTP+JSON, 0.3) calls these same methods.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use futures::stream::{self, BoxStream};
+
+use crate::card::AgentCards;
+use crate::error::A2aError;
+use crate::executor::{
+    AgentExecutor, LiveTasks, Subscription, TaskUpdater, ends_stream, is_terminal,
+};
+use crate::push::PushSender;
+use crate::store::{TaskFilter, TaskStore};
+use crate::v1::types::{
+    AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, Empty,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message, Role,
+    SendMessageRequest, SendMessageResponse, SendMessageResponsePayload, StreamResponse,
+    StreamResponsePayload, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState,
+    TaskStatus,
+};
+
+/// A stream of a task's events, ending after its final (or interrupted) status.
+pub type EventStream = BoxStream<'static, StreamResponse>;
+
+/// Page size when a listing names none, and the largest allowed.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+pub const MAX_PAGE_SIZE: usize = 100;
+
+/// Whether the caller proved who it is (the extended card is only for those who did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Anonymous,
+    Authenticated,
+}
+
+/// The A2A operations, shared by every binding.
+pub struct A2aService<E> {
+    executor: Arc<E>,
+    live: Arc<LiveTasks>,
+    cards: Arc<AgentCards>,
+}
+
+impl<E> Clone for A2aService<E> {
+    fn clone(&self) -> Self {
+        Self {
+            executor: Arc::clone(&self.executor),
+            live: Arc::clone(&self.live),
+            cards: Arc::clone(&self.cards),
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for A2aService<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aService").finish_non_exhaustive()
+    }
+}
+
+impl<E: AgentExecutor> A2aService<E> {
+    /// `push` is `None` when the agent does not support push notifications.
+    pub fn new(
+        executor: E,
+        store: Arc<dyn TaskStore>,
+        push: Option<PushSender>,
+        cards: AgentCards,
+    ) -> Self {
+        Self {
+            executor: Arc::new(executor),
+            live: Arc::new(LiveTasks::new(store, push)),
+            cards: Arc::new(cards),
+        }
+    }
+
+    pub fn cards(&self) -> &AgentCards {
+        &self.cards
+    }
+
+    fn store(&self) -> &Arc<dyn TaskStore> {
+        self.live.store()
+    }
+
+    /// `SendMessage`: runs the message on a task; answers when it ends (or at once, with
+    /// `returnImmediately`).
+    pub async fn send_message(
+        &self,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2aError> {
+        let configuration = request.configuration.clone().unwrap_or_default();
+        let history_length = configuration.history_length;
+        let (task_id, subscription) = self.start_task(request)?;
+        if configuration.return_immediately != Some(true) {
+            let mut events = event_stream(subscription);
+            while events.next().await.is_some() {}
+        }
+        let task = self
+            .store()
+            .get(&task_id)
+            .ok_or_else(|| A2aError::TaskNotFound(task_id.clone()))?;
+        Ok(SendMessageResponse {
+            payload: SendMessageResponsePayload::Task(trim_history(task, history_length)?),
+        })
+    }
+
+    /// `SendStreamingMessage`: the task, then its events as they happen.
+    pub fn send_streaming_message(
+        &self,
+        request: SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        let (_, subscription) = self.start_task(request)?;
+        Ok(event_stream(subscription))
+    }
+
+    /// Creates (or continues) the message's task, subscribes, then starts the executor, so the
+    /// subscription misses nothing.
+    fn start_task(&self, request: SendMessageRequest) -> Result<(String, Subscription), A2aError> {
+        let message = validate_message(request.message)?;
+        let task = match &message.task_id {
+            Some(task_id) if !task_id.is_empty() => self.continue_task(task_id, &message)?,
+            _ => self.create_task(&message)?,
+        };
+        if let Some(config) = request
+            .configuration
+            .and_then(|configuration| configuration.task_push_notification_config)
+        {
+            self.register_push_config(&task.id, config)?;
+        }
+        let cancel = self.live.start(&task.id)?;
+        let subscription = self.live.subscribe(&task.id)?;
+        let mut message = message;
+        message.task_id = Some(task.id.clone());
+        message.context_id.clone_from(&task.context_id);
+        let updater = TaskUpdater::new(task.clone(), Arc::clone(&self.live), cancel);
+        let executor = Arc::clone(&self.executor);
+        let live = Arc::clone(&self.live);
+        let task_id = task.id.clone();
+        tokio::spawn(async move {
+            executor.execute(message, updater).await;
+            settle(&live, &task_id);
+        });
+        Ok((task.id, subscription))
+    }
+
+    fn create_task(&self, message: &Message) -> Result<Task, A2aError> {
+        let task_id = uuid::Uuid::new_v4().to_string();
+        let context_id = message
+            .context_id
+            .clone()
+            .filter(|context| !context.is_empty())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let mut first = message.clone();
+        first.task_id = Some(task_id.clone());
+        first.context_id = Some(context_id.clone());
+        let task = Task {
+            artifacts: Vec::new(),
+            context_id: Some(context_id),
+            history: vec![first],
+            id: task_id,
+            metadata: serde_json::Map::new(),
+            status: TaskStatus {
+                message: None,
+                state: TaskState::TaskStateSubmitted,
+                timestamp: Some(chrono::Utc::now()),
+            },
+        };
+        self.store().insert(task.clone())?;
+        Ok(task)
+    }
+
+    /// A follow-up message on a task that is waiting for one.
+    fn continue_task(&self, task_id: &str, message: &Message) -> Result<Task, A2aError> {
+        let task = self
+            .store()
+            .get(task_id)
+            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+        if is_terminal(task.status.state) {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {task_id} is in a terminal state"
+            )));
+        }
+        if !ends_stream(task.status.state) {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {task_id} is still working"
+            )));
+        }
+        if let Some(context) = message.context_id.as_ref().filter(|c| !c.is_empty())
+            && task.context_id.as_ref() != Some(context)
+        {
+            return Err(A2aError::InvalidParams(
+                "message contextId differs from the task's".into(),
+            ));
+        }
+        let message = message.clone();
+        self.store().update(task_id, &mut |task| {
+            task.history.push(message.clone());
+            task.status = TaskStatus {
+                message: None,
+                state: TaskState::TaskStateSubmitted,
+                timestamp: Some(chrono::Utc::now()),
+            };
+        })
+    }
+
+    /// `GetTask`.
+    pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
+        let task = self
+            .store()
+            .get(&request.id)
+            .ok_or_else(|| A2aError::TaskNotFound(request.id.clone()))?;
+        trim_history(task, request.history_length)
+    }
+
+    /// `ListTasks`: newest first, `pageToken` from the previous page.
+    pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
+        let page_size = match request.page_size {
+            None | Some(0) => DEFAULT_PAGE_SIZE,
+            Some(size) if size < 0 || size as usize > MAX_PAGE_SIZE => {
+                return Err(A2aError::InvalidParams(format!(
+                    "pageSize must be between 1 and {MAX_PAGE_SIZE}"
+                )));
+            }
+            Some(size) => size as usize,
+        };
+        let cursor = match request.page_token.as_deref() {
+            None | Some("") => None,
+            Some(token) => Some(
+                token
+                    .parse::<u64>()
+                    .map_err(|_| A2aError::InvalidParams("invalid pageToken".into()))?,
+            ),
+        };
+        let filter = TaskFilter {
+            context_id: request.context_id.clone().filter(|c| !c.is_empty()),
+            state: request
+                .status
+                .filter(|state| *state != TaskState::TaskStateUnspecified),
+            updated_after: request.status_timestamp_after,
+        };
+        let page = self.store().list(&filter, cursor, page_size);
+        let include_artifacts = request.include_artifacts == Some(true);
+        let tasks = page
+            .tasks
+            .into_iter()
+            .map(|mut task| {
+                if !include_artifacts {
+                    task.artifacts.clear();
+                }
+                trim_history(task, request.history_length)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListTasksResponse {
+            next_page_token: page.next_cursor.map(|c| c.to_string()).unwrap_or_default(),
+            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
+            tasks,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// `CancelTask`.
+    pub fn cancel_task(&self, request: &CancelTaskRequest) -> Result<Task, A2aError> {
+        self.live.cancel(&request.id)
+    }
+
+    /// `SubscribeToTask`: the task now, then its events; a finished task cannot be subscribed.
+    pub fn subscribe_to_task(
+        &self,
+        request: &SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        let subscription = self.live.subscribe(&request.id)?;
+        if is_terminal(subscription.snapshot.status.state) {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {} is in a terminal state",
+                request.id
+            )));
+        }
+        Ok(event_stream(subscription))
+    }
+
+    fn push_sender(&self) -> Result<&PushSender, A2aError> {
+        self.live
+            .push()
+            .ok_or(A2aError::PushNotificationNotSupported)
+    }
+
+    fn register_push_config(
+        &self,
+        task_id: &str,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        self.push_sender()?.policy().check_url(&config.url)?;
+        config.task_id = Some(task_id.to_owned());
+        if config.id.as_deref().is_none_or(str::is_empty) {
+            config.id = Some(uuid::Uuid::new_v4().to_string());
+        }
+        self.store().put_push_config(config.clone())?;
+        Ok(config)
+    }
+
+    /// `CreateTaskPushNotificationConfig`.
+    pub fn create_push_config(
+        &self,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let task_id = config
+            .task_id
+            .clone()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| A2aError::InvalidParams("taskId is required".into()))?;
+        self.push_sender()?;
+        self.existing_task(&task_id)?;
+        self.register_push_config(&task_id, config)
+    }
+
+    fn existing_task(&self, task_id: &str) -> Result<Task, A2aError> {
+        self.store()
+            .get(task_id)
+            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))
+    }
+
+    /// `GetTaskPushNotificationConfig`.
+    pub fn get_push_config(
+        &self,
+        request: &GetTaskPushNotificationConfigRequest,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        self.push_sender()?;
+        self.existing_task(&request.task_id)?;
+        self.store()
+            .push_configs(&request.task_id)
+            .into_iter()
+            .find(|config| config.id.as_deref() == Some(request.id.as_str()))
+            .ok_or_else(|| {
+                A2aError::InvalidParams(format!("no push config {} on this task", request.id))
+            })
+    }
+
+    /// `ListTaskPushNotificationConfigs` (one page: configs per task are few).
+    pub fn list_push_configs(
+        &self,
+        request: &ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+        self.push_sender()?;
+        self.existing_task(&request.task_id)?;
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: self.store().push_configs(&request.task_id),
+            next_page_token: None,
+        })
+    }
+
+    /// `DeleteTaskPushNotificationConfig`.
+    pub fn delete_push_config(
+        &self,
+        request: &DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<Empty, A2aError> {
+        self.push_sender()?;
+        self.existing_task(&request.task_id)?;
+        if self
+            .store()
+            .delete_push_config(&request.task_id, &request.id)
+        {
+            Ok(Empty {})
+        } else {
+            Err(A2aError::InvalidParams(format!(
+                "no push config {} on this task",
+                request.id
+            )))
+        }
+    }
+
+    /// `GetExtendedAgentCard`: only for a caller who authenticated.
+    pub fn extended_card(&self, caller: Caller) -> Result<AgentCard, A2aError> {
+        let card = self
+            .cards
+            .extended()
+            .ok_or(A2aError::ExtendedAgentCardNotConfigured)?;
+        match caller {
+            Caller::Authenticated => Ok(card.clone()),
+            Caller::Anonymous => Err(A2aError::Unauthenticated),
+        }
+    }
+}
+
+/// After the executor returns: a task it left working is completed; the task stops being
+/// live either way.
+fn settle(live: &LiveTasks, task_id: &str) {
+    let state = live.store().get(task_id).map(|task| task.status.state);
+    if state.is_some_and(|state| !ends_stream(state)) {
+        let _ = live.set_status(task_id, TaskState::TaskStateCompleted, None);
+    }
+    live.finish(task_id);
+}
+
+fn validate_message(message: Message) -> Result<Message, A2aError> {
+    if message.message_id.is_empty() {
+        return Err(A2aError::InvalidParams(
+            "message.messageId is required".into(),
+        ));
+    }
+    if message.parts.is_empty() {
+        return Err(A2aError::InvalidParams("message.parts is empty".into()));
+    }
+    if message.role == Role::RoleAgent {
+        return Err(A2aError::InvalidParams(
+            "a client message must have role ROLE_USER".into(),
+        ));
+    }
+    Ok(message)
+}
+
+/// Keeps the last `length` history messages; unset keeps all, negative is invalid.
+pub fn trim_history(mut task: Task, length: Option<i32>) -> Result<Task, A2aError> {
+    let Some(length) = length else {
+        return Ok(task);
+    };
+    let keep = usize::try_from(length)
+        .map_err(|_| A2aError::InvalidParams("historyLength must not be negative".into()))?;
+    let excess = task.history.len().saturating_sub(keep);
+    task.history.drain(..excess);
+    Ok(task)
+}
+
+/// The snapshot as a `task` event, then live events until one ends the stream.
+fn event_stream(subscription: Subscription) -> EventStream {
+    let first = StreamResponse {
+        payload: StreamResponsePayload::Task(subscription.snapshot.clone()),
+    };
+    let finished = ends_stream(subscription.snapshot.status.state);
+    let Some(receiver) = subscription.events.filter(|_| !finished) else {
+        return stream::once(async move { first }).boxed();
+    };
+    let rest = stream::unfold(Some(receiver), |receiver| async move {
+        let mut receiver = receiver?;
+        loop {
+            match receiver.recv().await {
+                Ok(event) => {
+                    let last = ends_the_stream(&event);
+                    return Some((event, (!last).then_some(receiver)));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(skipped)) => {
+                    tracing::debug!(skipped, "a slow subscriber skipped task events");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    stream::once(async move { first }).chain(rest).boxed()
+}
+
+fn ends_the_stream(event: &StreamResponse) -> bool {
+    match &event.payload {
+        StreamResponsePayload::StatusUpdate(update) => ends_stream(update.status.state),
+        StreamResponsePayload::Task(task) => ends_stream(task.status.state),
+        StreamResponsePayload::Message(_) => true,
+        StreamResponsePayload::ArtifactUpdate(_) => false,
+    }
+}
