@@ -52,6 +52,13 @@ start_server() {
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER_PID/status"; }
 
+# The server's CPU time so far (user + system), in milliseconds.
+cpu_ms() {
+    local ticks_per_second
+    ticks_per_second="$(getconf CLK_TCK)"
+    awk -v hz="$ticks_per_second" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$SERVER_PID/stat"
+}
+
 http_overhead() {
     local results="$OUT/http.txt"
     : > "$results"
@@ -60,10 +67,12 @@ http_overhead() {
             # Kinds alternate within a round so background noise falls on all of them alike.
             for kind in $KINDS; do
                 start_server "$kind"
+                before="$(cpu_ms)"
                 line="$(taskset -c "$LOAD_CPU" "$EXE" load "$PORT" "$concurrency" "$SECONDS_PER_RUN")"
+                used=$(( $(cpu_ms) - before ))
                 stop_server
-                echo "$kind $line" >> "$results"
-                echo "round $round: $kind $line" >&2
+                echo "$kind $used $line" >> "$results"
+                echo "round $round: $kind cpu=${used}ms $line" >&2
             done
         done
     done

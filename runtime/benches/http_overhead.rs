@@ -122,21 +122,23 @@ fn load(port: &str, concurrency: &str, seconds: &str) -> Result<(), String> {
         let workers: Vec<_> = (0..concurrency)
             .map(|_| tokio::spawn(worker(address, start + warmup, start + warmup + measured)))
             .collect();
-        let mut latencies = Vec::new();
+        let (mut latencies, mut total) = (Vec::new(), 0);
         for worker in workers {
-            let mut samples = worker.await.map_err(|error| error.to_string())??;
+            let (mut samples, sent) = worker.await.map_err(|error| error.to_string())??;
             latencies.append(&mut samples);
+            total += sent;
         }
-        report(concurrency, measured, &mut latencies);
+        report(concurrency, measured, &mut latencies, total);
         Ok(())
     })
 }
 
+/// Returns the measured latencies and how many requests were sent in all, warm-up included.
 async fn worker(
     address: SocketAddr,
     measure_from: Instant,
     stop_at: Instant,
-) -> Result<Vec<u32>, String> {
+) -> Result<(Vec<u32>, u64), String> {
     let stream = TcpStream::connect(address)
         .await
         .map_err(|error| error.to_string())?;
@@ -148,11 +150,13 @@ async fn worker(
         .map_err(|error| error.to_string())?;
     tokio::spawn(connection);
     let mut samples = Vec::with_capacity(1 << 16);
+    let mut total = 0;
     loop {
         let sent = Instant::now();
         if sent >= stop_at {
-            return Ok(samples);
+            return Ok((samples, total));
         }
+        total += 1;
         let request = Request::post("/mcp")
             .header(header::HOST, format!("127.0.0.1:{}", address.port()))
             .header(header::CONTENT_TYPE, "application/json")
@@ -180,7 +184,7 @@ async fn worker(
     }
 }
 
-fn report(concurrency: usize, measured: Duration, latencies: &mut [u32]) {
+fn report(concurrency: usize, measured: Duration, latencies: &mut [u32], total: u64) {
     latencies.sort_unstable();
     let percentile = |p: f64| -> u32 {
         if latencies.is_empty() {
@@ -191,7 +195,7 @@ fn report(concurrency: usize, measured: Duration, latencies: &mut [u32]) {
     };
     let requests = latencies.len();
     println!(
-        "{{\"concurrency\":{concurrency},\"requests\":{requests},\"rps\":{:.0},\"p50_us\":{},\"p99_us\":{}}}",
+        "{{\"concurrency\":{concurrency},\"requests\":{requests},\"total\":{total},\"rps\":{:.0},\"p50_us\":{},\"p99_us\":{}}}",
         requests as f64 / measured.as_secs_f64(),
         percentile(0.50),
         percentile(0.99),
@@ -297,23 +301,29 @@ fn probe(port: &str, session: &str) -> Result<(), String> {
 }
 
 /// Medians over rounds per (server kind, concurrency), and each kind's ratios to `bare` from
-/// the same run: throughput (higher is better) and p99 latency (lower is better).
+/// the same run: throughput (higher is better), p99 latency and server CPU time per request
+/// (lower is better). Lines are `<kind> <server cpu ms> <load output>`; CPU per request is the
+/// figure least disturbed by other work on a shared machine.
 fn summarize(file: &str) -> Result<(), String> {
     use std::collections::BTreeMap;
     let text = std::fs::read_to_string(file).map_err(|error| error.to_string())?;
-    let mut runs: BTreeMap<(u64, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut runs: BTreeMap<(u64, String), [Vec<f64>; 3]> = BTreeMap::new();
     for line in text.lines() {
-        let Some((kind, json)) = line.split_once(' ') else {
+        let mut fields = line.splitn(3, ' ');
+        let (Some(kind), Some(cpu_ms), Some(json)) = (fields.next(), fields.next(), fields.next())
+        else {
             continue;
         };
+        let cpu_ms: f64 = cpu_ms.parse().map_err(|_| format!("cpu in {line}"))?;
         let value: serde_json::Value =
             serde_json::from_str(json).map_err(|error| format!("{error}: {line}"))?;
         let number = |key: &str| value[key].as_f64().ok_or(format!("no {key} in {line}"));
         let entry = runs
             .entry((number("concurrency")? as u64, kind.to_owned()))
             .or_default();
-        entry.0.push(number("rps")?);
-        entry.1.push(number("p99_us")?);
+        entry[0].push(number("rps")?);
+        entry[1].push(number("p99_us")?);
+        entry[2].push(cpu_ms * 1000.0 / number("total")?);
     }
     let median = |values: &[f64]| -> f64 {
         let mut sorted = values.to_vec();
@@ -321,20 +331,24 @@ fn summarize(file: &str) -> Result<(), String> {
         sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
     };
     println!(
-        "| concurrency | server | rounds | req/s (median) | p99 µs (median) | throughput ÷ bare | p99 ÷ bare |"
+        "| concurrency | server | rounds | req/s | p99 µs | server CPU µs/req | \
+         throughput ÷ bare | p99 ÷ bare | bare CPU ÷ server CPU |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    for ((concurrency, kind), (rps, p99)) in &runs {
-        let Some((bare_rps, bare_p99)) = runs.get(&(*concurrency, "bare".to_owned())) else {
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for ((concurrency, kind), [rps, p99, cpu]) in &runs {
+        let Some([bare_rps, bare_p99, bare_cpu]) = runs.get(&(*concurrency, "bare".to_owned()))
+        else {
             continue;
         };
         println!(
-            "| {concurrency} | {kind} | {} | {:.0} | {:.0} | {:.2} | {:.2} |",
+            "| {concurrency} | {kind} | {} | {:.0} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2} |",
             rps.len(),
             median(rps),
             median(p99),
+            median(cpu),
             median(rps) / median(bare_rps),
             median(p99) / median(bare_p99),
+            median(bare_cpu) / median(cpu),
         );
     }
     Ok(())

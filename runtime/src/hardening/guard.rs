@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::Admission;
@@ -41,31 +41,25 @@ pub(crate) struct GuardPolicy {
 }
 
 impl GuardPolicy {
-    async fn respond<S>(&self, inner: S, request: Request) -> Response
-    where
-        S: Service<Request, Response = Response, Error = Infallible>,
-    {
-        let response = self.screen(inner, request).await;
-        self.headers.stamp(refuse_bare_error(response))
+    /// The checks that need no waiting: `Host`/`Origin`, then a concurrency permit. Shed rather
+    /// than queue: a permit is taken now or the request is refused with 503. The permit lives
+    /// until the response head exists; a stream's body is not counted.
+    fn screen(&self, request: &Request) -> Result<Option<OwnedSemaphorePermit>, Refusal> {
+        self.site.check(request.headers(), request.uri())?;
+        match &self.in_flight {
+            Some(semaphore) => Arc::clone(semaphore)
+                .try_acquire_owned()
+                .map(Some)
+                .map_err(|_| Refusal::Overloaded),
+            None => Ok(None),
+        }
     }
 
-    async fn screen<S>(&self, inner: S, request: Request) -> Response
+    /// Waits for the inner answer within the deadline.
+    async fn answer<F>(&self, answer: F) -> Response
     where
-        S: Service<Request, Response = Response, Error = Infallible>,
+        F: Future<Output = Result<Response, Infallible>>,
     {
-        if let Err(refusal) = self.site.check(request.headers(), request.uri()) {
-            return refusal.into_response();
-        }
-        // Shed rather than queue: a permit is taken now or the request is refused with 503.
-        // The permit lives until the response head exists; a stream's body is not counted.
-        let _permit = match &self.in_flight {
-            Some(semaphore) => match Arc::clone(semaphore).try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => return Refusal::Overloaded.into_response(),
-            },
-            None => None,
-        };
-        let answer = inner.oneshot(request);
         let Some(deadline) = self.deadline else {
             return into_response(answer.await);
         };
@@ -73,6 +67,11 @@ impl GuardPolicy {
             Ok(result) => into_response(result),
             Err(_elapsed) => Refusal::DeadlineExceeded.into_response(),
         }
+    }
+
+    /// What every response leaves through: bare framework errors get a body, all get headers.
+    fn finish(&self, response: Response) -> Response {
+        self.headers.stamp(refuse_bare_error(response))
     }
 }
 
@@ -119,11 +118,21 @@ where
     }
 
     fn call(&mut self, request: Request) -> ResponseFuture {
-        // The ready service is the one called; a fresh clone takes its place.
-        let fresh = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, fresh);
         let policy = Arc::clone(&self.policy);
-        Box::pin(async move { Ok(policy.respond(inner, request).await) })
+        let permit = match policy.screen(&request) {
+            Ok(permit) => permit,
+            Err(refusal) => {
+                let refused = policy.finish(refusal.into_response());
+                return Box::pin(std::future::ready(Ok(refused)));
+            }
+        };
+        // `poll_ready` readied `inner`, so it is called directly rather than cloned.
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = policy.answer(answer).await;
+            drop(permit);
+            Ok(policy.finish(response))
+        })
     }
 }
 
@@ -164,6 +173,15 @@ where
     }
 
     fn call(&mut self, mut request: Request) -> ResponseFuture {
+        if !self.admission.authenticates() {
+            // Nothing to wait for: admit now and call the service `poll_ready` readied.
+            return match self.admission.charge_and_bound(&mut request) {
+                Ok(()) => Box::pin(self.inner.call(request)),
+                Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_response()))),
+            };
+        }
+        // Authentication waits, so the readied service is kept for after it and a fresh clone
+        // takes its place.
         let fresh = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, fresh);
         let admission = Arc::clone(&self.admission);

@@ -317,6 +317,11 @@ struct Admission {
 }
 
 impl Admission {
+    /// Whether admission waits for an authenticator.
+    fn authenticates(&self) -> bool {
+        self.gate.is_some()
+    }
+
     /// Authenticates, then charges the caller's bucket. A failed authentication is charged to
     /// the peer's bucket, so guessing tokens is rate limited too.
     async fn admit(&self, request: &mut Request) -> Result<(), Refusal> {
@@ -332,6 +337,11 @@ impl Admission {
                 }
             }
         }
+        self.charge_and_bound(request)
+    }
+
+    /// The rate charge and the body limit: all admission asks of an authenticated or public caller.
+    fn charge_and_bound(&self, request: &mut Request) -> Result<(), Refusal> {
         self.charge(request)?;
         request.extensions_mut().insert(self.body_limit);
         Ok(())

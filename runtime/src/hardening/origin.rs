@@ -52,9 +52,8 @@ impl AllowedAuthority {
         })
     }
 
-    fn admits(&self, authority: &Authority, default_port: u16) -> bool {
-        authority.host().eq_ignore_ascii_case(&self.host)
-            && self.port.admits(authority.port_u16(), default_port)
+    fn admits(&self, (host, port): (&str, Option<u16>), default_port: u16) -> bool {
+        host.eq_ignore_ascii_case(&self.host) && self.port.admits(port, default_port)
     }
 }
 
@@ -184,19 +183,40 @@ fn default_port(scheme: &Scheme) -> u16 {
     if *scheme == Scheme::HTTPS { 443 } else { 80 }
 }
 
+/// Splits `host[:port]` (IPv6 hosts in brackets) without allocating: this runs on every
+/// request. Anything that is not that shape is `None`.
+fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = if text.starts_with('[') {
+        let close = text.find(']')?;
+        let (host, rest) = text.split_at(close + 1);
+        if rest.is_empty() {
+            (host, None)
+        } else {
+            (host, Some(rest.strip_prefix(':')?))
+        }
+    } else {
+        match text.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        }
+    };
+    let port = match port {
+        Some(digits) => Some(digits.parse::<u16>().ok()?),
+        None => None,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
 /// The authority the request names: `Host` for HTTP/1.1, the URI's authority for HTTP/2.
 fn check_host(allowed: &[AllowedAuthority], headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
-    let named = match headers.get(header::HOST) {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|text| text.parse::<Authority>().ok()),
-        None => uri.authority().cloned(),
+    let text = match headers.get(header::HOST) {
+        Some(value) => value.to_str().ok(),
+        None => uri.authority().map(Authority::as_str),
     };
-    let Some(authority) = named else {
+    let Some(named) = text.and_then(split_authority) else {
         return Err(Refusal::MisdirectedHost);
     };
-    if allowed.iter().any(|rule| rule.admits(&authority, 80)) {
+    if allowed.iter().any(|rule| rule.admits(named, 80)) {
         Ok(())
     } else {
         Err(Refusal::MisdirectedHost)
@@ -212,11 +232,12 @@ fn check_origin(allowed: &[OriginRule], headers: &HeaderMap) -> Result<(), Refus
         return Err(Refusal::ForbiddenOrigin);
     };
     let default = default_port(&scheme);
+    let named = (authority.host(), authority.port_u16());
     let admitted = allowed.iter().any(|(wanted_scheme, rule)| {
         wanted_scheme
             .as_ref()
             .is_none_or(|wanted| *wanted == scheme)
-            && rule.admits(&authority, default)
+            && rule.admits(named, default)
     });
     if admitted {
         Ok(())
@@ -361,6 +382,33 @@ mod tests {
             check.check_parts(&parts(Some("example.com"), None)),
             Err(Refusal::MisdirectedHost)
         );
+    }
+
+    #[test]
+    fn host_headers_split_into_host_and_port_or_are_refused() {
+        assert_eq!(
+            split_authority("localhost:8080"),
+            Some(("localhost", Some(8080)))
+        );
+        assert_eq!(split_authority("[::1]:80"), Some(("[::1]", Some(80))));
+        assert_eq!(split_authority("[::1]"), Some(("[::1]", None)));
+        assert_eq!(split_authority("example.com"), Some(("example.com", None)));
+        for bad in [
+            "",
+            ":80",
+            "host:port",
+            "host:99999",
+            "[::1",
+            "a:1:2",
+            "[::1]x",
+        ] {
+            let check = loopback(80);
+            assert_eq!(
+                check.check_parts(&parts(Some(bad), None)),
+                Err(Refusal::MisdirectedHost),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
