@@ -1,14 +1,21 @@
 //! The opening side of a line-oriented conversation: an editor that spawns an agent, a client
 //! that spawns a server. The peer's messages are served to this side's handler exactly as the
 //! stdio transport serves them, and a [`Peer`] is handed back through which this side calls
-//! first. Added for ACP's typed client; protocol-neutral like the rest of the runtime.
+//! first. [`serve_detached`] does the same for one message a client-side transport of the
+//! protocol's own read (e.g. a request on an SSE stream an HTTP client consumes). Added for
+//! ACP's typed client; protocol-neutral like the rest of the runtime.
+
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::handler::RequestHandler;
-use crate::peer::{Peer, PeerError};
+use crate::dispatch::{Scope, serve_message};
+use crate::handler::{DEFAULT_PEER_TIMEOUT, RequestHandler, RequestMeta};
+use crate::jsonrpc::{Message, Response};
+use crate::peer::{Peer, PeerError, Route};
+use crate::session::Session;
 use crate::stdio::{StdioConfig, serve_lines_exposing};
 
 /// A running conversation this side opened. Dropping it stops serving and closes the writer,
@@ -88,4 +95,21 @@ where
     });
     let peer = handed.await.map_err(|_| PeerError::Closed)?;
     Ok(LinesConnection { peer, served })
+}
+
+/// Serves one message that reached this side outside the runtime's transports to `handler`, in
+/// `session`; returns the answer owed to it. The handler cannot call back from here (its peer
+/// has no stream): a detached message is answered, not conversed with.
+pub async fn serve_detached<H: RequestHandler>(
+    handler: &H,
+    message: Message,
+    session: &Arc<Session<H::Session>>,
+) -> Option<Response> {
+    let scope = Scope {
+        session: Some(Arc::clone(session)),
+        conversation: None,
+        meta: Arc::new(RequestMeta::default()),
+        peer: Peer::new(Route::Nowhere, None, DEFAULT_PEER_TIMEOUT, None),
+    };
+    serve_message(handler, message, scope).await
 }

@@ -1,3 +1,21 @@
-//! Typed acp messages. Everything under `generated` is written by `cargo run -p codegen`.
+//! ACP (Agent Client Protocol) on the shared runtime. `generated` holds every revision's types
+//! and method tables (written by `cargo run -p codegen`); the hand-written glue around it
+//! negotiates the version ([`version`]), keeps per-connection state ([`connection`]), serves an
+//! agent ([`agent`]) whose methods call back into the client ([`client_handle`]), declares ACP's
+//! headers and cancellation to the runtime ([`profile`]), and connects a typed client to an
+//! agent over stdio or HTTP ([`client`]).
 
+pub mod agent;
+pub mod client;
+pub mod client_handle;
+pub mod connection;
 pub mod generated;
+pub mod profile;
+pub mod serve;
+pub mod updates;
+pub mod version;
+
+pub use agent::{AcpAgentServer, AcpContext, AcpService, Extensions, NoExtensions, NotServed};
+pub use client_handle::{CallError, ClientHandle};
+pub use connection::{AcpConnection, Capability, ClientFeatures};
+pub use version::Revision;
