@@ -461,3 +461,261 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::emit::sides;
+
+    fn row(name: &str, direction: Direction, kind: MethodKind) -> MethodRow {
+        MethodRow {
+            name: name.into(),
+            direction,
+            kind,
+            params_type: Some(format!("{}Params", handler_method_name(name))),
+            params_optional: false,
+            result_type: (kind == MethodKind::Request)
+                .then(|| format!("{}Result", handler_method_name(name))),
+            streaming: false,
+            http: Vec::new(),
+        }
+    }
+
+    fn model(protocol: &str, methods: Vec<MethodRow>) -> RevisionModel {
+        RevisionModel {
+            protocol: protocol.into(),
+            revision: "test".into(),
+            module: "vtest".into(),
+            sources: Vec::new(),
+            definitions: BTreeMap::new(),
+            custom_types: BTreeMap::new(),
+            methods,
+            feature: None,
+        }
+    }
+
+    /// A small table touching every shape: required, optional and absent params, a `Both`
+    /// request, notifications each way.
+    fn synthetic_table() -> Vec<MethodRow> {
+        use Direction::*;
+        use MethodKind::*;
+        let mut optional = row("tools/list", ClientToServer, Request);
+        optional.params_optional = true;
+        let mut bare = row("agent/getCard", ClientToServer, Request);
+        bare.params_type = None;
+        vec![
+            row("tools/call", ClientToServer, Request),
+            optional,
+            bare,
+            row("ping", Both, Request),
+            row("notifications/initialized", ClientToServer, Notification),
+            row("notifications/cancelled", Both, Notification),
+            row("roots/list", ServerToClient, Request),
+            row("notifications/message", ServerToClient, Notification),
+        ]
+    }
+
+    fn emitted(model: &RevisionModel) -> syn::File {
+        let tokens = emit_service(model, sides(&model.protocol))
+            .unwrap_or_else(|error| panic!("emit failed: {error}"));
+        syn::parse2(tokens).unwrap_or_else(|error| panic!("emitted code does not parse: {error}"))
+    }
+
+    fn trait_methods(file: &syn::File, name: &str) -> Vec<String> {
+        file.items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Trait(t) if t.ident == name => Some(t),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no trait {name}"))
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn impl_methods(file: &syn::File, self_type: &str) -> Vec<String> {
+        file.items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Impl(i) if i.trait_.is_none() => Some(i),
+                _ => None,
+            })
+            .filter(|i| matches!(&*i.self_ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == self_type)))
+            .flat_map(|i| i.items.iter())
+            .filter_map(|item| match item {
+                syn::ImplItem::Fn(f) => Some(f.sig.ident.to_string()),
+                _ => None,
+            })
+            .filter(|name| name != "new" && name != "transport")
+            .collect()
+    }
+
+    /// The `methods::<CONST>` patterns of the `match method` a dispatcher starts with.
+    fn routed_methods(file: &syn::File, function: &str) -> Vec<String> {
+        let function = file
+            .items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Fn(f) if f.sig.ident == function => Some(f),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no function {function}"));
+        let Some(syn::Stmt::Expr(syn::Expr::Match(dispatch), _)) = function.block.stmts.first()
+        else {
+            panic!("{} does not start with a match", function.sig.ident);
+        };
+        dispatch
+            .arms
+            .iter()
+            .filter_map(|arm| match &arm.pat {
+                syn::Pat::Path(path) => Some(
+                    path.path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect::<Vec<_>>()
+                        .join("::"),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn expected<'a>(
+        table: &'a [MethodRow],
+        receives: &[Direction],
+        kind: MethodKind,
+    ) -> Vec<&'a MethodRow> {
+        table
+            .iter()
+            .filter(|r| r.kind == kind && receives.contains(&r.direction))
+            .collect()
+    }
+
+    #[test]
+    fn every_request_and_notification_row_becomes_one_trait_method_of_the_side_receiving_it() {
+        let table = synthetic_table();
+        let file = emitted(&model("mcp", table.clone()));
+        for (side, receives) in [
+            ("Server", [Direction::ClientToServer, Direction::Both]),
+            ("Client", [Direction::ServerToClient, Direction::Both]),
+        ] {
+            let wanted: Vec<String> = expected(&table, &receives, MethodKind::Request)
+                .into_iter()
+                .chain(expected(&table, &receives, MethodKind::Notification))
+                .map(|r| handler_method_name(&r.name))
+                .collect();
+            assert_eq!(trait_methods(&file, side), wanted, "trait {side}");
+            assert_eq!(
+                impl_methods(&file, &format!("Remote{side}")),
+                wanted,
+                "proxy of {side}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_dispatcher_routes_every_row_of_its_side_and_nothing_else() {
+        let table = synthetic_table();
+        let file = emitted(&model("acp", table.clone()));
+        let receives = [Direction::ClientToServer, Direction::Both];
+        for (function, kind) in [
+            ("dispatch_agent_request", MethodKind::Request),
+            ("dispatch_agent_notification", MethodKind::Notification),
+        ] {
+            let wanted: Vec<String> = expected(&table, &receives, kind)
+                .into_iter()
+                .map(|r| format!("methods::{}", method_const(&r.name)))
+                .collect();
+            assert_eq!(routed_methods(&file, function), wanted, "{function}");
+        }
+    }
+
+    #[test]
+    fn a_side_that_receives_nothing_gets_no_trait() {
+        let table = vec![row(
+            "SendMessage",
+            Direction::ClientToServer,
+            MethodKind::Request,
+        )];
+        let file = emitted(&model("a2a", table));
+        let traits: Vec<String> = file
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Trait(t) => Some(t.ident.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(traits, ["Agent"]);
+    }
+
+    #[test]
+    fn a_side_with_a_streaming_method_answers_through_answer_and_its_proxy_yields_a_stream() {
+        let mut streaming = row(
+            "SendStreamingMessage",
+            Direction::ClientToServer,
+            MethodKind::Request,
+        );
+        streaming.streaming = true;
+        let table = vec![
+            row("GetTask", Direction::ClientToServer, MethodKind::Request),
+            streaming,
+        ];
+        let file = emitted(&model("a2a", table));
+        let source = prettyplease::unparse(&file);
+        let dispatcher = file
+            .items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Fn(f) if f.sig.ident == "dispatch_agent_request" => Some(f),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no request dispatcher"));
+        let output = &dispatcher.sig.output;
+        assert!(
+            quote!(#output).to_string().ends_with("Answer"),
+            "{}",
+            quote!(#output)
+        );
+        assert!(source.contains("Answer::streaming"), "{source}");
+        assert!(
+            source.contains("ClientStream<types::SendStreamingMessageResult>"),
+            "{source}"
+        );
+    }
+
+    #[test]
+    fn handler_method_names_are_the_snake_case_of_the_wire_method() {
+        for (wire, handler) in [
+            ("tools/call", "tools_call"),
+            ("session/request_permission", "session_request_permission"),
+            ("SendMessage", "send_message"),
+            ("logging/setLevel", "logging_set_level"),
+            ("resources/templates/list", "resources_templates_list"),
+            ("$/cancel_request", "cancel_request"),
+        ] {
+            assert_eq!(handler_method_name(wire), handler, "{wire}");
+        }
+    }
+
+    #[test]
+    fn two_wire_methods_sharing_a_handler_name_are_refused() {
+        let table = vec![
+            row("tools/call", Direction::ClientToServer, MethodKind::Request),
+            row("tools_call", Direction::ClientToServer, MethodKind::Request),
+        ];
+        let outcome = emit_service(&model("mcp", table), sides("mcp"));
+        assert!(
+            matches!(&outcome, Err(CodegenError::Revision { message, .. }) if message.contains("tools_call")),
+            "{outcome:?}"
+        );
+    }
+}
