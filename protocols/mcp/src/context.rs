@@ -1,0 +1,237 @@
+//! What a tool, resource or prompt handler gets beside its arguments: the negotiated revision,
+//! progress and log notifications tied to this request, cancellation, and calls back to the
+//! client (sampling, elicitation, roots). On the session revisions a call back is a real
+//! server→client request; on the stateless 2026-07-28 revision it becomes an
+//! `InputRequiredResult` the client answers by retrying with `inputResponses`, so the same
+//! handler code serves both.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use protocols_runtime::{ErrorObject, Peer, PeerError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::generated::v2025_11_25::types;
+use crate::logging::Level;
+use crate::revision::Revision;
+use crate::wire;
+
+/// JSON-RPC error codes MCP 2026-07-28 adds.
+pub mod codes {
+    /// Headers disagree with the body, or a required header is missing.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The request needs a client capability the client did not declare.
+    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+    /// The request's protocol version is not served here.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// Why a tool call did not produce its result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran and failed; the model sees the message in an `isError` result.
+    #[error("{0}")]
+    Failed(String),
+    /// The request itself is wrong (a protocol error, not a tool outcome).
+    #[error("{0}")]
+    Protocol(ErrorObject),
+    /// 2026-07-28: the client must answer these requests and retry.
+    #[error("input required from the client")]
+    InputRequired(InputRequests),
+}
+
+impl ToolError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed(message.into())
+    }
+}
+
+/// Requests a stateless call needs answered before it can finish, keyed as the handler asked
+/// them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputRequests(pub Map<String, Value>);
+
+/// What a handler's request arrived with.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Arrival {
+    pub(crate) progress_token: Option<Value>,
+    pub(crate) log_floor: Option<Level>,
+    pub(crate) client_capabilities: Value,
+    /// 2026-07-28: answers to the input requests of an earlier round.
+    pub(crate) input_responses: Map<String, Value>,
+}
+
+/// The handler's view of the request it is serving. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    revision: Revision,
+    peer: Peer,
+    cancellation: CancellationToken,
+    arrival: Arc<Arrival>,
+    asked: Arc<AtomicUsize>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(
+        revision: Revision,
+        peer: Peer,
+        cancellation: CancellationToken,
+        arrival: Arrival,
+    ) -> Self {
+        Self {
+            revision,
+            peer,
+            cancellation,
+            arrival: Arc::new(arrival),
+            asked: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The revision the client speaks.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// Fires when the client cancels this request.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// Whether the client declared `capability` (a top-level key of its capabilities).
+    pub fn client_supports(&self, capability: &str) -> bool {
+        self.arrival.client_capabilities.get(capability).is_some()
+    }
+
+    /// Reports progress when the request carried a progress token; otherwise does nothing.
+    pub fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), PeerError> {
+        let Some(token) = &self.arrival.progress_token else {
+            return Ok(());
+        };
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let (Some(total), Value::Object(fields)) = (total, &mut params) {
+            fields.insert("total".to_owned(), json!(total));
+        }
+        if let (Some(message), Value::Object(fields)) = (message, &mut params) {
+            fields.insert("message".to_owned(), json!(message));
+        }
+        self.notify("notifications/progress", params)
+    }
+
+    /// Sends a log message when `level` passes the client's level.
+    pub fn log(&self, level: Level, logger: Option<&str>, data: Value) -> Result<(), PeerError> {
+        if !level.passes(self.arrival.log_floor) {
+            return Ok(());
+        }
+        let mut params = json!({ "level": level.as_str(), "data": data });
+        if let (Some(logger), Value::Object(fields)) = (logger, &mut params) {
+            fields.insert("logger".to_owned(), json!(logger));
+        }
+        self.notify("notifications/message", params)
+    }
+
+    fn notify(&self, method: &str, params: Value) -> Result<(), PeerError> {
+        let params = wire::notification_for(self.revision, method, params);
+        self.peer.notify(method, &params)
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn sample<P: Serialize + ?Sized>(
+        &self,
+        params: &P,
+    ) -> Result<types::CreateMessageResult, ToolError> {
+        self.ask("sampling/createMessage", "sampling", params).await
+    }
+
+    /// Asks the user for input (`elicitation/create`).
+    pub async fn elicit<P: Serialize + ?Sized>(
+        &self,
+        params: &P,
+    ) -> Result<types::ElicitResult, ToolError> {
+        if !self.revision.has_elicitation() {
+            return Err(ToolError::failed(format!(
+                "elicitation does not exist in MCP {}",
+                self.revision
+            )));
+        }
+        self.ask("elicitation/create", "elicitation", params).await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<types::ListRootsResult, ToolError> {
+        self.ask("roots/list", "roots", &json!({})).await
+    }
+
+    async fn ask<P: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: &str,
+        capability: &str,
+        params: &P,
+    ) -> Result<T, ToolError> {
+        let params = serde_json::to_value(params).map_err(|error| {
+            ToolError::failed(format!("unserializable {method} params: {error}"))
+        })?;
+        if !self.client_supports(capability) {
+            return Err(self.missing_capability(capability));
+        }
+        if self.revision.is_stateless() {
+            return self.input_round(method, params);
+        }
+        let params = wire::request_for(self.revision, method, params);
+        let raw = self
+            .peer
+            .request(method, &params)
+            .await
+            .map_err(|error| ToolError::failed(format!("{method} failed: {error}")))?;
+        serde_json::from_str(raw.get()).map_err(|error| {
+            ToolError::failed(format!(
+                "the client's {method} answer does not fit: {error}"
+            ))
+        })
+    }
+
+    /// The stateless form of a call back: the answer if the client already sent it, else the
+    /// request it must answer. Keys follow the order the handler asks in, which a retry repeats.
+    fn input_round<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<T, ToolError> {
+        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        match self.arrival.input_responses.get(&key) {
+            Some(answer) => serde_json::from_value(answer.clone()).map_err(|error| {
+                ToolError::Protocol(ErrorObject::invalid_params(format!(
+                    "inputResponses.{key} does not answer {method}: {error}"
+                )))
+            }),
+            None => {
+                let params = wire::request_for(self.revision, method, params);
+                let mut requests = Map::new();
+                requests.insert(key, json!({ "method": method, "params": params }));
+                Err(ToolError::InputRequired(InputRequests(requests)))
+            }
+        }
+    }
+
+    fn missing_capability(&self, capability: &str) -> ToolError {
+        if self.revision.is_stateless() {
+            let mut required = Map::new();
+            required.insert(capability.to_owned(), json!({}));
+            return ToolError::Protocol(
+                ErrorObject::new(
+                    codes::MISSING_CLIENT_CAPABILITY,
+                    format!("this request needs the client capability `{capability}`"),
+                )
+                .with_data(json!({ "requiredCapabilities": required })),
+            );
+        }
+        ToolError::failed(format!("the client does not support {capability}"))
+    }
+}

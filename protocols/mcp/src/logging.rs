@@ -1,0 +1,89 @@
+//! MCP log levels (syslog's eight, least severe first) and the filter `logging/setLevel` sets.
+
+use std::str::FromStr;
+
+/// A log level; the derived order is by severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Level {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl Level {
+    const ALL: [Self; 8] = [
+        Self::Debug,
+        Self::Info,
+        Self::Notice,
+        Self::Warning,
+        Self::Error,
+        Self::Critical,
+        Self::Alert,
+        Self::Emergency,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
+
+    pub(crate) fn from_index(index: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(index)).copied()
+    }
+
+    /// Whether a message at this level passes a client's `floor` (none set: everything does).
+    pub fn passes(self, floor: Option<Self>) -> bool {
+        floor.is_none_or(|floor| self >= floor)
+    }
+}
+
+/// The text is not an MCP log level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown log level `{0}`")]
+pub struct UnknownLevel(pub String);
+
+impl FromStr for Level {
+    type Err = UnknownLevel;
+
+    fn from_str(text: &str) -> Result<Self, UnknownLevel> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.as_str() == text)
+            .ok_or_else(|| UnknownLevel(text.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_passes_only_a_floor_at_or_below_its_level() {
+        assert!(Level::Warning.passes(Some(Level::Info)));
+        assert!(Level::Info.passes(Some(Level::Info)));
+        assert!(!Level::Debug.passes(Some(Level::Info)));
+        assert!(Level::Debug.passes(None));
+    }
+
+    #[test]
+    fn levels_parse_from_their_wire_names() {
+        for level in Level::ALL {
+            assert_eq!(level.as_str().parse::<Level>(), Ok(level));
+        }
+        assert!("verbose".parse::<Level>().is_err());
+    }
+}

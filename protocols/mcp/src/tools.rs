@@ -1,0 +1,252 @@
+//! Tools as async functions. A tool's arguments are a `T: Deserialize + JsonSchema`, and
+//! schemars turns `T` into the advertised `inputSchema`; a structured tool's output type gives
+//! `outputSchema`, and its value travels as `structuredContent` (with a text copy for clients
+//! that only read `content`). A tool that fails answers an `isError` result, never a protocol
+//! error, so the model can see what went wrong.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars1::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::content;
+use crate::context::{RequestContext, ToolError};
+use crate::generated::v2025_11_25::types;
+
+/// A boxed, sendable future (what registered handlers return).
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+type ToolFn = Arc<
+    dyn Fn(
+            Map<String, Value>,
+            RequestContext,
+        ) -> BoxFuture<Result<types::CallToolResult, ToolError>>
+        + Send
+        + Sync,
+>;
+
+/// Arguments of a tool that takes none.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+#[schemars(crate = "schemars1")]
+pub struct NoArguments {}
+
+/// One registered tool: what `tools/list` shows and what `tools/call` runs.
+#[derive(Clone)]
+pub struct ToolDefinition {
+    /// The `Tool` object as listed (2025-11-25 shape), kept as JSON so its schemas stay verbatim.
+    descriptor: Value,
+    call: ToolFn,
+}
+
+impl std::fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("descriptor", &self.descriptor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The JSON Schema of `T`, as an MCP `inputSchema`/`outputSchema` wants it: an object schema.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars1::SchemaGenerator::default().into_root_schema_for::<T>();
+    let mut value = serde_json::to_value(schema).unwrap_or_else(|_| json!({}));
+    if let Value::Object(fields) = &mut value {
+        // The title is the Rust type's name, which says nothing to a model.
+        fields.remove("title");
+        fields
+            .entry("type")
+            .or_insert_with(|| Value::from("object"));
+    }
+    value
+}
+
+fn descriptor(
+    name: &str,
+    description: &str,
+    input_schema: Value,
+    output_schema: Option<Value>,
+) -> Value {
+    let mut tool = json!({ "name": name, "description": description, "inputSchema": input_schema });
+    if let (Some(output), Value::Object(fields)) = (output_schema, &mut tool) {
+        fields.insert("outputSchema".to_owned(), output);
+    }
+    tool
+}
+
+fn decode_arguments<A: DeserializeOwned>(arguments: Map<String, Value>) -> Result<A, ToolError> {
+    serde_json::from_value(Value::Object(arguments))
+        .map_err(|error| ToolError::failed(format!("invalid arguments: {error}")))
+}
+
+impl ToolDefinition {
+    /// A tool whose handler returns a full `CallToolResult`.
+    pub fn new<A, F, Fut>(name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<types::CallToolResult, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let call: ToolFn = Arc::new(move |arguments, cx| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(decode_arguments::<A>(arguments)?, cx).await })
+        });
+        Self {
+            descriptor: descriptor(name, description, schema_of::<A>(), None),
+            call,
+        }
+    }
+
+    /// A tool with typed output: `outputSchema` from `O`, `structuredContent` from its value.
+    pub fn structured<A, O, F, Fut>(name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + Send + 'static,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let call: ToolFn = Arc::new(move |arguments, cx| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let output = handler(decode_arguments::<A>(arguments)?, cx).await?;
+                structured_result(&output)
+            })
+        });
+        Self {
+            descriptor: descriptor(name, description, schema_of::<A>(), Some(schema_of::<O>())),
+            call,
+        }
+    }
+
+    /// A tool whose input schema is given as JSON (e.g. one schemars cannot express) and whose
+    /// handler takes the raw arguments.
+    pub fn raw<F, Fut>(name: &str, description: &str, input_schema: Value, handler: F) -> Self
+    where
+        F: Fn(Map<String, Value>, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<types::CallToolResult, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let call: ToolFn = Arc::new(move |arguments, cx| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(arguments, cx).await })
+        });
+        Self {
+            descriptor: descriptor(name, description, input_schema, None),
+            call,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.descriptor
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn descriptor(&self) -> &Value {
+        &self.descriptor
+    }
+
+    /// Runs the tool; a failure becomes an `isError` result, other errors pass through.
+    pub(crate) async fn call(
+        &self,
+        arguments: Map<String, Value>,
+        cx: RequestContext,
+    ) -> Result<types::CallToolResult, ToolError> {
+        match (self.call)(arguments, cx).await {
+            Err(ToolError::Failed(message)) => Ok(content::tool_error(message)),
+            outcome => outcome,
+        }
+    }
+}
+
+fn structured_result<O: Serialize>(output: &O) -> Result<types::CallToolResult, ToolError> {
+    let value = serde_json::to_value(output)
+        .map_err(|error| ToolError::failed(format!("unserializable output: {error}")))?;
+    let Value::Object(structured) = value else {
+        return Err(ToolError::failed("structured output must be a JSON object"));
+    };
+    let text = Value::Object(structured.clone()).to_string();
+    Ok(types::CallToolResult {
+        structured_content: Some(structured),
+        ..content::tool_result(vec![content::text(text)])
+    })
+}
+
+/// The registered tools, in registration order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tools {
+    ordered: Vec<ToolDefinition>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Tools {
+    /// Adds a tool; one with the same name is replaced.
+    pub(crate) fn insert(&mut self, tool: ToolDefinition) {
+        match self.by_name.get(tool.name()) {
+            Some(&index) => {
+                if let Some(slot) = self.ordered.get_mut(index) {
+                    *slot = tool;
+                }
+            }
+            None => {
+                self.by_name
+                    .insert(tool.name().to_owned(), self.ordered.len());
+                self.ordered.push(tool);
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&ToolDefinition> {
+        self.by_name
+            .get(name)
+            .and_then(|&index| self.ordered.get(index))
+    }
+
+    pub(crate) fn descriptors(&self) -> Vec<Value> {
+        self.ordered
+            .iter()
+            .map(|tool| tool.descriptor().clone())
+            .collect()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ordered.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[schemars(crate = "schemars1")]
+    #[allow(dead_code)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+
+    #[test]
+    fn the_input_schema_is_an_object_schema_naming_the_argument_fields() {
+        let schema = schema_of::<Add>();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["a"]["type"], "integer");
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|items| items.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(required, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn a_tool_without_arguments_still_advertises_an_object_schema() {
+        assert_eq!(schema_of::<NoArguments>()["type"], "object");
+    }
+}

@@ -1,0 +1,237 @@
+//! What goes on the wire for a negotiated revision. The handler speaks 2025-11-25; every
+//! result, notification and server→client request it produces passes through here on its way
+//! out and is re-expressed in the peer's revision: content kinds the revision lacks become text,
+//! then the value is decoded into that revision's generated type and encoded again, which drops
+//! every field the revision does not define. Tool schemas are JSON Schema documents the
+//! generated types cannot hold verbatim, so they are carried across unchanged.
+
+use serde_json::{Map, Value, json};
+
+use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2026_07_28};
+use crate::revision::Revision;
+
+/// Which kind of message a value is the payload of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Payload {
+    Result,
+    Notification,
+    Request,
+}
+
+/// `result` (2025-11-25 shape) of `method`, as `revision` defines it.
+pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
+    let mut result = result;
+    if revision.has_result_type()
+        && let Value::Object(fields) = &mut result
+    {
+        fields
+            .entry("resultType")
+            .or_insert_with(|| Value::from("complete"));
+    }
+    let schemas = tool_schemas(method, &result);
+    let mut converted = convert(revision, Payload::Result, method, result);
+    restore_tool_schemas(revision, &mut converted, schemas);
+    converted
+}
+
+/// Notification `params` (2025-11-25 shape) of `method`, as `revision` defines them.
+pub fn notification_for(revision: Revision, method: &str, params: Value) -> Value {
+    convert(revision, Payload::Notification, method, params)
+}
+
+/// Server→client request `params` (2025-11-25 shape) of `method`, as `revision` defines them.
+pub fn request_for(revision: Revision, method: &str, params: Value) -> Value {
+    convert(revision, Payload::Request, method, params)
+}
+
+fn convert(revision: Revision, payload: Payload, method: &str, value: Value) -> Value {
+    if revision == Revision::NEWEST_SESSION {
+        return value;
+    }
+    let value = downgrade_content(revision, value);
+    match reencode(revision, payload, method, value.clone()) {
+        Some(Ok(converted)) => converted,
+        // The revision has no such method: nothing to re-express it as.
+        None => value,
+        Some(Err(error)) => {
+            tracing::warn!(%revision, method, %error, "a message does not fit its revision; sent as produced");
+            value
+        }
+    }
+}
+
+/// Decodes `value` into the revision's generated type for `method` and encodes it again.
+/// `None` when the revision has no such method.
+fn reencode(
+    revision: Revision,
+    payload: Payload,
+    method: &str,
+    value: Value,
+) -> Option<Result<Value, String>> {
+    macro_rules! through {
+        ($module:ident) => {{
+            use $module as module;
+            let outcome = match payload {
+                Payload::Result => module::ServerResult::decode_result(method, value)
+                    .map(|typed| serde_json::to_value(typed).map_err(|e| e.to_string())),
+                Payload::Notification => {
+                    module::ServerNotification::from_method(method, Some(value)).map(|typed| {
+                        typed
+                            .params()
+                            .map(|params| params.unwrap_or_else(|| json!({})))
+                            .map_err(|e| e.to_string())
+                    })
+                }
+                Payload::Request => {
+                    module::ServerRequest::from_method(method, Some(value)).map(|typed| {
+                        typed
+                            .params()
+                            .map(|params| params.unwrap_or_else(|| json!({})))
+                            .map_err(|e| e.to_string())
+                    })
+                }
+            };
+            match outcome {
+                Ok(converted) => Some(converted),
+                Err(protocols_runtime::method::DispatchError::UnknownMethod) => None,
+                Err(error) => Some(Err(error.to_string())),
+            }
+        }};
+    }
+    match revision {
+        Revision::V2024_11_05 => through!(v2024_11_05),
+        Revision::V2025_03_26 => through!(v2025_03_26),
+        Revision::V2025_06_18 => through!(v2025_06_18),
+        Revision::V2025_11_25 => Some(Ok(value)),
+        Revision::V2026_07_28 => through!(v2026_07_28),
+    }
+}
+
+/// Content kinds a revision lacks, re-expressed as text so the message still says what it
+/// carried: audio arrived in 2025-03-26, resource links in 2025-06-18.
+fn downgrade_content(revision: Revision, value: Value) -> Value {
+    match value {
+        Value::Object(fields) => {
+            if let Some(text) = unsupported_content_as_text(revision, &fields) {
+                return text;
+            }
+            Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(key, inner)| (key, downgrade_content(revision, inner)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|inner| downgrade_content(revision, inner))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn unsupported_content_as_text(revision: Revision, fields: &Map<String, Value>) -> Option<Value> {
+    let kind = fields.get("type")?.as_str()?;
+    let text = match kind {
+        "audio" if revision < Revision::V2025_03_26 => format!(
+            "[audio content ({}) is not expressible in MCP {revision}]",
+            fields
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown type")
+        ),
+        "resource_link" if revision < Revision::V2025_06_18 => format!(
+            "[resource link: {}]",
+            fields
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        _ => return None,
+    };
+    Some(json!({ "type": "text", "text": text }))
+}
+
+/// The `inputSchema`/`outputSchema` of each tool of a `tools/list` result, by position.
+type ToolSchemas = Vec<(Option<Value>, Option<Value>)>;
+
+fn tool_schemas(method: &str, result: &Value) -> ToolSchemas {
+    if method != "tools/list" {
+        return Vec::new();
+    }
+    result
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| {
+                    (
+                        tool.get("inputSchema").cloned(),
+                        tool.get("outputSchema").cloned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn restore_tool_schemas(revision: Revision, result: &mut Value, schemas: ToolSchemas) {
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (tool, (input, output)) in tools.iter_mut().zip(schemas) {
+        let Value::Object(tool) = tool else { continue };
+        if let Some(input) = input {
+            tool.insert("inputSchema".to_owned(), input);
+        }
+        if let Some(output) = output
+            && revision >= Revision::V2025_06_18
+        {
+            tool.insert("outputSchema".to_owned(), output);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_content_is_dropped_before_2025_06_18_and_kept_after() {
+        let result = json!({
+            "content": [{"type": "text", "text": "7"}],
+            "structuredContent": {"sum": 7}
+        });
+        let old = result_for(Revision::V2025_03_26, "tools/call", result.clone());
+        assert!(old.get("structuredContent").is_none(), "{old}");
+        let newer = result_for(Revision::V2025_06_18, "tools/call", result);
+        assert_eq!(newer["structuredContent"], json!({"sum": 7}));
+    }
+
+    #[test]
+    fn audio_becomes_text_for_2024_11_05() {
+        let result =
+            json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]});
+        let old = result_for(Revision::V2024_11_05, "tools/call", result);
+        assert_eq!(old["content"][0]["type"], "text");
+    }
+
+    #[test]
+    fn a_tool_schema_survives_every_revision_verbatim() {
+        let schema = json!({"type": "object", "$defs": {"a": {"type": "string"}}, "additionalProperties": false});
+        let result = json!({"tools": [{"name": "t", "inputSchema": schema}]});
+        for revision in Revision::ALL {
+            let out = result_for(revision, "tools/list", result.clone());
+            assert_eq!(out["tools"][0]["inputSchema"], schema, "{revision}");
+        }
+    }
+
+    #[test]
+    fn results_on_2026_07_28_say_they_are_complete() {
+        let out = result_for(Revision::V2026_07_28, "tools/list", json!({"tools": []}));
+        assert_eq!(out["resultType"], "complete");
+    }
+}
