@@ -2,6 +2,5 @@
 //! answers; each protocol module only translates it to its protocol, so the three protocols in
 //! `all-protocols` behave alike.
 
-pub mod acp_demo;
 pub mod core;
 pub mod mcp_demo;
