@@ -190,6 +190,22 @@ fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
     response
 }
 
+/// Why an admitted caller's request is still not served: the transport's refusal or the
+/// protocol's rejection.
+enum Denial {
+    Refused(Refusal),
+    Rejected(Rejection),
+}
+
+impl Denial {
+    fn into_response(self, id: Option<&RequestId>) -> Response {
+        match self {
+            Self::Refused(refusal) => refuse(refusal, id),
+            Self::Rejected(rejection) => reject(&rejection, id),
+        }
+    }
+}
+
 /// What the client's `Accept` admits.
 #[derive(Debug, Clone, Copy)]
 struct Accepts {
@@ -394,8 +410,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Some(session) = resolved.session() {
             tracing::Span::current().record("session", tracing::field::display(session.id()));
         }
-        if let Err(response) = self.admit_inbound(&parts.headers, &body, &resolved) {
-            return response;
+        if let Err(denial) = self.admit_inbound(&parts.headers, &body, &resolved) {
+            return denial.into_response(body.echo_id());
         }
         // Only an admitted opening is stored, so a refused one leaves nothing behind.
         if let Resolved::Opening(session) = &resolved
@@ -462,24 +478,23 @@ impl<H: RequestHandler> StreamableHttp<H> {
         headers: &HeaderMap,
         body: &Inbound,
         resolved: &Resolved<H::Session>,
-    ) -> Result<(), Response> {
+    ) -> Result<(), Denial> {
         let state = resolved.session().map(|session| session.state());
         if body.batch && !self.handler.accepts_batch(headers, state) {
-            return Err(refuse(Refusal::InvalidRequest, None));
+            return Err(Denial::Refused(Refusal::InvalidRequest));
         }
         if let Some(name) = self.handler.profile().version_header()
             && headers
                 .get(name)
                 .is_some_and(|value| value.to_str().is_err())
         {
-            return Err(refuse(
-                Refusal::MalformedHeader("protocol version"),
-                body.echo_id(),
-            ));
+            return Err(Denial::Refused(Refusal::MalformedHeader(
+                "protocol version",
+            )));
         }
         self.handler
             .admit(&body.messages, headers, state)
-            .map_err(|rejection| reject(&rejection, body.echo_id()))
+            .map_err(Denial::Rejected)
     }
 
     /// Which session a POST belongs to. The store is consulted only when the header names a
