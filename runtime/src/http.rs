@@ -651,6 +651,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
                 biased;
                 answers = &mut work => {
                     if tail.is_untouched() {
+                        // Nothing was streamed: the stream closes unused and the answer is JSON.
+                        tail.close();
                         return self.json_answers(batch, answers);
                     }
                     publish_answers(&tail, answers);

@@ -19,7 +19,9 @@ use crate::hardening::{BodyLimit, Refusal, read_body};
 use crate::http::{HttpConfig, content_type_is, decode_refusal, echo};
 use crate::jsonrpc::{Message, Payload, decode};
 use crate::peer::{Peer, Route};
-use crate::session::{MemorySessionStore, Session, SessionId, SessionStore, spawn_reaper};
+use crate::session::{
+    MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, spawn_reaper,
+};
 use crate::sse::{EventName, encode_event};
 use crate::stream::{Framing, Stops, sse_response};
 
@@ -45,7 +47,13 @@ impl<H: RequestHandler> std::fmt::Debug for LegacySse<H> {
 impl<H: RequestHandler> LegacySse<H> {
     /// Serves `handler`; clients are told to `POST` to `post_path` (below the same nesting).
     pub fn new(handler: H, config: HttpConfig, post_path: &str) -> Self {
-        let store = Arc::new(MemorySessionStore::new(config.sessions));
+        // A legacy session lives as long as its stream, so only the absolute deadline applies:
+        // an open but quiet stream is not idle.
+        let limits = SessionLimits {
+            idle: config.sessions.absolute,
+            ..config.sessions
+        };
+        let store = Arc::new(MemorySessionStore::new(limits));
         spawn_reaper::<H::Session, _>(&store, Arc::clone(&config.clock), config.reap_every);
         Self {
             handler,
