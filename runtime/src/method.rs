@@ -375,3 +375,144 @@ pub fn decode_stream<T: DeserializeOwned + 'static>(
 ) -> ClientStream<T> {
     Box::pin(stream.map(move |item| item.and_then(|raw| decode_result(method, &raw))))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::jsonrpc::{DecodeLimits, Message, Response, decode_message};
+    use crate::peer::{Conversation, Route};
+
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_owned()).unwrap()
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize, Serialize)]
+    struct Named {
+        name: String,
+    }
+
+    #[test]
+    fn absent_required_params_are_invalid_params_naming_the_method_not_the_input() {
+        let absent = decode_params::<Named>("tools/call", None).map_err(ErrorObject::from);
+        let hostile = decode_params::<Named>("tools/call", Some(&raw(r#"{"nom":"<script>"}"#)))
+            .map_err(ErrorObject::from);
+        assert_eq!(absent.map_err(|e| e.code), Err(-32602));
+        let error = hostile.err().unwrap();
+        assert_eq!(error.code, -32602);
+        assert_eq!(error.message, "invalid params for tools/call");
+        assert!(error.data.is_none());
+    }
+
+    #[test]
+    fn optional_params_read_absent_and_null_as_none() {
+        assert_eq!(decode_optional_params::<Named>("m", None).ok(), Some(None));
+        assert_eq!(
+            decode_optional_params::<Named>("m", Some(&raw("null"))).ok(),
+            Some(None)
+        );
+        let present = decode_optional_params::<Named>("m", Some(&raw(r#"{"name":"a"}"#)));
+        assert_eq!(present.ok(), Some(Some(Named { name: "a".into() })));
+        assert!(decode_optional_params::<Named>("m", Some(&raw("[]"))).is_err());
+    }
+
+    #[test]
+    fn a_reply_is_the_serialized_result_or_the_handlers_error() {
+        let ok = reply(Ok(Named { name: "a".into() })).map(|raw| raw.get().to_owned());
+        assert_eq!(ok.as_deref(), Ok(r#"{"name":"a"}"#));
+        let refused = reply::<Named>(Err(ErrorObject::method_not_found()));
+        assert_eq!(refused.map(|_| ()), Err(ErrorObject::method_not_found()));
+    }
+
+    #[test]
+    fn params_serializing_to_null_are_sent_as_no_params() {
+        assert!(encode_params("m", &None::<Named>).unwrap().is_none());
+        let some = encode_params("m", &Named { name: "a".into() }).unwrap();
+        assert_eq!(
+            some.map(|raw| raw.get().to_owned()).as_deref(),
+            Some(r#"{"name":"a"}"#)
+        );
+    }
+
+    fn read(bytes: &Bytes) -> Message {
+        decode_message(bytes, &DecodeLimits::default()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_peer_carries_a_client_call_and_its_answer_and_a_rejection_stays_typed() {
+        let (sender, mut sent) = mpsc::unbounded_channel();
+        let conversation = Arc::new(Conversation::new());
+        let peer = Peer::new(
+            Route::Lines(sender),
+            Some(Arc::clone(&conversation)),
+            Duration::from_secs(5),
+            None,
+        );
+        let client = Arc::new(peer);
+        let calling = Arc::clone(&client);
+        let call = tokio::spawn(async move {
+            RpcClient::call(
+                &calling,
+                "roots/list",
+                encode_params("roots/list", &None::<Named>)?,
+            )
+            .await
+        });
+        let Message::Request(request) = read(&sent.recv().await.unwrap()) else {
+            panic!("no request was sent");
+        };
+        assert_eq!(request.method, "roots/list");
+        assert!(request.params.is_none());
+        conversation.answer(Response::success(request.id, raw(r#"{"name":"r"}"#)));
+        let answer = call.await.unwrap().unwrap();
+        assert_eq!(
+            decode_result::<Named>("roots/list", &answer).unwrap().name,
+            "r"
+        );
+
+        let rejected = tokio::spawn(async move { client.call("ping", None).await });
+        let Message::Request(request) = read(&sent.recv().await.unwrap()) else {
+            panic!("no request was sent");
+        };
+        conversation.answer(Response::error(
+            Some(request.id),
+            ErrorObject::method_not_found(),
+        ));
+        let outcome = rejected.await.unwrap();
+        assert!(matches!(outcome, Err(ClientError::Rejected(e)) if e.code == -32601));
+    }
+
+    #[tokio::test]
+    async fn a_peer_sends_a_client_notification_on_its_stream() {
+        let (sender, mut sent) = mpsc::unbounded_channel();
+        let peer = Peer::new(Route::Lines(sender), None, Duration::from_secs(1), None);
+        let params = encode_params("n", &Named { name: "a".into() }).unwrap();
+        RpcClient::notify(&peer, "notifications/message", params)
+            .await
+            .unwrap();
+        let Message::Notification(notification) = read(&sent.recv().await.unwrap()) else {
+            panic!("no notification was sent");
+        };
+        assert_eq!(notification.method, "notifications/message");
+        assert_eq!(
+            notification.params.map(|p| p.get().to_owned()).as_deref(),
+            Some(r#"{"name":"a"}"#)
+        );
+    }
+
+    #[test]
+    fn a_result_that_does_not_fit_its_method_is_an_invalid_result() {
+        let outcome = decode_result::<Named>("tools/call", &raw("[1]"));
+        assert!(matches!(
+            outcome,
+            Err(ClientError::InvalidResult {
+                method: "tools/call",
+                ..
+            })
+        ));
+    }
+}
