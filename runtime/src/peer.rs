@@ -136,11 +136,16 @@ impl Conversation {
         token.map(|token| token.cancel()).is_some()
     }
 
-    /// Fails every awaiting call and cancels every running request (the conversation ended).
-    pub fn abandon(&self) {
+    /// Fails every call awaiting the peer's answer (the peer can no longer send one).
+    pub fn fail_awaiting(&self) {
         if let Ok(mut awaiting) = self.awaiting.lock() {
             awaiting.clear();
         }
+    }
+
+    /// Fails every awaiting call and cancels every running request (the conversation ended).
+    pub fn abandon(&self) {
+        self.fail_awaiting();
         if let Ok(running) = self.running.lock() {
             running.values().for_each(CancellationToken::cancel);
         }

@@ -28,6 +28,8 @@ use crate::session::{Session, SessionId};
 pub struct StdioConfig {
     pub limits: DecodeLimits,
     pub peer_timeout: Duration,
+    /// After EOF, how long requests still running may take to answer before they are dropped.
+    pub drain_grace: Duration,
 }
 
 impl Default for StdioConfig {
@@ -35,6 +37,7 @@ impl Default for StdioConfig {
         Self {
             limits: DecodeLimits::default(),
             peer_timeout: DEFAULT_PEER_TIMEOUT,
+            drain_grace: Duration::from_secs(1),
         }
     }
 }
@@ -48,7 +51,8 @@ pub async fn serve_stdio<H: RequestHandler>(
 }
 
 /// Serves `handler` on a line-oriented reader/writer pair until the reader reaches EOF. Requests
-/// still running then are cancelled; answers already produced are written before returning.
+/// still running then get [`StdioConfig::drain_grace`] to answer and are dropped after it;
+/// every answer produced is written before returning.
 pub async fn serve_lines<H, R, W>(
     handler: &H,
     reader: R,
@@ -145,6 +149,25 @@ where
                 }
             }
         }
+    }
+    // Nothing more can arrive: calls awaiting the peer fail now, and what is still running gets
+    // a short grace to answer (a request piped in just before EOF is still answered).
+    if let Some(conversation) = &scope.conversation {
+        conversation.fail_awaiting();
+    }
+    let drained = tokio::time::timeout(config.drain_grace, async {
+        while let Some(answer) = in_flight.next().await {
+            if let Some(bytes) = answer {
+                send(outbound, bytes);
+            }
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tracing::debug!(
+            dropped = in_flight.len(),
+            "requests still running at end of input were dropped"
+        );
     }
     Ok(())
 }

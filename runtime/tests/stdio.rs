@@ -174,3 +174,31 @@ async fn a_session_wide_peer_writes_to_the_same_line_stream() {
     assert_eq!(peer.receive().await["result"], "scheduled");
     assert_eq!(peer.receive().await["method"], "later");
 }
+
+#[tokio::test]
+async fn a_request_followed_at_once_by_end_of_input_is_still_answered() {
+    let mut peer = Peer::start(StdioConfig::default());
+    // `burst` sleeps between notifications, so it is still running when EOF arrives.
+    peer.send_json(&request(13, "burst", json!({"count": 20})))
+        .await;
+    peer.input.shutdown().await.unwrap();
+    let mut last = Value::Null;
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(Duration::from_secs(5), peer.output.next_line()).await
+    {
+        last = serde_json::from_str(&line).unwrap();
+    }
+    assert_eq!(last["id"], 13);
+    assert_eq!(last["result"]["sent"], 20);
+}
+
+#[tokio::test]
+async fn a_call_awaiting_the_client_fails_at_end_of_input_instead_of_hanging() {
+    let mut peer = Peer::start(StdioConfig::default());
+    peer.send_json(&request(14, "ask-client", json!({}))).await;
+    assert_eq!(peer.receive().await["method"], "client/ask");
+    peer.input.shutdown().await.unwrap();
+    let answer = peer.receive().await;
+    assert_eq!(answer["id"], 14);
+    assert_eq!(answer["error"]["code"], -32001);
+}
