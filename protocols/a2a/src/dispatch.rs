@@ -1,23 +1,23 @@
 //! One call, by 1.0 method name, from JSON params to a JSON answer: a single result or a stream
 //! of them. Both bindings (JSON-RPC and HTTP+JSON) and both revisions end here, after their own
-//! framing and the 0.3 mapping; params are decoded into the generated type the method table
-//! names, so a shape that does not fit is -32602 before any work starts.
+//! framing and the 0.3 mapping; the generated dispatcher decodes params into the type the
+//! method table names (a shape that does not fit is -32602 before any work starts) and calls
+//! the generated `Agent` trait [`crate::agent`] implements.
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use protocols_runtime::ErrorObject;
+use protocols_runtime::method::Answer;
 use serde_json::Value;
 
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
-use crate::service::{A2aService, Caller, EventStream};
-use crate::v1::methods as m;
+use crate::service::{A2aService, Caller};
 
 /// What a call answers.
 pub enum Outcome {
     Single(Value),
-    Stream(BoxStream<'static, Value>),
+    Stream(BoxStream<'static, Result<Value, ErrorObject>>),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -29,65 +29,32 @@ impl std::fmt::Debug for Outcome {
     }
 }
 
-fn params<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
-    serde_json::from_value(params).map_err(|error| A2aError::InvalidParams(error.to_string()))
+fn to_value(raw: &serde_json::value::RawValue) -> Result<Value, ErrorObject> {
+    serde_json::from_str(raw.get()).map_err(|_| ErrorObject::internal_error())
 }
 
-/// Params a method may omit: absent decodes as the type's default.
-fn optional_params<T: DeserializeOwned + Default>(params: Value) -> Result<T, A2aError> {
-    if params.is_null() {
-        return Ok(T::default());
-    }
-    self::params(params)
-}
-
-fn single<T: Serialize>(result: Result<T, A2aError>) -> Result<Outcome, A2aError> {
-    let value = serde_json::to_value(result?).map_err(|_| A2aError::Internal)?;
-    Ok(Outcome::Single(value))
-}
-
-fn stream(events: Result<EventStream, A2aError>) -> Result<Outcome, A2aError> {
-    Ok(Outcome::Stream(
-        events?
-            .map(|event| serde_json::to_value(event).unwrap_or(Value::Null))
-            .boxed(),
-    ))
-}
-
-/// Whether `method` answers with a stream.
-pub fn is_streaming(method: &str) -> bool {
-    crate::v1::METHODS
-        .iter()
-        .any(|spec| spec.name == method && spec.streaming)
-}
-
-/// Runs `method` with `params`.
+/// Runs `method` with `params`; errors come back as the typed A2A error.
 pub async fn call<E: AgentExecutor>(
     service: &A2aService<E>,
     method: &str,
     params: Value,
     caller: Caller,
 ) -> Result<Outcome, A2aError> {
-    match method {
-        m::SEND_MESSAGE => single(service.send_message(self::params(params)?).await),
-        m::SEND_STREAMING_MESSAGE => stream(service.send_streaming_message(self::params(params)?)),
-        m::GET_TASK => single(service.get_task(&self::params(params)?)),
-        m::LIST_TASKS => single(service.list_tasks(&optional_params(params)?)),
-        m::CANCEL_TASK => single(service.cancel_task(&self::params(params)?)),
-        m::SUBSCRIBE_TO_TASK => stream(service.subscribe_to_task(&self::params(params)?)),
-        m::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            single(service.create_push_config(self::params(params)?))
-        }
-        m::GET_TASK_PUSH_NOTIFICATION_CONFIG => {
-            single(service.get_push_config(&self::params(params)?))
-        }
-        m::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
-            single(service.list_push_configs(&self::params(params)?))
-        }
-        m::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            single(service.delete_push_config(&self::params(params)?))
-        }
-        m::GET_EXTENDED_AGENT_CARD => single(service.extended_card(caller)),
-        _ => Err(A2aError::MethodNotFound),
+    let raw = if params.is_null() {
+        None
+    } else {
+        Some(serde_json::value::to_raw_value(&params).map_err(|_| A2aError::Internal)?)
+    };
+    let answer = crate::v1::dispatch_agent_request(service, method, raw.as_deref(), &caller).await;
+    match answer {
+        Answer::Reply(Ok(raw)) => Ok(Outcome::Single(
+            to_value(&raw).map_err(|error| A2aError::from_error_object(&error))?,
+        )),
+        Answer::Reply(Err(error)) => Err(A2aError::from_error_object(&error)),
+        Answer::Stream(replies) => Ok(Outcome::Stream(
+            replies
+                .map(|reply| reply.and_then(|raw| to_value(&raw)))
+                .boxed(),
+        )),
     }
 }

@@ -105,9 +105,10 @@ impl A2aError {
         }
     }
 
-    /// The JSON-RPC error object.
+    /// The JSON-RPC error object; its data names the reason, so the typed error survives.
     pub fn to_error_object(&self) -> ErrorObject {
         ErrorObject::new(self.code(), self.to_string())
+            .with_data(json!({ "reason": self.reason() }))
     }
 
     /// The HTTP+JSON error body: a `google.rpc.Status` with one `ErrorInfo` detail.
@@ -129,6 +130,14 @@ impl A2aError {
     /// Reads an error back from a JSON-RPC error object (the client side).
     pub fn from_error_object(error: &ErrorObject) -> Self {
         let message = error.message.to_string();
+        if let Some(known) = error
+            .data
+            .as_ref()
+            .and_then(|data| data["reason"].as_str())
+            .and_then(|reason| Self::from_reason(reason, &message))
+        {
+            return known;
+        }
         match error.code {
             -32001 => Self::TaskNotFound(message),
             -32002 => Self::TaskNotCancelable {
@@ -157,7 +166,17 @@ impl A2aError {
             .as_array()
             .and_then(|details| details.iter().find_map(|detail| detail["reason"].as_str()))
             .unwrap_or_default();
-        match reason {
+        Self::from_reason(reason, &message).unwrap_or(match status {
+            StatusCode::UNAUTHORIZED => Self::Unauthenticated,
+            StatusCode::NOT_FOUND => Self::MethodNotFound,
+            _ => Self::Internal,
+        })
+    }
+
+    /// The error an `ErrorInfo.reason` names.
+    fn from_reason(reason: &str, message: &str) -> Option<Self> {
+        let message = message.to_owned();
+        Some(match reason {
             "TASK_NOT_FOUND" => Self::TaskNotFound(message),
             "TASK_NOT_CANCELABLE" => Self::TaskNotCancelable {
                 id: String::new(),
@@ -173,10 +192,10 @@ impl A2aError {
             "INVALID_PARAMS" => Self::InvalidParams(message),
             "INVALID_REQUEST" => Self::InvalidRequest(message),
             "METHOD_NOT_FOUND" => Self::MethodNotFound,
-            _ if status == StatusCode::UNAUTHORIZED => Self::Unauthenticated,
-            _ if status == StatusCode::NOT_FOUND => Self::MethodNotFound,
-            _ => Self::Internal,
-        }
+            "UNAUTHENTICATED" => Self::Unauthenticated,
+            "INTERNAL" => Self::Internal,
+            _ => return None,
+        })
     }
 }
 

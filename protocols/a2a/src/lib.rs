@@ -7,6 +7,7 @@
 //! Serving an agent: implement [`executor::AgentExecutor`], build an [`service::A2aService`]
 //! and mount [`server::A2aServer::routes`] into a runtime `ServerBuilder`.
 
+pub mod agent;
 pub mod card;
 pub mod client;
 pub mod compat;

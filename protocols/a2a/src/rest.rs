@@ -60,6 +60,24 @@ impl Template {
         Self { segments }
     }
 
+    /// The concrete path for `params`, taking each variable's value out of them (the client
+    /// side); `None` when a variable has no string value.
+    pub fn fill(&self, params: &mut Map<String, Value>) -> Option<String> {
+        let mut path = String::new();
+        for segment in &self.segments {
+            path.push('/');
+            match segment {
+                Segment::Literal(text) => path.push_str(text),
+                Segment::Variable { name, suffix } => {
+                    let value = params.remove(&json_name(name))?;
+                    path.push_str(value.as_str()?);
+                    path.push_str(suffix);
+                }
+            }
+        }
+        Some(path)
+    }
+
     /// How much fixed text the template has; the more, the more specific.
     fn literal_len(&self) -> usize {
         self.segments
@@ -95,7 +113,7 @@ impl Template {
 }
 
 /// `task_id` → `taskId`: path variables are named as in the proto, params as in its JSON.
-fn json_name(proto_name: &str) -> String {
+pub(crate) fn json_name(proto_name: &str) -> String {
     let mut out = String::with_capacity(proto_name.len());
     let mut upper = false;
     for character in proto_name.chars() {
@@ -331,10 +349,22 @@ fn json_response(value: &Value) -> Response {
     response
 }
 
-fn sse_response(events: futures::stream::BoxStream<'static, Value>) -> Response {
+fn sse_response(
+    events: futures::stream::BoxStream<'static, Result<Value, protocols_runtime::ErrorObject>>,
+) -> Response {
     let body = events.map(|event| {
         let mut out = BytesMut::new();
-        encode_event(&mut out, None, None, &event.to_string());
+        match event {
+            Ok(event) => encode_event(&mut out, None, None, &event.to_string()),
+            Err(error) => {
+                let body = A2aError::from_error_object(&error)
+                    .to_rest_body()
+                    .to_string();
+                // Clients tell a failed stream apart by this event name.
+                let name = protocols_runtime::sse::EventName::new("error").ok();
+                encode_event(&mut out, name.as_ref(), None, &body);
+            }
+        }
         Ok::<_, std::convert::Infallible>(out.freeze())
     });
     let mut response = Response::new(Body::from_stream(body));

@@ -148,7 +148,7 @@ impl<E: AgentExecutor> A2aServer<E> {
             }
             (Revision::V0_3, Outcome::Stream(events)) => Outcome::Stream(
                 events
-                    .map(move |event| compat::result_to_v03(method, &event))
+                    .map(move |event| event.map(|event| compat::result_to_v03(method, &event)))
                     .boxed(),
             ),
         })
@@ -223,10 +223,10 @@ impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
 /// Sends every event but the last as a partial result on the request's SSE stream; the last is
 /// the answer, so each event is one JSON-RPC response carrying the request's id.
 async fn answer_stream(
-    mut events: futures::stream::BoxStream<'static, Value>,
+    mut events: futures::stream::BoxStream<'static, Result<Value, ErrorObject>>,
     cx: &Context<()>,
 ) -> Reply {
-    let Some(mut pending) = events.next().await else {
+    let Some(mut pending) = events.next().await.transpose()? else {
         return Err(A2aError::Internal.to_error_object());
     };
     let mut stream_open = true;
@@ -242,7 +242,7 @@ async fn answer_stream(
                 }
             }
         }
-        pending = next;
+        pending = next?;
     }
     raw(&pending)
 }

@@ -1,0 +1,118 @@
+//! The A2A demo agent: every message becomes a task whose artifact echoes the text
+//! (`echo: <text>`); text starting with `slow` keeps the task `WORKING` for about 8 s with a
+//! status update every 0.5 s, and honours `CancelTask` meanwhile.
+//!
+//! Mounting: [`router`] returns unhardened routes — the card at
+//! `/.well-known/agent-card.json`, JSON-RPC at `/a2a`, HTTP+JSON under `/a2a/v1` — for a runtime
+//! `ServerBuilder::routes` (which hardens them with everything else):
+//!
+//! ```no_run
+//! let server = protocols_runtime::server::Server::builder()
+//!     .routes(examples::a2a_demo::router("http://127.0.0.1:8080"))
+//!     .build();
+//! ```
+
+use std::sync::Arc;
+
+use axum::Router;
+use protocols_a2a::card::{AgentCards, Endpoints};
+use protocols_a2a::executor::{AgentExecutor, TaskUpdater, message_text};
+use protocols_a2a::push::{PushPolicy, PushSender};
+use protocols_a2a::server::A2aServer;
+use protocols_a2a::service::A2aService;
+use protocols_a2a::store::MemoryTaskStore;
+use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
+
+use crate::core::{DemoAction, plan};
+
+/// Where the demo serves JSON-RPC, and the prefix of its HTTP+JSON routes.
+pub const JSONRPC_PATH: &str = "/a2a";
+pub const REST_PATH: &str = "/a2a/v1";
+
+/// The demo's executor.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DemoExecutor;
+
+impl AgentExecutor for DemoExecutor {
+    async fn execute(&self, message: Message, updater: TaskUpdater) {
+        if let Err(error) = run(&message_text(&message), &updater).await {
+            tracing::warn!(%error, task = updater.task_id(), "demo task failed");
+            let _ = updater.fail(None);
+        }
+    }
+}
+
+async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
+    match plan(text) {
+        DemoAction::Echo(reply) => {
+            updater.working(None)?;
+            updater.text_artifact("echo", reply)?;
+        }
+        DemoAction::Slow { reply, tick, total } => {
+            let ticks = (total.as_millis() / tick.as_millis().max(1)).max(1);
+            for n in 1..=ticks {
+                let progress = updater.agent_message(format!("working {n}/{ticks}"));
+                updater.working(Some(progress))?;
+                tokio::select! {
+                    () = updater.cancellation().cancelled() => return Ok(()),
+                    () = tokio::time::sleep(tick) => {}
+                }
+            }
+            updater.text_artifact("echo", reply)?;
+        }
+    }
+    updater.complete(None)
+}
+
+/// The demo's public card (interfaces are filled in from the endpoints).
+pub fn card() -> AgentCard {
+    AgentCard {
+        capabilities: AgentCapabilities {
+            extended_agent_card: None,
+            extensions: Vec::new(),
+            push_notifications: Some(true),
+            streaming: Some(true),
+        },
+        default_input_modes: vec!["text/plain".into()],
+        default_output_modes: vec!["text/plain".into()],
+        description: "Echoes every message; text starting with `slow` takes about 8 s.".into(),
+        documentation_url: None,
+        icon_url: None,
+        name: "protocols demo agent".into(),
+        provider: None,
+        security_requirements: Vec::new(),
+        security_schemes: Default::default(),
+        signatures: Vec::new(),
+        skills: vec![AgentSkill {
+            description: "Answers `echo: <text>`".into(),
+            examples: vec!["hello".into(), "slow hello".into()],
+            id: "echo".into(),
+            input_modes: Vec::new(),
+            name: "echo".into(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+            tags: vec!["demo".into()],
+        }],
+        supported_interfaces: Vec::new(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// The demo agent with `push` as its webhook policy.
+pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor> {
+    let endpoints = Endpoints::at(public_base_url, JSONRPC_PATH, REST_PATH);
+    let cards = AgentCards::new(card(), None, endpoints);
+    let service = A2aService::new(
+        DemoExecutor,
+        Arc::new(MemoryTaskStore::new()),
+        Some(PushSender::new(push)),
+        cards,
+    );
+    A2aServer::new(service)
+}
+
+/// The demo's routes, with interface URLs under `public_base_url` (e.g.
+/// `http://127.0.0.1:8080`); webhooks to private addresses are refused.
+pub fn router(public_base_url: &str) -> Router {
+    server(public_base_url, PushPolicy::default()).routes(JSONRPC_PATH, REST_PATH)
+}

@@ -1,0 +1,118 @@
+//! The generated A2A 1.0 [`Agent`] trait implemented by [`A2aService`]: each RPC forwards to the
+//! service, its errors become JSON-RPC error objects (carrying their `reason`, so the HTTP+JSON
+//! binding and clients can restore the typed error), and the caller's authentication is the
+//! trait's context.
+
+use futures::StreamExt as _;
+use protocols_runtime::ErrorObject;
+use protocols_runtime::method::ResultStream;
+
+use crate::error::A2aError;
+use crate::executor::AgentExecutor;
+use crate::service::{A2aService, Caller, EventStream};
+use crate::v1::Agent;
+use crate::v1::types::{
+    AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, Empty,
+    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskPushNotificationConfig,
+};
+
+fn wire<T>(result: Result<T, A2aError>) -> Result<T, ErrorObject> {
+    result.map_err(|error| error.to_error_object())
+}
+
+fn wire_stream(
+    events: Result<EventStream, A2aError>,
+) -> Result<ResultStream<StreamResponse>, ErrorObject> {
+    wire(events).map(|events| events.map(Ok).boxed())
+}
+
+impl<E: AgentExecutor> Agent for A2aService<E> {
+    type Context = Caller;
+
+    async fn send_message(
+        &self,
+        params: SendMessageRequest,
+        _cx: &Caller,
+    ) -> Result<SendMessageResponse, ErrorObject> {
+        wire(A2aService::send_message(self, params).await)
+    }
+
+    async fn send_streaming_message(
+        &self,
+        params: SendMessageRequest,
+        _cx: &Caller,
+    ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
+        wire_stream(A2aService::send_streaming_message(self, params))
+    }
+
+    async fn get_task(&self, params: GetTaskRequest, _cx: &Caller) -> Result<Task, ErrorObject> {
+        wire(A2aService::get_task(self, &params))
+    }
+
+    async fn list_tasks(
+        &self,
+        params: Option<ListTasksRequest>,
+        _cx: &Caller,
+    ) -> Result<ListTasksResponse, ErrorObject> {
+        wire(A2aService::list_tasks(self, &params.unwrap_or_default()))
+    }
+
+    async fn cancel_task(
+        &self,
+        params: CancelTaskRequest,
+        _cx: &Caller,
+    ) -> Result<Task, ErrorObject> {
+        wire(A2aService::cancel_task(self, &params))
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        params: SubscribeToTaskRequest,
+        _cx: &Caller,
+    ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
+        wire_stream(A2aService::subscribe_to_task(self, &params))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        params: TaskPushNotificationConfig,
+        _cx: &Caller,
+    ) -> Result<TaskPushNotificationConfig, ErrorObject> {
+        wire(self.create_push_config(params))
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        params: GetTaskPushNotificationConfigRequest,
+        _cx: &Caller,
+    ) -> Result<TaskPushNotificationConfig, ErrorObject> {
+        wire(self.get_push_config(&params))
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        params: ListTaskPushNotificationConfigsRequest,
+        _cx: &Caller,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, ErrorObject> {
+        wire(self.list_push_configs(&params))
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        _params: Option<GetExtendedAgentCardRequest>,
+        cx: &Caller,
+    ) -> Result<AgentCard, ErrorObject> {
+        wire(self.extended_card(*cx))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        params: DeleteTaskPushNotificationConfigRequest,
+        _cx: &Caller,
+    ) -> Result<Empty, ErrorObject> {
+        wire(self.delete_push_config(&params))
+    }
+}
