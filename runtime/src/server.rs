@@ -7,8 +7,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::serve::ListenerExt;
-use tokio::net::TcpListener;
+use axum::serve::{ListenerExt, TapIo};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::RequestHandler;
@@ -152,14 +152,8 @@ impl Server {
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let shutdown = self.shutdown.clone();
-        let listener = listener.tap_io(|stream| {
-            // Without this a small SSE write waits for the peer's delayed ACK (~40 ms).
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(%error, "could not set TCP_NODELAY");
-            }
-        });
         tracing::info!("serving");
-        axum::serve(listener, self.router)
+        axum::serve(without_nagle(listener), self.router)
             .with_graceful_shutdown(async move {
                 tokio::select! {
                     () = signal => {}
@@ -169,5 +163,36 @@ impl Server {
                 tracing::info!("shutting down");
             })
             .await
+    }
+}
+
+/// `listener` with TCP_NODELAY set on every accepted socket: without it a small SSE write waits
+/// for the peer's delayed ACK (about 40 ms). Use it when serving a [`Server::router`] yourself.
+pub fn without_nagle(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
+    listener.tap_io(set_nodelay as fn(&mut TcpStream))
+}
+
+fn set_nodelay(stream: &mut TcpStream) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "could not set TCP_NODELAY");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_accepted_socket_has_nagle_disabled() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut listener = without_nagle(listener);
+        for _ in 0..3 {
+            let _client = tokio::net::TcpStream::connect(address).await.unwrap();
+            let (accepted, _) = listener.accept().await;
+            assert!(accepted.nodelay().unwrap());
+        }
     }
 }

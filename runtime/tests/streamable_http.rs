@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{SESSION_HEADER, SseReader, TestProtocol, request, serve_handler, serve_protocol};
 use protocols_runtime::ManualClock;
-use protocols_runtime::http::{HttpConfig, ResponseMode};
+use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
+use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SessionLimits;
 use protocols_runtime::stream::StreamPolicy;
 use reqwest::{Client, StatusCode};
@@ -824,4 +825,44 @@ async fn a_protocol_rejection_keeps_its_status_echoes_the_id_and_stores_no_openi
     assert_eq!(body["error"]["code"], -32099);
     // The only slot is still free.
     open(&client, &server.url("/rpc")).await;
+}
+
+#[tokio::test]
+async fn sessions_never_deleted_are_reaped_to_an_empty_store() {
+    let clock = Arc::new(ManualClock::new());
+    let config = HttpConfig {
+        clock: clock.clone(),
+        sessions: SessionLimits {
+            idle: Duration::from_secs(60),
+            absolute: Duration::from_secs(3600),
+            max_live: 100,
+        },
+        reap_every: Duration::from_millis(10),
+        ..HttpConfig::default()
+    };
+    let transport = StreamableHttp::new(TestProtocol::new(), config);
+    let store = transport.store();
+    let server = ServerBuilder::new()
+        .hardening(common::test_hardening())
+        .routes(transport.into_routes("/rpc"))
+        .build()
+        .unwrap();
+    let server = common::serve(server).await;
+    let client = client();
+    for _ in 0..5 {
+        open(&client, &server.url("/rpc")).await;
+    }
+    assert_eq!(store.len(), 5);
+    clock.advance(Duration::from_secs(61));
+    for _ in 0..500 {
+        if store.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        store.len(),
+        0,
+        "the reaper emptied the store without any request"
+    );
 }
