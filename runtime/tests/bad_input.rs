@@ -515,6 +515,15 @@ fn table() -> Vec<Case> {
         Case::get("stream_without_credential")
             .credential(Credential::Absent)
             .refused(unauthorized, -32001),
+        // Authentication precedes the session lookup: an unproven caller cannot tell a live
+        // session id from an unknown one.
+        Case::post("unknown_session_without_credential", ECHO)
+            .session(SessionHeader::Raw(b"0123456789abcdef"))
+            .credential(Credential::Absent)
+            .refused(unauthorized, -32001),
+        Case::post("live_session_without_credential", ECHO)
+            .credential(Credential::Absent)
+            .refused(unauthorized, -32001),
         Case::get("delete_without_credential")
             .with_method(Method::DELETE)
             .credential(Credential::Absent)

@@ -472,3 +472,44 @@ async fn the_metadata_router_alone_serves_the_document_for_nesting_apps() {
     assert_eq!(response.status(), StatusCode::OK);
     let _: Bytes = security_headers::body_bytes(response.into_body()).await;
 }
+
+#[tokio::test]
+async fn a_hardened_router_nested_in_a_users_app_keeps_its_guarantees() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let hardened = secured()
+        .build()
+        .unwrap()
+        .wrap(counting_router(Arc::clone(&hits)));
+    let app = Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .nest("/api", hardened);
+    let refused = send(
+        app.clone(),
+        request(Method::POST, "/api/mcp")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_refused(refused, StatusCode::UNAUTHORIZED, -32001).await;
+    let unknown = send(
+        app.clone(),
+        request(Method::GET, "/api/elsewhere")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_refused(unknown, StatusCode::NOT_FOUND, -32006).await;
+    let served = request(Method::POST, "/api/mcp")
+        .header(header::AUTHORIZATION, "Bearer good")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(app.clone(), served).await.status(), StatusCode::OK);
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // The user's own routes are theirs: the hardening does not reach outside its router.
+    let health = send(
+        app,
+        request(Method::GET, "/health").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(health.status(), StatusCode::OK);
+}
