@@ -27,11 +27,44 @@ pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
         fields
             .entry("resultType")
             .or_insert_with(|| Value::from("complete"));
+        if let Some(hint) = cache_hint(method) {
+            fields
+                .entry("cacheScope")
+                .or_insert_with(|| Value::from(hint.scope));
+            fields
+                .entry("ttlMs")
+                .or_insert_with(|| Value::from(hint.ttl_ms));
+        }
     }
     let schemas = tool_schemas(method, &result);
     let mut converted = convert(revision, Payload::Result, method, result);
     restore_tool_schemas(revision, &mut converted, schemas);
     converted
+}
+
+/// How long a 2026-07-28 client may reuse a cacheable result, and with whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CacheHint {
+    scope: &'static str,
+    ttl_ms: u64,
+}
+
+/// Lists may be reused for a minute by the same caller (what they show can depend on who
+/// asks); a read is fresh every time, since a resource may change without notice.
+fn cache_hint(method: &str) -> Option<CacheHint> {
+    match method {
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            Some(CacheHint {
+                scope: "private",
+                ttl_ms: 60_000,
+            })
+        }
+        "resources/read" => Some(CacheHint {
+            scope: "private",
+            ttl_ms: 0,
+        }),
+        _ => None,
+    }
 }
 
 /// Notification `params` (2025-11-25 shape) of `method`, as `revision` defines them.

@@ -48,12 +48,13 @@ pub struct Sum {
 /// What the fixture's `wait_for_cancel` tool saw.
 #[derive(Debug, Default, Clone)]
 pub struct Observed {
-    pub cancelled: Arc<Mutex<bool>>,
+    /// Whether `wait_for_cancel` ran to its end.
+    pub finished: Arc<Mutex<bool>>,
 }
 
 /// A server with one of everything.
 pub fn fixture_server(observed: &Observed) -> McpServer {
-    let cancelled = Arc::clone(&observed.cancelled);
+    let finished = Arc::clone(&observed.finished);
     McpServer::builder("fixture", "1.0.0")
         .page_size(2)
         .tool(ToolDefinition::new("echo", "Echoes", |arguments: Echo, _| async move {
@@ -92,12 +93,12 @@ pub fn fixture_server(observed: &Observed) -> McpServer {
                 .unwrap_or_default();
             Ok(tool_result(vec![text(format!("hello {name}"))]))
         }))
-        .tool(ToolDefinition::new("wait_for_cancel", "Waits until cancelled", move |_: NoArguments, cx| {
-            let cancelled = Arc::clone(&cancelled);
+        .tool(ToolDefinition::new("wait_for_cancel", "Works until cancelled", move |_: NoArguments, _| {
+            let finished = Arc::clone(&finished);
             async move {
-                cx.cancellation().cancelled().await;
-                *cancelled.lock().unwrap() = true;
-                Ok(tool_result(vec![text("cancelled")]))
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                *finished.lock().unwrap() = true;
+                Ok(tool_result(vec![text("finished")]))
             }
         }))
         .resource(resource("test://a", "a", "A", "text/plain"), |uri, _| async move {
@@ -265,7 +266,9 @@ impl Schemas {
         if self.has(&name) {
             return name;
         }
-        let stripped = name.trim_end_matches("ResponseResult").to_owned() + "Result";
+        // Codegen names a 2026-07-28 result reached through its `…ResultResponse` wrapper
+        // `…ResultResponseResult`; the schema's own definition is `…Result`.
+        let stripped = name.trim_end_matches("ResponseResult").to_owned();
         assert!(
             self.has(&stripped),
             "no definition for {name} in MCP {}",
