@@ -27,8 +27,8 @@ use crate::jsonrpc::{
 };
 use crate::peer::{Peer, Route};
 use crate::session::{
-    Clock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, SystemClock,
-    spawn_reaper,
+    Clock, LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
+    SystemClock,
 };
 use crate::sse::EventId;
 use crate::stream::{Framing, Stops, StreamPolicy, sse_response};
@@ -103,6 +103,7 @@ pub struct StreamableHttp<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<dyn SessionStore<H::Session>>,
+    reaper: LazyReaper,
 }
 
 impl<H: RequestHandler> std::fmt::Debug for StreamableHttp<H> {
@@ -117,11 +118,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
     /// Serves `handler` with an in-memory session store.
     pub fn new(handler: H, config: HttpConfig) -> Self {
         let store = Arc::new(MemorySessionStore::new(config.sessions));
-        spawn_reaper::<H::Session, _>(&store, Arc::clone(&config.clock), config.reap_every);
         Self {
             handler,
             config,
             store,
+            reaper: LazyReaper::new(),
         }
     }
 
@@ -135,6 +136,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             handler,
             config,
             store,
+            reaper: LazyReaper::new(),
         }
     }
 
@@ -388,6 +390,11 @@ async fn delete<H: RequestHandler>(
 
 impl<H: RequestHandler> StreamableHttp<H> {
     async fn serve_post(self: Arc<Self>, request: HttpRequest) -> Response {
+        self.reaper.ensure::<H::Session, _>(
+            &self.store,
+            &self.config.clock,
+            self.config.reap_every,
+        );
         let (parts, body) = request.into_parts();
         let profile = self.handler.profile();
         if !content_type_is(&parts.headers, profile.media_type()) {

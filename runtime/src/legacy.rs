@@ -20,7 +20,7 @@ use crate::http::{HttpConfig, content_type_is, decode_refusal, echo};
 use crate::jsonrpc::{Message, Payload, decode};
 use crate::peer::{Peer, Route};
 use crate::session::{
-    MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, spawn_reaper,
+    LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
 };
 use crate::sse::{EventName, encode_event};
 use crate::stream::{Framing, Stops, sse_response};
@@ -33,6 +33,7 @@ pub struct LegacySse<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<MemorySessionStore<H::Session>>,
+    reaper: LazyReaper,
     post_path: String,
 }
 
@@ -54,11 +55,11 @@ impl<H: RequestHandler> LegacySse<H> {
             ..config.sessions
         };
         let store = Arc::new(MemorySessionStore::new(limits));
-        spawn_reaper::<H::Session, _>(&store, Arc::clone(&config.clock), config.reap_every);
         Self {
             handler,
             config,
             store,
+            reaper: LazyReaper::new(),
             post_path: post_path.to_owned(),
         }
     }
@@ -100,6 +101,11 @@ async fn open<H: RequestHandler>(
     State(transport): State<Arc<LegacySse<H>>>,
     request: HttpRequest,
 ) -> Response {
+    transport.reaper.ensure::<H::Session, _>(
+        &transport.store,
+        &transport.config.clock,
+        transport.config.reap_every,
+    );
     let accepts_stream = request
         .headers()
         .get(header::ACCEPT)

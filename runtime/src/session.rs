@@ -350,7 +350,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
 pub fn spawn_reaper<S, T>(store: &Arc<T>, clock: Arc<dyn Clock>, every: Duration)
 where
     S: Send + Sync + 'static,
-    T: SessionStore<S>,
+    T: SessionStore<S> + ?Sized,
 {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("no tokio runtime: sessions expire on lookup only until one is running");
@@ -366,6 +366,29 @@ where
             store.reap(clock.now());
         }
     });
+}
+
+/// Starts a store's reaper on first use, so a transport built outside a tokio runtime still
+/// reaps once it serves.
+pub(crate) struct LazyReaper {
+    started: std::sync::Once,
+}
+
+impl LazyReaper {
+    pub(crate) const fn new() -> Self {
+        Self {
+            started: std::sync::Once::new(),
+        }
+    }
+
+    pub(crate) fn ensure<S, T>(&self, store: &Arc<T>, clock: &Arc<dyn Clock>, every: Duration)
+    where
+        S: Send + Sync + 'static,
+        T: SessionStore<S> + ?Sized,
+    {
+        self.started
+            .call_once(|| spawn_reaper::<S, T>(store, Arc::clone(clock), every));
+    }
 }
 
 #[cfg(test)]
