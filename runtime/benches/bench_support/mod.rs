@@ -27,9 +27,13 @@ pub async fn serve_nodelay(listener: TcpListener, app: Router) -> Result<(), Str
         // A socket that refuses NODELAY is still served, only slower.
         let _ = stream.set_nodelay(true);
     });
-    axum::serve(listener, app)
-        .await
-        .map_err(|error| error.to_string())
+    // With the peer address, as a deployment should serve: the rate limit keys callers by it.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+    .map_err(|error| error.to_string())
 }
 
 /// The hardening every benchmarked runtime server runs behind: the defaults, with a rate limit

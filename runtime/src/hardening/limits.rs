@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,19 +101,20 @@ impl RateLimit {
 pub(crate) enum RateKey {
     Subject(Arc<str>),
     Peer(IpAddr),
-    /// Served without connection info: every anonymous caller shares one bucket.
-    UnknownPeer,
 }
 
 impl RateKey {
-    /// The authenticated subject when there is one, otherwise the peer address.
-    pub(crate) fn of(extensions: &Extensions) -> Self {
+    /// The authenticated subject when there is one, otherwise the peer address; `None` for an
+    /// anonymous caller of a server run without `ConnectInfo`, who cannot be told apart from
+    /// any other. Charging all of those to one shared bucket would turn a per-caller limit into
+    /// a server-wide one, so they are not charged (and the limiter says so once).
+    pub(crate) fn of(extensions: &Extensions) -> Option<Self> {
         if let Some(principal) = extensions.get::<Principal>() {
-            return Self::Subject(Arc::clone(&principal.subject));
+            return Some(Self::Subject(Arc::clone(&principal.subject)));
         }
         extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map_or(Self::UnknownPeer, |info| Self::Peer(info.0.ip()))
+            .map(|info| Self::Peer(info.0.ip()))
     }
 }
 
@@ -131,6 +133,7 @@ pub(crate) struct RateLimiter {
     max_keys: usize,
     buckets: Mutex<HashMap<RateKey, Bucket>>,
     overflow: Mutex<Bucket>,
+    warned_unattributed: AtomicBool,
 }
 
 impl RateLimiter {
@@ -144,11 +147,21 @@ impl RateLimiter {
             max_keys,
             buckets: Mutex::new(HashMap::new()),
             overflow: Mutex::new(full),
+            warned_unattributed: AtomicBool::new(false),
         }
     }
 
     /// Takes one token for `key`, or says how long until one is available.
-    pub(crate) fn charge(&self, key: RateKey) -> Result<(), Refusal> {
+    pub(crate) fn charge(&self, key: Option<RateKey>) -> Result<(), Refusal> {
+        let Some(key) = key else {
+            if !self.warned_unattributed.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "anonymous callers are not rate limited: serve with \
+                     `into_make_service_with_connect_info::<SocketAddr>()` to limit them per peer"
+                );
+            }
+            return Ok(());
+        };
         let now = Instant::now();
         // A poisoned lock only means another request panicked mid-update; the bucket numbers
         // are still usable, so keep serving rather than failing every request after it.
@@ -225,8 +238,8 @@ mod tests {
         RateLimiter::new(RateLimit::new(per_second, burst), 1000)
     }
 
-    fn subject(name: &str) -> RateKey {
-        RateKey::Subject(name.into())
+    fn subject(name: &str) -> Option<RateKey> {
+        Some(RateKey::Subject(name.into()))
     }
 
     #[tokio::test(start_paused = true)]
@@ -249,7 +262,7 @@ mod tests {
         assert!(limiter.charge(subject("a")).is_err());
         assert_eq!(limiter.charge(subject("b")), Ok(()));
         let peer = RateKey::Peer(IpAddr::from([127, 0, 0, 1]));
-        assert_eq!(limiter.charge(peer), Ok(()));
+        assert_eq!(limiter.charge(Some(peer)), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]
@@ -273,6 +286,15 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(limiter.charge(subject("e")), Ok(()));
         assert_eq!(limiter.tracked_keys(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn callers_that_cannot_be_told_apart_are_not_charged_to_one_shared_bucket() {
+        let limiter = limiter(1.0, 1);
+        for _ in 0..10 {
+            assert_eq!(limiter.charge(None), Ok(()));
+        }
+        assert_eq!(limiter.tracked_keys(), 0);
     }
 
     async fn echo(BoundedBody(body): BoundedBody) -> Bytes {
