@@ -374,6 +374,9 @@ impl Hardening {
     /// 5. authentication (401/403), then the per-subject rate limit (429), then the body limit
     ///    handed to the routes as a [`BodyLimit`] extension — all before any transport route
     ///    runs, so no session is looked up for a caller that has proved nothing.
+    ///
+    /// Anonymous callers are rate limited per peer address, which axum provides only when the
+    /// app is served with `into_make_service_with_connect_info::<SocketAddr>()`.
     pub fn wrap(&self, router: Router) -> Router {
         let admitted = router.layer(AdmitLayer(Arc::clone(&self.admission)));
         let public = match self.metadata_router() {
