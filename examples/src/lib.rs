@@ -3,5 +3,6 @@
 //! `all-protocols` behave alike.
 
 pub mod a2a_demo;
+pub mod acp_demo;
 pub mod core;
 pub mod mcp_demo;

@@ -9,14 +9,14 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderValue, header};
 use protocols_runtime::connect::{LinesConnection, connect_lines, serve_detached};
 use protocols_runtime::handler::{Context, Profile, Reply, RequestHandler};
 use protocols_runtime::jsonrpc::{
     DecodeLimits, ErrorObject, Message, Notification, Request, RequestId, Response, decode_message,
     to_raw,
 };
-use protocols_runtime::method::{RpcMethod, RpcNotification};
+use protocols_runtime::method::{ClientError, RpcClient, RpcMethod, RpcNotification};
 use protocols_runtime::session::{Session, SessionId};
 use protocols_runtime::sse::SseDecoder;
 use protocols_runtime::stdio::StdioConfig;
@@ -190,45 +190,21 @@ impl AcpClient {
         }
     }
 
-    /// `initialize` (v1).
-    ///
-    /// # Errors
-    /// See [`Self::call`].
-    pub async fn initialize(
-        &self,
-        params: &v1::types::InitializeRequest,
-    ) -> Result<v1::types::InitializeResponse, CallError> {
-        self.call::<v1::methods::Initialize>(params).await
+    /// The agent's v1 methods, typed (the generated proxy over this connection).
+    pub fn v1(&self) -> v1::RemoteAgent<&Self> {
+        v1::RemoteAgent::new(self)
     }
 
-    /// `session/new` (v1).
-    ///
-    /// # Errors
-    /// See [`Self::call`].
-    pub async fn new_session(
-        &self,
-        params: &v1::types::NewSessionRequest,
-    ) -> Result<v1::types::NewSessionResponse, CallError> {
-        self.call::<v1::methods::SessionNew>(params).await
-    }
-
-    /// `session/prompt` (v1); the turn's updates reach the service meanwhile.
-    ///
-    /// # Errors
-    /// See [`Self::call`].
-    pub async fn prompt(
-        &self,
-        params: &v1::types::PromptRequest,
-    ) -> Result<v1::types::PromptResponse, CallError> {
-        self.call::<v1::methods::SessionPrompt>(params).await
-    }
-
-    /// `session/cancel` (v1).
+    /// `session/cancel` (v1): stops the turn running in `session_id`.
     ///
     /// # Errors
     /// The message could not be sent.
-    pub async fn cancel(&self, params: &v1::types::CancelNotification) -> Result<(), CallError> {
-        self.notify::<v1::methods::SessionCancel>(params).await
+    pub async fn cancel(&self, session_id: &str) -> Result<(), CallError> {
+        let params = v1::types::CancelNotification {
+            meta: None,
+            session_id: v1::types::SessionId(session_id.to_owned()),
+        };
+        self.notify::<v1::methods::SessionCancel>(&params).await
     }
 
     /// Ends the connection: over stdio the agent sees end of input; over HTTP the connection
@@ -244,6 +220,35 @@ impl AcpClient {
                 .map_err(|error| CallError::Transport(transport(&error))),
             Link::Http(link) => link.delete().await,
         }
+    }
+}
+
+impl RpcClient for AcpClient {
+    async fn call(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        self.call_raw(method, &params)
+            .await
+            .map_err(into_client_error)
+    }
+
+    async fn notify(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(), ClientError> {
+        self.notify_raw(method, &params)
+            .await
+            .map_err(into_client_error)
+    }
+}
+
+fn into_client_error(error: CallError) -> ClientError {
+    match error {
+        CallError::Rejected(error) => ClientError::Rejected(error),
+        other => ClientError::Transport(Box::new(other)),
     }
 }
 
@@ -284,8 +289,12 @@ impl HttpLink {
         })
         .to_bytes();
         let response = self.post(body, session.as_deref()).await?;
-        self.remember_connection(response.headers(), method).await;
-        self.read_answer(response, &id).await
+        let connection = response.headers().get(&CONNECTION_HEADER).cloned();
+        let answer = self.read_answer(response, &id).await?;
+        if method == "initialize" {
+            self.remember_connection(connection, &answer).await;
+        }
+        Ok(answer)
     }
 
     async fn notify<P: Serialize + ?Sized>(
@@ -331,13 +340,15 @@ impl HttpLink {
             .map_err(|error| CallError::Transport(transport(&error)))
     }
 
-    async fn remember_connection(&self, headers: &HeaderMap, method: &str) {
-        if method != "initialize" {
-            return;
-        }
-        if let Some(connection) = headers.get(&CONNECTION_HEADER) {
-            *self.connection.lock().await = Some((connection.clone(), None));
-        }
+    /// Keeps the connection `initialize` opened and the version it negotiated, sent on every
+    /// later request.
+    async fn remember_connection(&self, connection: Option<HeaderValue>, answer: &RawValue) {
+        let Some(connection) = connection else { return };
+        let version = serde_json::from_str::<serde_json::Value>(answer.get())
+            .ok()
+            .and_then(|answer| answer.get("protocolVersion").map(ToString::to_string))
+            .and_then(|version| HeaderValue::from_str(&version).ok());
+        *self.connection.lock().await = Some((connection, version));
     }
 
     /// Reads the answer to `id`: plain JSON, or an SSE stream carrying it after whatever the

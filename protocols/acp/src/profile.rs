@@ -55,3 +55,37 @@ pub fn session_header_conflict(messages: &[Message], headers: &HeaderMap) -> Opt
     });
     conflicts.then(|| ErrorObject::invalid_request("Acp-Session-Id disagrees with the params"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocols_runtime::jsonrpc::{DecodeLimits, decode_message};
+
+    fn prompt(session_id: &str) -> Vec<Message> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"{session_id}","prompt":[]}}}}"#
+        );
+        decode_message(body.as_bytes(), &DecodeLimits::default())
+            .map(|message| vec![message])
+            .unwrap_or_default()
+    }
+
+    fn headers(session: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = session.parse() {
+            headers.insert(SESSION_HEADER, value);
+        }
+        headers
+    }
+
+    #[test]
+    fn a_session_header_naming_another_session_than_the_params_is_refused() {
+        assert!(session_header_conflict(&prompt("a"), &headers("b")).is_some());
+    }
+
+    #[test]
+    fn a_matching_or_absent_session_header_is_admitted() {
+        assert!(session_header_conflict(&prompt("a"), &headers("a")).is_none());
+        assert!(session_header_conflict(&prompt("a"), &HeaderMap::new()).is_none());
+    }
+}
