@@ -5,6 +5,7 @@
 //! resources, prompts, completions, and calls back to the client).
 
 pub mod catalog;
+pub mod client;
 pub mod content;
 pub mod context;
 pub mod generated;
