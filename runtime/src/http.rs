@@ -104,6 +104,8 @@ pub struct StreamableHttp<H: RequestHandler> {
     config: HttpConfig,
     store: Arc<dyn SessionStore<H::Session>>,
     reaper: LazyReaper,
+    /// The profile's media type as a header value, parsed once.
+    content_type: HeaderValue,
 }
 
 impl<H: RequestHandler> std::fmt::Debug for StreamableHttp<H> {
@@ -118,12 +120,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     /// Serves `handler` with an in-memory session store.
     pub fn new(handler: H, config: HttpConfig) -> Self {
         let store = Arc::new(MemorySessionStore::new(config.sessions));
-        Self {
-            handler,
-            config,
-            store,
-            reaper: LazyReaper::new(),
-        }
+        Self::with_store(handler, config, store)
     }
 
     /// Serves `handler` with a store of the caller's (e.g. one shared between replicas).
@@ -132,11 +129,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         config: HttpConfig,
         store: Arc<dyn SessionStore<H::Session>>,
     ) -> Self {
+        let content_type = HeaderValue::from_str(handler.profile().media_type())
+            .unwrap_or_else(|_| HeaderValue::from_static("application/json"));
         Self {
             handler,
             config,
             store,
             reaper: LazyReaper::new(),
+            content_type,
         }
     }
 
@@ -616,9 +616,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     fn json_response(&self, bytes: Bytes) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        if let Ok(value) = HeaderValue::from_str(self.handler.profile().media_type()) {
-            response.headers_mut().insert(header::CONTENT_TYPE, value);
-        }
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, self.content_type.clone());
         response
     }
 
@@ -659,6 +659,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                 answers = &mut work => {
                     if tail.is_untouched() {
                         // Nothing was streamed: the stream closes unused and the answer is JSON.
+                        drop(subscription);
                         tail.close();
                         return self.json_answers(batch, answers);
                     }

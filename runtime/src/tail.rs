@@ -113,6 +113,14 @@ impl EventTail {
         self.stream
     }
 
+    /// Wakes waiting readers; with none, there is nobody to wake (later readers read the ring).
+    fn wake_readers(&self) {
+        if self.changes.receiver_count() > 0 {
+            self.changes
+                .send_modify(|count| *count = count.wrapping_add(1));
+        }
+    }
+
     /// The cursor before the first event (what a priming event carries).
     pub fn origin(&self) -> EventId {
         EventCursor {
@@ -137,8 +145,7 @@ impl EventTail {
             ring.events.push_back((sequence, payload));
             self.cursor(sequence).to_event_id()
         };
-        self.changes
-            .send_modify(|count| *count = count.wrapping_add(1));
+        self.wake_readers();
         Ok(id)
     }
 
@@ -147,8 +154,7 @@ impl EventTail {
         if let Ok(mut ring) = self.ring.lock() {
             ring.closed = true;
         }
-        self.changes
-            .send_modify(|count| *count = count.wrapping_add(1));
+        self.wake_readers();
     }
 
     pub fn is_closed(&self) -> bool {
@@ -170,8 +176,7 @@ impl EventTail {
             }
             Err(_) => 0,
         };
-        self.changes
-            .send_modify(|count| *count = count.wrapping_add(1));
+        self.wake_readers();
         Subscription {
             tail: Arc::clone(self),
             cursor: sequence,
