@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use axum::Extension;
 use axum::extract::ConnectInfo;
 use axum::routing::{get, post};
-use bytes::Bytes;
 use http::Method;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -470,7 +469,7 @@ async fn the_metadata_router_alone_serves_the_document_for_nesting_apps() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::OK);
-    let _: Bytes = security_headers::body_bytes(response.into_body()).await;
+    assert_eq!(json(response).await["resource"], "https://api.example/mcp");
 }
 
 #[tokio::test]
