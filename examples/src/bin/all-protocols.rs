@@ -1,5 +1,6 @@
-//! `all-protocols`: one server hosting every protocol behind one hardening layer. MCP is served
-//! at `/mcp` (Streamable HTTP) and `/sse` (legacy HTTP+SSE).
+//! `all-protocols`: one server hosting every protocol behind one hardening layer: MCP at `/mcp`
+//! (Streamable HTTP) and `/sse` (legacy HTTP+SSE), A2A at its JSON-RPC and HTTP+JSON paths with
+//! its agent card, ACP at `/acp`.
 //!
 //! `--listen ADDR` picks the address (default 127.0.0.1:8080).
 
@@ -7,6 +8,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use examples::mcp_demo::everything_server;
+use examples::{a2a_demo, acp_demo};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -34,9 +36,15 @@ fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
         .legacy_sse("/sse", "/message", server, HttpConfig::default())
 }
 
-// The A2A and ACP demos (examples/src/a2a_demo.rs, acp_demo.rs) mount here the same way:
-// one `fn mount_a2a(builder) -> builder` / `fn mount_acp(builder) -> builder` each, chained in
-// `main` after `mount_mcp`.
+/// A2A's demo agent; its card names interfaces under `base_url`.
+fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
+    builder.routes(a2a_demo::router(base_url))
+}
+
+/// ACP's demo agent over its HTTP transport.
+fn mount_acp(builder: ServerBuilder) -> ServerBuilder {
+    builder.routes(acp_demo::router())
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -52,14 +60,17 @@ async fn main() -> ExitCode {
         }
     };
     let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
-    let server = match mount_mcp(builder).build() {
+    let builder = mount_acp(mount_a2a(mount_mcp(builder), &format!("http://{address}")));
+    let server = match builder.build() {
         Ok(server) => server,
         Err(error) => {
             eprintln!("all-protocols: {error}");
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("all-protocols listening on http://{address} (MCP at /mcp and /sse)");
+    eprintln!(
+        "all-protocols listening on http://{address} (MCP at /mcp and /sse, A2A, ACP at /acp)"
+    );
     match server.serve(address).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
