@@ -18,6 +18,7 @@ use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
 use protocols_a2a::v1::RemoteAgent;
 use protocols_a2a::v1::types::*;
+use protocols_runtime::hardening::{BearerAuthenticator, Principal};
 use protocols_runtime::method::RpcClient;
 use protocols_runtime::server::Server;
 use serde_json::{Value, json};
@@ -62,31 +63,56 @@ impl Drop for Running {
     }
 }
 
+/// What a test server differs in.
+#[derive(Default)]
+struct Options {
+    /// Refuse webhooks to private addresses (the production default).
+    strict_webhooks: bool,
+    /// Serve an extended card to callers holding this bearer token.
+    extended_card_token: Option<&'static str>,
+}
+
+fn test_card(name: &str) -> AgentCard {
+    AgentCard {
+        capabilities: AgentCapabilities::default(),
+        default_input_modes: vec!["text/plain".into()],
+        default_output_modes: vec!["text/plain".into()],
+        description: "test".into(),
+        documentation_url: None,
+        icon_url: None,
+        name: name.into(),
+        provider: None,
+        security_requirements: Vec::new(),
+        security_schemes: Default::default(),
+        signatures: Vec::new(),
+        skills: Vec::new(),
+        supported_interfaces: Vec::new(),
+        version: "1".into(),
+    }
+}
+
 async fn start() -> Running {
+    start_with(Options::default()).await
+}
+
+async fn start_with(options: Options) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
+    let extended = options
+        .extended_card_token
+        .map(|_| test_card("test agent, extended"));
     let cards = AgentCards::new(
-        AgentCard {
-            capabilities: AgentCapabilities::default(),
-            default_input_modes: vec!["text/plain".into()],
-            default_output_modes: vec!["text/plain".into()],
-            description: "test".into(),
-            documentation_url: None,
-            icon_url: None,
-            name: "test agent".into(),
-            provider: None,
-            security_requirements: Vec::new(),
-            security_schemes: Default::default(),
-            signatures: Vec::new(),
-            skills: Vec::new(),
-            supported_interfaces: Vec::new(),
-            version: "1".into(),
-        },
-        None,
+        test_card("test agent"),
+        extended,
         Endpoints::at(&base, "/a2a", "/a2a/v1"),
     );
+    let private_targets = if options.strict_webhooks {
+        PrivateTargets::Refuse
+    } else {
+        PrivateTargets::Allow
+    };
     let push = PushSender::new(PushPolicy {
-        private_targets: PrivateTargets::Allow,
+        private_targets,
         first_backoff: Duration::from_millis(20),
         ..PushPolicy::default()
     });
@@ -96,8 +122,14 @@ async fn start() -> Running {
         Some(push),
         cards,
     );
+    let mut agent = A2aServer::new(service);
+    if let Some(token) = options.extended_card_token {
+        agent = agent.with_authenticator(
+            BearerAuthenticator::new().with_token(token, Principal::new("tester", Vec::new())),
+        );
+    }
     let server = Server::builder()
-        .routes(A2aServer::new(service).routes("/a2a", "/a2a/v1"))
+        .routes(agent.routes("/a2a", "/a2a/v1"))
         .build()
         .unwrap();
     let stop = CancellationToken::new();
@@ -592,4 +624,176 @@ async fn the_0_3_binding_answers_in_0_3_shapes_that_validate_against_the_pinned_
         .await
         .unwrap();
     assert_eq!(got.id, task_id);
+}
+
+#[tokio::test]
+async fn extended_card_is_served_only_to_an_authenticated_caller_on_both_bindings() {
+    let running = start_with(Options {
+        extended_card_token: Some("s3cret"),
+        ..Options::default()
+    })
+    .await;
+    let card = client::discover(&running.http, &running.base)
+        .await
+        .unwrap();
+    assert_eq!(card.capabilities.extended_agent_card, Some(true));
+    let (rpc, rest) = agents(&running).await;
+    for error in [
+        rpc.get_extended_agent_card(None).await.unwrap_err(),
+        rest.get_extended_agent_card(None).await.unwrap_err(),
+    ] {
+        assert_eq!(
+            a2a_error(&error),
+            Some(A2aError::Unauthenticated),
+            "{error}"
+        );
+    }
+    let response = running
+        .http
+        .get(format!("{}/a2a/v1/extendedAgentCard", running.base))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let mut headers = http::HeaderMap::new();
+    headers.insert("authorization", "Bearer s3cret".parse().unwrap());
+    let url = client::interface_url(&card, "JSONRPC").unwrap();
+    let authed = RemoteAgent::new(
+        JsonRpcTransport::new(running.http.clone(), url, WireRevision::V1)
+            .with_headers(headers.clone()),
+    );
+    assert_eq!(
+        authed.get_extended_agent_card(None).await.unwrap().name,
+        "test agent, extended"
+    );
+    let url = client::interface_url(&card, "HTTP+JSON").unwrap();
+    let authed = RemoteAgent::new(
+        RestTransport::new(running.http.clone(), url, WireRevision::V1).with_headers(headers),
+    );
+    assert_eq!(
+        authed.get_extended_agent_card(None).await.unwrap().name,
+        "test agent, extended"
+    );
+}
+
+#[tokio::test]
+async fn a_webhook_on_a_loopback_address_is_refused_by_default() {
+    let running = start_with(Options {
+        strict_webhooks: true,
+        ..Options::default()
+    })
+    .await;
+    let (rpc, _) = agents(&running).await;
+    let task = task_of(rpc.send_message(send_request("hi")).await.unwrap());
+    let config = TaskPushNotificationConfig {
+        task_id: Some(task.id.clone()),
+        url: "http://127.0.0.1:9/hook".into(),
+        ..Default::default()
+    };
+    let error = rpc
+        .create_task_push_notification_config(config)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(a2a_error(&error), Some(A2aError::InvalidParams(_))),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_webhook_delivery_is_retried_until_it_succeeds() {
+    let running = start().await;
+    let (rpc, _) = agents(&running).await;
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = Arc::clone(&bodies);
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: axum::Json<Value>| {
+            let mut seen = seen.lock().unwrap();
+            seen.push(body.0);
+            // The first delivery fails; only a retry can bring its event again.
+            let status = if seen.len() == 1 {
+                http::StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                http::StatusCode::OK
+            };
+            async move { status }
+        }),
+    );
+    let hook_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook_url = format!("http://{}/hook", hook_listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(hook_listener, receiver).await });
+    let mut request = send_request("hi");
+    request.configuration = Some(SendMessageConfiguration {
+        task_push_notification_config: Some(TaskPushNotificationConfig {
+            url: hook_url,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    rpc.send_message(request).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        {
+            let bodies = bodies.lock().unwrap();
+            if bodies.len() > 1 && bodies[1..].contains(&bodies[0]) {
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the refused event never came again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn tenant_routes_reach_the_same_methods() {
+    let running = start().await;
+    let (rpc, _) = agents(&running).await;
+    let task = task_of(rpc.send_message(send_request("hi")).await.unwrap());
+    let response = running
+        .http
+        .get(format!("{}/a2a/v1/acme/tasks/{}", running.base, task.id))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/a2a+json");
+    let fetched: Task = response.json().await.unwrap();
+    assert_eq!(fetched.id, task.id);
+    let wrong_verb = running
+        .http
+        .delete(format!("{}/a2a/v1/message:send", running.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_verb.status(), 405);
+}
+
+#[tokio::test]
+async fn the_0_3_rest_binding_answers_in_0_3_shapes() {
+    let running = start().await;
+    let validator = legacy_validator();
+    let body = json!({"message": {"kind": "message", "messageId": "m9", "role": "user",
+        "parts": [{"kind": "text", "text": "rest"}]}});
+    let response = running
+        .http
+        .post(format!("{}/a2a/v1/v1/message:send", running.base))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let task: Value = response.json().await.unwrap();
+    assert_eq!(task["kind"], "task");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: rest");
+    assert_valid(
+        &validator,
+        &json!({"jsonrpc": "2.0", "id": 1, "result": task}),
+    );
 }
