@@ -866,3 +866,37 @@ async fn sessions_never_deleted_are_reaped_to_an_empty_store() {
         "the reaper emptied the store without any request"
     );
 }
+
+#[tokio::test]
+async fn a_protocol_without_sessions_serves_post_and_answers_get_and_delete_with_405() {
+    let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
+    let client = client();
+    let answer = post(
+        &client,
+        &server.url("/rpc"),
+        None,
+        BOTH,
+        &request(1, "echo", json!({"k": 1})),
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let get = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let delete = client.delete(server.url("/rpc")).send().await.unwrap();
+    assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_batch_to_a_protocol_refusing_batches_is_refused_with_400() {
+    let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
+    let batch = json!([request(1, "echo", json!({})), request(2, "echo", json!({}))]);
+    let response = post(&client(), &server.url("/rpc"), None, BOTH, &batch).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+}

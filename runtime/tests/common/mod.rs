@@ -54,6 +54,14 @@ impl TestProtocol {
             notifications: Arc::new(Mutex::new(Vec::new())),
         }
     }
+
+    /// The same methods as a protocol without transport sessions that refuses batches.
+    pub fn sessionless() -> Self {
+        Self {
+            profile: Profile::new(),
+            notifications: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
 }
 
 fn params(request: &Request) -> Value {
