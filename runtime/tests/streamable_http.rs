@@ -900,3 +900,24 @@ async fn a_batch_to_a_protocol_refusing_batches_is_refused_with_400() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
 }
+
+#[tokio::test]
+async fn partial_results_stream_as_responses_with_the_request_id_before_the_final_one() {
+    let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
+    let response = post(
+        &client(),
+        &server.url("/rpc"),
+        None,
+        "text/event-stream",
+        &request(8, "stream-results", json!({})),
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = SseReader::new(response);
+    for part in ["first", "second", "final"] {
+        let (_, answer) = events.next_json().await.expect("a result event");
+        assert_eq!(answer["id"], 8);
+        assert_eq!(answer["result"]["part"], part);
+    }
+    assert!(events.next().await.is_none());
+}

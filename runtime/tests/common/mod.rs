@@ -164,6 +164,14 @@ impl RequestHandler for TestProtocol {
                 });
                 reply(&json!("scheduled"))
             }
+            "stream-results" => {
+                for part in ["first", "second"] {
+                    if cx.send_partial_result(&json!({"part": part})).is_err() {
+                        return Err(ErrorObject::internal_error());
+                    }
+                }
+                reply(&json!({"part": "final"}))
+            }
             "fail" => Err(ErrorObject::new(-32000, "failed on purpose")),
             _ => Err(ErrorObject::method_not_found()),
         }
