@@ -89,17 +89,21 @@ fn minimal_at(definitions: &Definitions, schema: &Value, depth: usize) -> Value 
     if let Some(value) = object.get("const") {
         return value.clone();
     }
+    let mut parts = Vec::new();
     for union in ["anyOf", "oneOf"] {
         if let Some(first) = object
             .get(union)
             .and_then(Value::as_array)
             .and_then(|m| m.first())
         {
-            return minimal_at(definitions, first, depth + 1);
+            parts.push(minimal_at(definitions, first, depth + 1));
         }
     }
     if let Some(Value::Array(members)) = object.get("allOf") {
-        return merged_members(definitions, members, depth);
+        parts.push(merged_members(definitions, members, depth));
+    }
+    if !parts.is_empty() {
+        return with_own_properties(minimal_object(definitions, object, depth), parts);
     }
     match first_type(object).as_deref() {
         Some("string") => Value::String("x".into()),
@@ -154,11 +158,29 @@ fn minimal_object(definitions: &Definitions, object: &Map<String, Value>, depth:
     Value::Object(out)
 }
 
+/// A schema combining its own `properties` with `anyOf`/`allOf` members (ACP's
+/// `{properties, required, anyOf: [...]}`) needs both its own required properties and the
+/// members'; a member that is not an object (a union of strings) stands alone.
+fn with_own_properties(own: Value, parts: Vec<Value>) -> Value {
+    let Value::Object(mut out) = own else {
+        return own;
+    };
+    for part in parts {
+        match part {
+            Value::Object(part) => out.extend(part),
+            other => return other,
+        }
+    }
+    Value::Object(out)
+}
+
 fn merged_members(definitions: &Definitions, members: &[Value], depth: usize) -> Value {
     let mut out = Map::new();
     for member in members {
-        if let Value::Object(part) = minimal_at(definitions, member, depth + 1) {
-            out.extend(part);
+        match minimal_at(definitions, member, depth + 1) {
+            Value::Object(part) => out.extend(part),
+            // `allOf: [{"$ref": <a string type>}]` wraps a scalar: the scalar is the instance.
+            scalar => return scalar,
         }
     }
     Value::Object(out)
@@ -168,6 +190,22 @@ fn merged_members(definitions: &Definitions, members: &[Value], depth: usize) ->
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn minimal_instance_keeps_its_own_required_properties_beside_a_union_member() {
+        let definitions: Definitions = [(
+            "Mode".to_string(),
+            json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}}),
+        )]
+        .into();
+        let schema = json!({"type": "object", "required": ["sessionId"],
+            "properties": {"sessionId": {"type": "string"}},
+            "anyOf": [{"type": "object", "required": ["mode"],
+                "properties": {"mode": {"const": "url"}},
+                "allOf": [{"$ref": "#/definitions/Mode"}]}]});
+        let value = minimal_instance(&definitions, &schema);
+        assert_eq!(value, json!({"sessionId": "x", "mode": "url", "url": "x"}));
+    }
 
     #[test]
     fn minimal_instance_fills_required_properties_through_refs() {
