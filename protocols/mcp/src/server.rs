@@ -39,6 +39,9 @@ pub const CANCELLATION: CancelConvention = CancelConvention {
     reply: CancelReply::Nothing,
 };
 
+/// The `_meta` key naming the `subscriptions/listen` stream a message belongs to.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// Items per page of every list.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
@@ -166,6 +169,8 @@ impl McpServerBuilder {
 struct Listener {
     peer: protocols_runtime::Peer,
     filter: Value,
+    /// The `_meta` naming the stream, stamped on everything sent on it.
+    meta: Value,
     alive: Weak<()>,
 }
 
@@ -532,10 +537,12 @@ impl McpServer {
             .cloned()
             .unwrap_or_else(|| json!({}));
         let honoured = self.honoured_filter(&requested);
+        // Every message on the stream names it by the id of the request that opened it.
+        let stream_meta = json!({ SUBSCRIPTION_ID: call.cx.request_id() });
         let acknowledged = wire::notification_for(
             call.revision,
             "notifications/subscriptions/acknowledged",
-            json!({ "notifications": honoured }),
+            json!({ "notifications": honoured, "_meta": stream_meta }),
         );
         if let Err(error) = call
             .cx
@@ -553,6 +560,7 @@ impl McpServer {
             listeners.push(Listener {
                 peer: call.cx.peer().clone(),
                 filter: honoured,
+                meta: stream_meta.clone(),
                 alive: Arc::downgrade(&alive),
             });
         }
@@ -564,7 +572,7 @@ impl McpServer {
         raw(&wire::result_for(
             call.revision,
             "subscriptions/listen",
-            json!({ "_meta": {} }),
+            json!({ "_meta": stream_meta }),
         ))
     }
 
@@ -670,11 +678,17 @@ impl McpServer {
             return 0;
         };
         listeners.retain(|listener| listener.alive.strong_count() > 0);
-        let params = wire::notification_for(Revision::V2026_07_28, method, params.clone());
         listeners
             .iter()
             .filter(|listener| wanted(&listener.filter))
-            .filter(|listener| listener.peer.notify(method, &params).is_ok())
+            .filter(|listener| {
+                let mut params = params.clone();
+                if let Value::Object(fields) = &mut params {
+                    fields.insert("_meta".to_owned(), listener.meta.clone());
+                }
+                let params = wire::notification_for(Revision::V2026_07_28, method, params);
+                listener.peer.notify(method, &params).is_ok()
+            })
             .count()
     }
 }

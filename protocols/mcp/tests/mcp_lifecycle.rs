@@ -379,3 +379,72 @@ async fn a_2024_11_05_client_is_served_over_legacy_http_and_sse_and_its_messages
         }
     }
 }
+
+#[tokio::test]
+async fn a_subscribed_session_hears_resource_updates_on_its_get_stream() {
+    let server = fixture_server(&Observed::default());
+    let running = spawn(server.clone()).await;
+    let mut client = Client::new(running.url("/mcp"));
+    client.initialize("2025-11-25").await;
+    client
+        .post(call(1, "resources/subscribe", json!({"uri": "test://a"})))
+        .await;
+    let stream = client
+        .http
+        .get(running.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", client.session.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(stream.status().is_success());
+    let mut events = stream.bytes_stream();
+    assert_eq!(server.notify_resource_updated("test://unwatched"), 0);
+    assert_eq!(server.notify_resource_updated("test://a"), 1);
+    let mut buffer = String::new();
+    let (_, data) = next_event(&mut events, &mut buffer).await;
+    let message: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(message["method"], "notifications/resources/updated");
+    assert_eq!(message["params"]["uri"], "test://a");
+    Schemas::new(Revision::V2025_11_25).check_emitted(&message, &std::collections::HashMap::new());
+}
+
+#[tokio::test]
+async fn subscriptions_listen_acknowledges_the_honoured_filter_then_delivers_what_it_asked_for() {
+    let server = fixture_server(&Observed::default());
+    let running = spawn(server.clone()).await;
+    let client = stateless_client(running.url("/mcp"), "subscriptions/listen", None);
+    let notifier = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (
+            server.notify_list_changed(protocols_mcp::ListKind::Tools),
+            server.notify_list_changed(protocols_mcp::ListKind::Prompts),
+        )
+    });
+    let listened = client
+        .post(stateless_call(1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["test://a", "test://nowhere"]}})))
+        .await;
+    let (tools_told, prompts_told) = notifier.await.unwrap();
+    assert_eq!(
+        (tools_told, prompts_told),
+        (1, 0),
+        "only the listener that asked for tools is told"
+    );
+    let acknowledged = listened.notifications("notifications/subscriptions/acknowledged");
+    assert_eq!(
+        acknowledged[0]["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"]})
+    );
+    assert_eq!(
+        acknowledged[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        1
+    );
+    let changed = listened.notifications("notifications/tools/list_changed");
+    assert_eq!(changed.len(), 1);
+    assert_eq!(
+        changed[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        1
+    );
+    assert_eq!(listened.answer(1)["result"]["resultType"], "complete");
+    client.check_all(&Schemas::new(Revision::V2026_07_28));
+}

@@ -57,6 +57,7 @@ pub fn fixture_server(observed: &Observed) -> McpServer {
     let finished = Arc::clone(&observed.finished);
     McpServer::builder("fixture", "1.0.0")
         .page_size(2)
+        .listen_window(Duration::from_millis(600))
         .tool(ToolDefinition::new("echo", "Echoes", |arguments: Echo, _| async move {
             Ok(tool_result(vec![text(arguments.message)]))
         }))
