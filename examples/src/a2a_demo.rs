@@ -116,3 +116,72 @@ pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor
 pub fn router(public_base_url: &str) -> Router {
     server(public_base_url, PushPolicy::default()).routes(JSONRPC_PATH, REST_PATH)
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt as _;
+    use protocols_a2a::executor::text_part;
+    use protocols_a2a::v1::types::{
+        CancelTaskRequest, Role, SendMessageRequest, SendMessageResponsePayload,
+        StreamResponsePayload, TaskState,
+    };
+
+    use super::*;
+
+    fn request(text: &str) -> SendMessageRequest {
+        SendMessageRequest {
+            configuration: None,
+            message: Message {
+                message_id: "m".into(),
+                parts: vec![text_part(text)],
+                role: Role::RoleUser,
+                ..Message::default()
+            },
+            metadata: Default::default(),
+            tenant: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_becomes_a_completed_task_echoing_its_text() {
+        let agent = server("http://127.0.0.1:1", PushPolicy::default());
+        let answer = agent.service().send_message(request("hi")).await.unwrap();
+        let SendMessageResponsePayload::Task(task) = answer.payload else {
+            panic!("a task")
+        };
+        assert_eq!(task.status.state, TaskState::TaskStateCompleted);
+        let text = serde_json::to_value(&task.artifacts[0].parts[0]).unwrap();
+        assert_eq!(text["text"], "echo: hi");
+    }
+
+    #[tokio::test]
+    async fn a_slow_task_reports_progress_and_honours_cancel() {
+        let agent = server("http://127.0.0.1:1", PushPolicy::default());
+        let mut events = agent
+            .service()
+            .send_streaming_message(request("slow down"))
+            .unwrap();
+        let StreamResponsePayload::Task(task) = events.next().await.unwrap().payload else {
+            panic!("the task first")
+        };
+        let StreamResponsePayload::StatusUpdate(progress) = events.next().await.unwrap().payload
+        else {
+            panic!("then progress")
+        };
+        assert_eq!(progress.status.state, TaskState::TaskStateWorking);
+        let canceled = agent
+            .service()
+            .cancel_task(&CancelTaskRequest {
+                id: task.id,
+                metadata: Default::default(),
+                tenant: None,
+            })
+            .unwrap();
+        assert_eq!(canceled.status.state, TaskState::TaskStateCanceled);
+        let last = events.collect::<Vec<_>>().await.pop().unwrap();
+        let StreamResponsePayload::StatusUpdate(last) = last.payload else {
+            panic!("a final status")
+        };
+        assert_eq!(last.status.state, TaskState::TaskStateCanceled);
+    }
+}
