@@ -105,3 +105,35 @@ async fn the_typed_client_receives_progress_through_its_callbacks() {
         .collect();
     assert_eq!(progress.len(), 2);
 }
+
+#[tokio::test]
+async fn the_typed_client_speaks_2024_11_05_over_legacy_http_and_sse() {
+    let running = spawn(fixture_server(&Observed::default())).await;
+    let base = running.url("");
+    let client = protocols_mcp::client::LegacySseClient::connect(&base, "/sse", callbacks())
+        .await
+        .unwrap();
+    let init = client
+        .initialize(Revision::V2024_11_05, json!({"sampling": {}}))
+        .await
+        .unwrap();
+    assert_eq!(init["protocolVersion"], "2024-11-05");
+    let server = protocols_mcp::generated::v2024_11_05::RemoteServer::new(&client);
+    let echoed = server
+        .tools_call(params(
+            json!({"name": "echo", "arguments": {"message": "legacy"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&echoed.content), "legacy");
+    let sampled = server
+        .tools_call(params(json!({"name": "ask_model"})))
+        .await
+        .unwrap();
+    assert_eq!(first_text(&sampled.content), "model said typed-model");
+    let unknown = server.tools_call(params(json!({"name": "nope"}))).await;
+    assert!(
+        matches!(unknown, Err(ClientError::Rejected(ref error)) if error.code == -32602),
+        "{unknown:?}"
+    );
+}
