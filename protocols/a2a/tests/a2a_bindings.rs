@@ -797,3 +797,78 @@ async fn the_0_3_rest_binding_answers_in_0_3_shapes() {
         &json!({"jsonrpc": "2.0", "id": 1, "result": task}),
     );
 }
+
+#[tokio::test]
+async fn push_config_crud_and_resubscribe_in_0_3_shapes_validate_against_the_pinned_schema() {
+    let running = start().await;
+    let validator = legacy_validator();
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+        "message": {"kind": "message", "messageId": "m3", "role": "user",
+                    "parts": [{"kind": "text", "text": "slow five"}]},
+        "configuration": {"blocking": false}}});
+    let answer = post_rpc(&running, &send.to_string(), None).await;
+    assert_valid(&validator, &answer);
+    let task_id = answer["result"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(answer["result"]["status"]["state"], "submitted");
+
+    let calls = [
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/pushNotificationConfig/set", "params": {
+            "taskId": task_id, "pushNotificationConfig": {"url": "http://127.0.0.1:9/hook", "token": "t",
+            "authentication": {"schemes": ["Bearer"], "credentials": "c"}}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/pushNotificationConfig/get", "params": {"id": task_id}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/pushNotificationConfig/list", "params": {"id": task_id}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/pushNotificationConfig/delete", "params": {
+            "id": task_id, "pushNotificationConfigId": task_id}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/pushNotificationConfig/list", "params": {"id": task_id}}),
+    ];
+    let mut answers = Vec::new();
+    for call in calls {
+        let answer = post_rpc(&running, &call.to_string(), None).await;
+        assert_valid(&validator, &answer);
+        answers.push(answer["result"].clone());
+    }
+    assert_eq!(answers[0]["pushNotificationConfig"]["id"], task_id.as_str());
+    assert_eq!(
+        answers[1]["pushNotificationConfig"]["authentication"]["schemes"],
+        json!(["Bearer"])
+    );
+    assert_eq!(answers[2].as_array().map(Vec::len), Some(1));
+    assert_eq!(answers[3], Value::Null);
+    assert_eq!(answers[4], json!([]));
+
+    let card = client::discover(&running.http, &running.base)
+        .await
+        .unwrap();
+    let transport = JsonRpcTransport::new(
+        running.http.clone(),
+        client::interface_url(&card, "JSONRPC").unwrap(),
+        WireRevision::V0_3,
+    );
+    let params = serde_json::value::to_raw_value(&json!({"id": task_id})).unwrap();
+    let mut events = transport
+        .call_streaming("tasks/resubscribe", Some(params))
+        .await
+        .unwrap();
+    let first: Value = serde_json::from_str(events.next().await.unwrap().unwrap().get()).unwrap();
+    assert_eq!(first["kind"], "task");
+    let cancel =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/cancel", "params": {"id": task_id}});
+    let canceled = post_rpc(&running, &cancel.to_string(), None).await;
+    assert_valid(&validator, &canceled);
+    assert_eq!(canceled["result"]["status"]["state"], "canceled");
+    let rest: Vec<Value> = events
+        .map(|raw| serde_json::from_str(raw.unwrap().get()).unwrap())
+        .collect()
+        .await;
+    let last = rest.last().unwrap();
+    assert_eq!(
+        (last["status"]["state"].as_str(), last["final"].as_bool()),
+        (Some("canceled"), Some(true))
+    );
+    for (n, event) in std::iter::once(first).chain(rest).enumerate() {
+        assert_valid(
+            &validator,
+            &json!({"jsonrpc": "2.0", "id": n, "result": event}),
+        );
+    }
+}
