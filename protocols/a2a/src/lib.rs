@@ -14,6 +14,7 @@ pub mod compat;
 pub mod dispatch;
 pub mod error;
 pub mod executor;
+#[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod push;
 pub mod rest;

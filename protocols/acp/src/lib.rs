@@ -9,6 +9,7 @@ pub mod agent;
 pub mod client;
 pub mod client_handle;
 pub mod connection;
+#[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod profile;
 pub mod serve;
