@@ -3,11 +3,38 @@
 //! endpoint — revision negotiation, the stateless 2026-07-28 checks, the wire conversion to the
 //! peer's revision, and the API a server author writes against (tools as async functions,
 //! resources, prompts, completions, and calls back to the client).
+//!
+//! A server with one tool, serving every revision at `/mcp`:
+//!
+//! ```no_run
+//! use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
+//! use protocols_runtime::{hardening::HardeningConfig, http::HttpConfig, server::Server};
+//!
+//! #[derive(serde::Deserialize, JsonSchema)]
+//! #[schemars(crate = "protocols_mcp::schemars")]
+//! struct Echo { message: String }
+//!
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let echo = ToolDefinition::new("echo", "Echoes the message", |args: Echo, _cx| async move {
+//!         Ok(content::tool_result(vec![content::text(args.message)]))
+//!     });
+//!     let mcp = McpServer::builder("echo-server", "1.0.0").tool(echo).build();
+//!     let address = "127.0.0.1:8080".parse().map_err(std::io::Error::other)?;
+//!     let server = Server::builder()
+//!         .hardening(HardeningConfig::new().bind_address(address))
+//!         .streamable_http("/mcp", mcp, HttpConfig::default())
+//!         .build()
+//!         .map_err(std::io::Error::other)?;
+//!     server.serve(address).await
+//! }
+//! ```
 
 pub mod catalog;
 pub mod client;
 pub mod content;
 pub mod context;
+#[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod logging;
 pub mod revision;
