@@ -610,12 +610,15 @@ pub struct Harness {
     pub client: AcpClient,
     pub editor: Arc<EditorState>,
     pub wire: Arc<Wire>,
-    stop: CancellationToken,
+    pub stop: StopOnDrop,
 }
 
-impl Drop for Harness {
+/// Stops what a harness started (a server task) when the harness goes.
+pub struct StopOnDrop(CancellationToken);
+
+impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.0.cancel();
     }
 }
 
@@ -657,8 +660,41 @@ impl Harness {
             client,
             editor: state,
             wire,
-            stop,
+            stop: StopOnDrop(stop),
         }
+    }
+
+    /// Over the stdio of a spawned agent process.
+    pub async fn child(command: &mut tokio::process::Command) -> (Self, tokio::process::Child) {
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the agent starts");
+        let wire = Arc::new(Wire::default());
+        let editor = TestEditor::default();
+        let state = Arc::clone(&editor.0);
+        let reader = Tee {
+            inner: child.stdout.take().unwrap(),
+            wire: Arc::clone(&wire),
+            direction: WireDirection::FromAgent,
+        };
+        let writer = Tee {
+            inner: child.stdin.take().unwrap(),
+            wire: Arc::clone(&wire),
+            direction: WireDirection::ToAgent,
+        };
+        let client = AcpClient::connect_lines(ClientV1(editor), reader, writer)
+            .await
+            .unwrap();
+        let harness = Self {
+            client,
+            editor: state,
+            wire,
+            stop: StopOnDrop(CancellationToken::new()),
+        };
+        (harness, child)
     }
 
     /// Over ACP's HTTP transport at `/acp`, hardened as a deployment would be.
@@ -685,7 +721,7 @@ impl Harness {
             client,
             editor: state,
             wire,
-            stop,
+            stop: StopOnDrop(stop),
         }
     }
 
