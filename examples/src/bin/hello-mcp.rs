@@ -1,0 +1,26 @@
+//! The README's ten-line MCP server: one typed tool, served over Streamable HTTP at `/mcp`.
+
+use protocols_mcp::content::{text, tool_result};
+use protocols_mcp::schemars::JsonSchema;
+use protocols_mcp::{McpServer, ToolDefinition};
+use protocols_runtime::{http::HttpConfig, server::Server};
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "protocols_mcp::schemars")]
+struct Echo {
+    text: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let echo = ToolDefinition::new("echo", "Echoes its text", |args: Echo, _cx| async move {
+        Ok(tool_result(vec![text(args.text)]))
+    });
+    let mcp = McpServer::builder("hello", "1.0").tool(echo).build();
+    let server = Server::builder()
+        .streamable_http("/mcp", mcp, HttpConfig::default())
+        .build()?;
+    server.serve("127.0.0.1:8080".parse()?).await?;
+    Ok(())
+}
