@@ -262,7 +262,7 @@ async fn answer<E: AgentExecutor>(
     }
     let caller = server
         .callers
-        .caller(&parts.headers, &parts.extensions)
+        .caller_of(spec.name, &parts.headers, &parts.extensions)
         .await;
     let params = if params.is_empty() && spec.params_optional {
         Value::Null

@@ -36,11 +36,21 @@ pub(crate) struct CallerCheck {
 }
 
 impl CallerCheck {
-    pub(crate) async fn caller(
+    /// Who is calling `method`; only the extended card asks, so only it pays for the check.
+    pub(crate) async fn caller_of(
         &self,
+        method: &str,
         headers: &HeaderMap,
         extensions: &http::Extensions,
     ) -> Caller {
+        if method == crate::v1::methods::GET_EXTENDED_AGENT_CARD {
+            self.caller(headers, extensions).await
+        } else {
+            Caller::Anonymous
+        }
+    }
+
+    async fn caller(&self, headers: &HeaderMap, extensions: &http::Extensions) -> Caller {
         if extensions.get::<Principal>().is_some() {
             return Caller::Authenticated;
         }
@@ -207,7 +217,10 @@ impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
             Some(Ok(params)) => params,
             Some(Err(error)) => return error_reply(&A2aError::InvalidParams(error.to_string())),
         };
-        let caller = self.callers.caller(cx.headers(), cx.extensions()).await;
+        let caller = self
+            .callers
+            .caller_of(method, cx.headers(), cx.extensions())
+            .await;
         match self.call(revision, method, params, caller).await {
             Ok(Outcome::Single(value)) => raw(&value),
             Ok(Outcome::Stream(events)) => answer_stream(events, &cx).await,
