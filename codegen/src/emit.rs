@@ -122,7 +122,17 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
         /// The revision string this module was generated from.
         pub const REVISION: &str = #revision;
         /// Types of every schema definition (typify output after codegen's normalization pass).
-        #[allow(clippy::all, clippy::pedantic, unused_imports, dead_code, irrefutable_let_patterns)]
+        /// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
+        #[allow(
+            clippy::all,
+            clippy::pedantic,
+            clippy::unwrap_used,
+            clippy::expect_used,
+            clippy::panic,
+            unused_imports,
+            dead_code,
+            irrefutable_let_patterns
+        )]
         pub mod types {
             #types
             #(#custom)*
@@ -467,6 +477,7 @@ fn message_enum(
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone)]
+        #[allow(clippy::large_enum_variant)] // a decoded message is moved once, to its handler
         pub enum #ident { #(#variants,)* }
 
         impl #ident {
@@ -547,6 +558,7 @@ fn result_enum(name: &str, doc: &str, rows: &[&MethodRow], helpers: &mut HelperU
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone)]
+        #[allow(clippy::large_enum_variant)] // a decoded result is moved once, to its caller
         pub enum #ident { #(#variants,)* }
 
         impl #ident {

@@ -138,10 +138,10 @@ pub fn const_to_enum(definitions: &mut Definitions) -> BTreeSet<String> {
         let Some(value) = object.remove("const") else {
             return false;
         };
-        if !object.contains_key("type") {
-            if let Some(kind) = json_type_of(&value) {
-                object.insert("type".into(), Value::String(kind.into()));
-            }
+        if !object.contains_key("type")
+            && let Some(kind) = json_type_of(&value)
+        {
+            object.insert("type".into(), Value::String(kind.into()));
         }
         object.insert("enum".into(), Value::Array(vec![value]));
         true
@@ -405,12 +405,12 @@ pub fn optional_collections_nullable(definitions: &mut Definitions) -> BTreeSet<
             if required.contains(name) {
                 continue;
             }
-            if let Some(property) = property.as_object_mut() {
-                if is_collection(property) {
-                    let kind = property.get("type").cloned().unwrap_or(Value::Null);
-                    property.insert("type".into(), json!([kind, "null"]));
-                    changed = true;
-                }
+            if let Some(property) = property.as_object_mut()
+                && is_collection(property)
+            {
+                let kind = property.get("type").cloned().unwrap_or(Value::Null);
+                property.insert("type".into(), json!([kind, "null"]));
+                changed = true;
             }
         }
         changed
@@ -497,11 +497,11 @@ pub fn request_id_property(definitions: &mut Definitions) -> BTreeSet<String> {
         if !name.ends_with("Request") || !has_fixed_method(object) {
             continue;
         }
-        if let Some(Value::Object(properties)) = object.get_mut("properties") {
-            if !properties.contains_key("id") {
-                properties.insert("id".into(), json!({"$ref": "#/definitions/RequestId"}));
-                touched.insert(name.clone());
-            }
+        if let Some(Value::Object(properties)) = object.get_mut("properties")
+            && !properties.contains_key("id")
+        {
+            properties.insert("id".into(), json!({"$ref": "#/definitions/RequestId"}));
+            touched.insert(name.clone());
         }
     }
     touched
@@ -515,10 +515,10 @@ pub fn has_fixed_method(definition: &Map<String, Value>) -> bool {
 /// The fixed `method` string of a request or notification definition (after `const-to-enum`).
 pub fn fixed_method(definition: &Map<String, Value>) -> Option<&str> {
     let method = definition.get("properties")?.get("method")?;
-    if let Some(Value::Array(values)) = method.get("enum") {
-        if let [Value::String(name)] = values.as_slice() {
-            return Some(name);
-        }
+    if let Some(Value::Array(values)) = method.get("enum")
+        && let [Value::String(name)] = values.as_slice()
+    {
+        return Some(name);
     }
     method.get("const").and_then(Value::as_str)
 }

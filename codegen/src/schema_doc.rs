@@ -106,10 +106,10 @@ pub fn for_each_child_mut(schema: &mut Value, visit: &mut dyn FnMut(&mut Value))
             }
         } else if SCHEMA_SINGLES.contains(&key) || (key == "items" && value.is_object()) {
             visit(value);
-        } else if SCHEMA_LISTS.contains(&key) || key == "items" {
-            if let Value::Array(list) = value {
-                list.iter_mut().for_each(&mut *visit);
-            }
+        } else if (SCHEMA_LISTS.contains(&key) || key == "items")
+            && let Value::Array(list) = value
+        {
+            list.iter_mut().for_each(&mut *visit);
         }
     }
 }
@@ -143,11 +143,11 @@ pub fn walk_with_pointer(
             }
         } else if SCHEMA_SINGLES.contains(&key_str) || (key_str == "items" && value.is_object()) {
             walk_with_pointer(value, &here, visit);
-        } else if SCHEMA_LISTS.contains(&key_str) || key_str == "items" {
-            if let Value::Array(list) = value {
-                for (index, child) in list.iter().enumerate() {
-                    walk_with_pointer(child, &format!("{here}/{index}"), visit);
-                }
+        } else if (SCHEMA_LISTS.contains(&key_str) || key_str == "items")
+            && let Value::Array(list) = value
+        {
+            for (index, child) in list.iter().enumerate() {
+                walk_with_pointer(child, &format!("{here}/{index}"), visit);
             }
         }
     }

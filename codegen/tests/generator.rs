@@ -1,6 +1,9 @@
 //! The generator as a whole, on the pinned files in `schema/cache/` (run
 //! `cargo run -p codegen -- sync --from ../shared/schema` first) and on small broken inputs.
 
+// Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 
 use codegen::emit::emit_revision;

@@ -2,6 +2,9 @@
 //! decodes a minimal valid message to its own variant (never by shape); an unknown method is
 //! `DispatchError::UnknownMethod`; a real message round-trips.
 
+// Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};

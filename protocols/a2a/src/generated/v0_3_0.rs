@@ -5,9 +5,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "0.3.0";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -5080,6 +5084,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (A2A 0.3.0), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `agent/getAuthenticatedExtendedCard`
     AgentGetAuthenticatedExtendedCard,
@@ -5228,6 +5233,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (A2A 0.3.0), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {}
 impl ClientNotification {
     /// Decodes `params` as the params type of `method`; an unknown method and params
@@ -5279,6 +5285,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (A2A 0.3.0), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {}
 impl ClientResult {
     /// Decodes `result` as the result type of the request `method` it answers.
@@ -5305,6 +5312,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the agent sends (A2A 0.3.0), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentRequest {}
 impl AgentRequest {
     /// Decodes `params` as the params type of `method`; an unknown method and params
@@ -5356,6 +5364,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentRequest {
 }
 /// Notifications the agent sends (A2A 0.3.0), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentNotification {}
 impl AgentNotification {
     /// Decodes `params` as the params type of `method`; an unknown method and params
@@ -5407,6 +5416,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentNotification {
 }
 /// Results the agent sends (A2A 0.3.0), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentResult {
     /// Result of `agent/getAuthenticatedExtendedCard`
     AgentGetAuthenticatedExtendedCard(types::AgentCard),

@@ -6,9 +6,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v1-unstable";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -8770,6 +8774,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (ACP v1-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `authenticate`
     Authenticate(types::AuthenticateRequest),
@@ -8968,6 +8973,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (ACP v1-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -9091,6 +9097,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (ACP v1-unstable), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `elicitation/create`
     ElicitationCreate(types::CreateElicitationResponse),
@@ -9213,6 +9220,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the agent sends (ACP v1-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentRequest {
     /// `elicitation/create`
     ElicitationCreate(types::CreateElicitationRequest),
@@ -9362,6 +9370,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentRequest {
 }
 /// Notifications the agent sends (ACP v1-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -9439,6 +9448,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentNotification {
 }
 /// Results the agent sends (ACP v1-unstable), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentResult {
     /// Result of `authenticate`
     Authenticate(types::AuthenticateResponse),

@@ -6,9 +6,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v2";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -10466,6 +10470,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (ACP v2), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `auth/login`
     AuthLogin(types::LoginAuthRequest),
@@ -10594,6 +10599,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (ACP v2), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -10663,6 +10669,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (ACP v2), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `elicitation/create`
     ElicitationCreate(types::CreateElicitationResponse),
@@ -10708,6 +10715,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the agent sends (ACP v2), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentRequest {
     /// `elicitation/create`
     ElicitationCreate(types::CreateElicitationRequest),
@@ -10781,6 +10789,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentRequest {
 }
 /// Notifications the agent sends (ACP v2), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -10858,6 +10867,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentNotification {
 }
 /// Results the agent sends (ACP v2), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentResult {
     /// Result of `auth/login`
     AuthLogin(types::LoginAuthResponse),

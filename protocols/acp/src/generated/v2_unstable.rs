@@ -6,9 +6,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v2-unstable";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -14191,6 +14195,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (ACP v2-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `auth/login`
     AuthLogin(types::LoginAuthRequest),
@@ -14376,6 +14381,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (ACP v2-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -14499,6 +14505,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (ACP v2-unstable), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `elicitation/create`
     ElicitationCreate(types::CreateElicitationResponse),
@@ -14566,6 +14573,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the agent sends (ACP v2-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentRequest {
     /// `elicitation/create`
     ElicitationCreate(types::CreateElicitationRequest),
@@ -14660,6 +14668,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentRequest {
 }
 /// Notifications the agent sends (ACP v2-unstable), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentNotification {
     /// `$/cancel_request`
     CancelRequest(types::CancelRequestNotification),
@@ -14737,6 +14746,7 @@ impl<'de> ::serde::Deserialize<'de> for AgentNotification {
 }
 /// Results the agent sends (ACP v2-unstable), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum AgentResult {
     /// Result of `auth/login`
     AuthLogin(types::LoginAuthResponse),

@@ -5,9 +5,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "2025-03-26";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -4007,6 +4011,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (MCP 2025-03-26), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `completion/complete`
     CompletionComplete(types::CompleteRequestParams),
@@ -4168,6 +4173,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (MCP 2025-03-26), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -4269,6 +4275,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (MCP 2025-03-26), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `ping`
     Ping(types::EmptyResult),
@@ -4318,6 +4325,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the server sends (MCP 2025-03-26), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
     /// `ping`
     Ping(::std::option::Option<types::PingRequestParams>),
@@ -4397,6 +4405,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
 }
 /// Notifications the server sends (MCP 2025-03-26), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -4536,6 +4545,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
 }
 /// Results the server sends (MCP 2025-03-26), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerResult {
     /// Result of `completion/complete`
     CompletionComplete(types::CompleteResult),

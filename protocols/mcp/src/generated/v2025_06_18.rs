@@ -5,9 +5,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "2025-06-18";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -4757,6 +4761,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (MCP 2025-06-18), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `completion/complete`
     CompletionComplete(types::CompleteRequestParams),
@@ -4918,6 +4923,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (MCP 2025-06-18), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -5019,6 +5025,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (MCP 2025-06-18), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `elicitation/create`
     ElicitationCreate(types::ElicitResult),
@@ -5076,6 +5083,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the server sends (MCP 2025-06-18), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
     /// `elicitation/create`
     ElicitationCreate(types::ElicitRequestParams),
@@ -5163,6 +5171,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
 }
 /// Notifications the server sends (MCP 2025-06-18), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -5302,6 +5311,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
 }
 /// Results the server sends (MCP 2025-06-18), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerResult {
     /// Result of `completion/complete`
     CompletionComplete(types::CompleteResult),

@@ -5,9 +5,13 @@
 /// The revision string this module was generated from.
 pub const REVISION: &str = "2026-07-28";
 /// Types of every schema definition (typify output after codegen's normalization pass).
+/// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
 #[allow(
     clippy::all,
     clippy::pedantic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
     unused_imports,
     dead_code,
     irrefutable_let_patterns
@@ -8179,6 +8183,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
 ];
 /// Requests the client sends (MCP 2026-07-28), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientRequest {
     /// `completion/complete`
     CompletionComplete(types::CompleteRequestParams),
@@ -8310,6 +8315,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientRequest {
 }
 /// Notifications the client sends (MCP 2026-07-28), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -8375,6 +8381,7 @@ impl<'de> ::serde::Deserialize<'de> for ClientNotification {
 }
 /// Results the client sends (MCP 2026-07-28), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientResult {
     /// Result of `elicitation/create`
     ElicitationCreate(types::ElicitResult),
@@ -8427,6 +8434,7 @@ impl ::serde::Serialize for ClientResult {
 }
 /// Requests the server sends (MCP 2026-07-28), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
     /// `elicitation/create`
     ElicitationCreate(types::ElicitRequestParams),
@@ -8509,6 +8517,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
 }
 /// Notifications the server sends (MCP 2026-07-28), dispatched by method name.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
     /// `notifications/cancelled`
     NotificationsCancelled(types::CancelledNotificationParams),
@@ -8659,6 +8668,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
 }
 /// Results the server sends (MCP 2026-07-28), decoded by the method they answer.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerResult {
     /// Result of `completion/complete`
     CompletionComplete(types::CompleteResult),
