@@ -12,7 +12,7 @@ SDK_VERSION="a2a-sdk[http-server]==1.3.0"
 if [[ ! -x "$VENV/bin/python" ]]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import a2a.client, importlib.metadata as m; assert m.version("a2a-sdk").== "1.3.0"' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import a2a.client, importlib.metadata as m; assert m.version("a2a-sdk") == "1.3.0"' 2>/dev/null; then
   "$VENV/bin/pip" install --quiet "$SDK_VERSION"
 fi
 
