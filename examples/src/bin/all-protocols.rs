@@ -2,7 +2,8 @@
 //! (Streamable HTTP) and `/sse` (legacy HTTP+SSE), A2A at its JSON-RPC and HTTP+JSON paths with
 //! its agent card, ACP at `/acp`.
 //!
-//! `--listen ADDR` picks the address (default 127.0.0.1:8080).
+//! `--listen ADDR` picks the address (default 127.0.0.1:8080). `--stdio acp` instead serves the
+//! ACP demo agent on stdin/stdout, as an editor spawns it.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -52,7 +53,13 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let address = match address(std::env::args().skip(1)) {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, protocol] = arguments.as_slice()
+        && flag == "--stdio"
+    {
+        return serve_stdio(protocol).await;
+    }
+    let address = match address(arguments.into_iter()) {
         Ok(address) => address,
         Err(usage) => {
             eprintln!("{usage}");
@@ -72,6 +79,21 @@ async fn main() -> ExitCode {
         "all-protocols listening on http://{address} (MCP at /mcp and /sse, A2A, ACP at /acp)"
     );
     match server.serve(address).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("all-protocols: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--stdio acp`: only ACP is spoken over stdio by the editors that spawn agents.
+async fn serve_stdio(protocol: &str) -> ExitCode {
+    if protocol != "acp" {
+        eprintln!("--stdio serves: acp");
+        return ExitCode::from(2);
+    }
+    match acp_demo::serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("all-protocols: {error}");
