@@ -3,6 +3,9 @@
 //! `Answer::Reply`, an unimplemented streaming RPC is refused up front with -32601, and the typed
 //! proxy yields the stream's items typed through an in-memory transport.
 
+// Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};

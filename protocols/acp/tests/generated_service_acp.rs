@@ -5,6 +5,9 @@
 //! trip through in-memory transports. Params come from the method table and the schema cache,
 //! never a hand list.
 
+// Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Mutex;

@@ -4,6 +4,9 @@
 //! typed call through an in-memory transport round-trips. Params come from the method table and
 //! the schema cache (the smallest instance each params definition accepts), never a hand list.
 
+// Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Mutex;
