@@ -39,6 +39,10 @@ pub fn normalize(definitions: &mut Definitions) -> Result<Treatments, RewriteErr
         collapse_single_ref_all_of(definitions),
     );
     record("merge-allof", merge_all_of(definitions)?);
+    record(
+        "schema-documents-stay-open",
+        schema_documents_stay_open(definitions),
+    );
     record("hoist-params-result", hoist_message_bodies(definitions));
     record("numbers-keep-their-text", plain_numbers(definitions));
     record(
@@ -319,6 +323,35 @@ fn merge_into(target: &mut Map<String, Value>, piece: Map<String, Value>) -> Res
         }
     }
     Ok(())
+}
+
+/// An inline object schema held by a property named `…Schema` (MCP's `inputSchema`,
+/// `outputSchema`, `requestedSchema`) is itself a JSON Schema document, so it gets
+/// `additionalProperties: {}` when it says nothing about members it does not declare: typify
+/// would otherwise emit a closed struct and drop every other keyword (`$defs`, `oneOf`, …) on
+/// a round trip, though the schema allows them.
+pub fn schema_documents_stay_open(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let Some(Value::Object(properties)) = object.get_mut("properties") else {
+            return false;
+        };
+        let mut changed = false;
+        for (name, property) in properties.iter_mut() {
+            let Some(property) = property.as_object_mut() else {
+                continue;
+            };
+            let is_object_schema = property.get("type").and_then(Value::as_str) == Some("object");
+            if name.ends_with("Schema")
+                && is_object_schema
+                && !property.contains_key("$ref")
+                && !property.contains_key("additionalProperties")
+            {
+                property.insert("additionalProperties".into(), json!({}));
+                changed = true;
+            }
+        }
+        changed
+    })
 }
 
 /// Moves an inline `params` of a request or notification definition (one whose `method` is a
@@ -714,6 +747,31 @@ mod tests {
             code.contains("pub enum Primitive { S(S), N(N), }"),
             "{code}"
         );
+    }
+
+    #[test]
+    fn a_schema_valued_property_keeps_the_keywords_it_does_not_declare() {
+        let (treatments, code) = generate(json!({
+            "Tool": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "inputSchema": {"type": "object", "properties": {
+                    "type": {"const": "object"},
+                    "required": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["type"]},
+                "label": {"type": "object", "properties": {"text": {"type": "string"}}}},
+                "required": ["name", "inputSchema"]}
+        }));
+        assert!(treatments["schema-documents-stay-open"].contains("Tool"));
+        let code = squash(&code);
+        let input = code.find("pub struct ToolInputSchema").unwrap();
+        let label = code.find("pub struct ToolLabel").unwrap();
+        let flatten = "#[serde(flatten)] pub extra: ::serde_json::Map";
+        let after_input = &code[input..];
+        let input_end = after_input.find('}').unwrap();
+        assert!(after_input[..input_end].contains(flatten), "{code}");
+        let after_label = &code[label..];
+        let label_end = after_label.find('}').unwrap();
+        assert!(!after_label[..label_end].contains(flatten), "{code}");
     }
 
     #[test]

@@ -3302,6 +3302,8 @@ pub mod types {
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,

@@ -833,6 +833,8 @@ pub mod types {
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ElicitRequestParamsRequestedSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -3968,6 +3970,8 @@ pub mod types {
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -4107,6 +4111,8 @@ pub mod types {
         pub required: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         #[serde(rename = "type")]
         pub type_: ToolOutputSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,

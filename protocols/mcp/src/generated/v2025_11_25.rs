@@ -1361,6 +1361,8 @@ pub mod types {
         pub schema: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
         pub type_: ElicitRequestFormParamsRequestedSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7043,6 +7045,8 @@ pub mod types {
         pub schema: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
         pub type_: ToolInputSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,
@@ -7226,6 +7230,8 @@ pub mod types {
         pub schema: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
         pub type_: ToolOutputSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,

@@ -1474,6 +1474,8 @@ pub mod types {
         pub schema: ::std::option::Option<::std::string::String>,
         #[serde(rename = "type")]
         pub type_: ElicitRequestFormParamsRequestedSchemaType,
+        #[serde(flatten)]
+        pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
     #[derive(
         ::serde::Deserialize,
