@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The MCP benchmark (not a test): protocols-mcp against rmcp, both serving one `echo` tool over
+# Streamable HTTP, driven by the same MCP load generator. `tools/call` echo at each
+# concurrency, stateless (2026-07-28 requests, JSON answers) and in sessions (2025-11-25, SSE
+# answers); then memory per idle session. Servers and the load generator run as separate
+# processes pinned to separate cores; both servers run in every round, so ratios come from the
+# same conditions.
+#
+#   scripts/bench-mcp.sh [all|load|sessions]
+#   RMCP=1 scripts/bench-mcp.sh        # also builds the rmcp comparator (bench/rmcp-echo)
+#
+# Without RMCP=1 the comparator is used if already built in RMCP_TARGET, else only our server
+# is measured. Tunables: ROUNDS (3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
+# LOAD_CPU (1), MODES ("stateless session"), CONCURRENCY ("1 16 64"), SERVERS ("ours rmcp"),
+# RMCP_TARGET (/work/bench-target: the comparator's own target dir, outside the repository).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHAT="${1:-all}"
+ROUNDS="${ROUNDS:-3}"
+SECONDS_PER_RUN="${SECONDS_PER_RUN:-3}"
+SESSIONS="${SESSIONS:-10000}"
+SERVER_CPU="${SERVER_CPU:-0}"
+LOAD_CPU="${LOAD_CPU:-1}"
+MODES="${MODES:-stateless session}"
+CONCURRENCY="${CONCURRENCY:-1 16 64}"
+SERVERS="${SERVERS:-ours rmcp}"
+RMCP_TARGET="${RMCP_TARGET:-/work/bench-target}"
+OUT="${OUT:-target/bench-mcp}"
+mkdir -p "$OUT"
+
+# Our side: the bench executable (server and load generator), built in the bench profile.
+EXE="$(cargo bench -q -p protocols-mcp --bench mcp_echo --no-run --message-format=json 2>/dev/null |
+    grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4)"
+[[ -x "$EXE" ]] || { echo "could not build the mcp_echo bench" >&2; exit 1; }
+
+RMCP_EXE="$RMCP_TARGET/release/rmcp-echo"
+if [[ "${RMCP:-0}" == 1 ]]; then
+    CARGO_TARGET_DIR="$RMCP_TARGET" cargo build --release -q \
+        --manifest-path bench/rmcp-echo/Cargo.toml
+fi
+if [[ ! -x "$RMCP_EXE" ]]; then
+    echo "rmcp comparator not built ($RMCP_EXE); measuring our server only (RMCP=1 builds it)" >&2
+    SERVERS="ours"
+fi
+
+SERVER_PID=""
+stop_server() {
+    if [[ -n "$SERVER_PID" ]]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+}
+trap stop_server EXIT
+
+# Starts <server> in <mode> pinned to SERVER_CPU; sets SERVER_PID and PORT.
+start_server() {
+    local server="$1" mode="$2" port_file="$OUT/port"
+    rm -f "$port_file"
+    case "$server" in
+        ours) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" & ;;
+        rmcp) taskset -c "$SERVER_CPU" "$RMCP_EXE" "$mode" "$port_file" & ;;
+    esac
+    SERVER_PID=$!
+    for _ in $(seq 200); do
+        [[ -s "$port_file" ]] && break
+        sleep 0.05
+    done
+    [[ -s "$port_file" ]] || { echo "$server $mode did not start" >&2; exit 1; }
+    PORT="$(cat "$port_file")"
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER_PID/status"; }
+
+load_runs() {
+    local results="$OUT/load.txt"
+    : > "$results"
+    for round in $(seq "$ROUNDS"); do
+        for mode in $MODES; do
+            for concurrency in $CONCURRENCY; do
+                # Servers alternate within a round so background noise falls on both alike.
+                for server in $SERVERS; do
+                    start_server "$server" "$mode"
+                    line="$(taskset -c "$LOAD_CPU" "$EXE" load "$PORT" "$mode" "$concurrency" \
+                        "$SECONDS_PER_RUN" "$SERVER_PID")"
+                    stop_server
+                    echo "$round $server $mode $line" >> "$results"
+                    echo "round $round: $server $mode $line" >&2
+                done
+            done
+        done
+    done
+    echo "## tools/call echo (loopback, ${ROUNDS} rounds of ${SECONDS_PER_RUN}s, medians)"
+    "$EXE" summarize "$results"
+}
+
+session_memory() {
+    echo "## Memory per idle session (${SESSIONS} sessions: initialize + initialized, RSS from /proc)"
+    echo "| server | baseline KiB | opened KiB | per session (bytes) |"
+    echo "|---|---|---|---|"
+    for server in $SERVERS; do
+        start_server "$server" session
+        # Warm the allocator and runtime buffers first, so the delta is the sessions' own.
+        taskset -c "$LOAD_CPU" "$EXE" open "$PORT" 100 > /dev/null
+        sleep 1
+        local baseline opened
+        baseline="$(rss_kib)"
+        taskset -c "$LOAD_CPU" "$EXE" open "$PORT" "$SESSIONS" > /dev/null
+        sleep 1
+        opened="$(rss_kib)"
+        stop_server
+        echo "| $server | $baseline | $opened | $(( (opened - baseline) * 1024 / SESSIONS )) |"
+    done
+}
+
+case "$WHAT" in
+    load) load_runs ;;
+    sessions) session_memory ;;
+    all) load_runs; echo; session_memory ;;
+    *) echo "usage: $0 [all|load|sessions]" >&2; exit 2 ;;
+esac
