@@ -32,7 +32,9 @@ use crate::session::{
 };
 use crate::sse::EventId;
 use crate::stream::{Framing, Stops, StreamPolicy, sse_response};
-use crate::tail::{EventCursor, EventTail};
+use crate::tail::{
+    EventCursor, EventReader, EventStore, EventStream, EventTail, MemoryEventStore, Start,
+};
 
 const EVENT_STREAM: &str = "text/event-stream";
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
@@ -103,6 +105,8 @@ pub struct StreamableHttp<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<dyn SessionStore<H::Session>>,
+    /// Where sessions' event streams live.
+    events: Arc<dyn EventStore>,
     reaper: LazyReaper,
     /// The profile's media type as a header value, parsed once.
     content_type: HeaderValue,
@@ -123,11 +127,23 @@ impl<H: RequestHandler> StreamableHttp<H> {
         Self::with_store(handler, config, store)
     }
 
-    /// Serves `handler` with a store of the caller's (e.g. one shared between replicas).
+    /// Serves `handler` with a session store of the caller's; event streams stay in memory.
     pub fn with_store(
         handler: H,
         config: HttpConfig,
         store: Arc<dyn SessionStore<H::Session>>,
+    ) -> Self {
+        let events = Arc::new(MemoryEventStore::new(config.tail_capacity));
+        Self::with_stores(handler, config, store, events)
+    }
+
+    /// Serves `handler` with a session store and an event store of the caller's: replicas that
+    /// share both serve any session and resume any stream.
+    pub fn with_stores(
+        handler: H,
+        config: HttpConfig,
+        store: Arc<dyn SessionStore<H::Session>>,
+        events: Arc<dyn EventStore>,
     ) -> Self {
         let content_type = HeaderValue::from_str(handler.profile().media_type())
             .unwrap_or_else(|_| HeaderValue::from_static("application/json"));
@@ -135,6 +151,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             handler,
             config,
             store,
+            events,
             reaper: LazyReaper::new(),
             content_type,
         }
@@ -378,14 +395,22 @@ async fn get<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
-    transport.open_stream(request.headers())
+    // The stream's body runs in this span too, for as long as the stream stays open.
+    let span = tracing::debug_span!("get", session = tracing::field::Empty);
+    span.in_scope(|| transport.open_stream(request.headers()))
 }
 
 async fn delete<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
-    transport.end_session(request.headers())
+    let span = tracing::debug_span!("delete", session = tracing::field::Empty);
+    span.in_scope(|| transport.end_session(request.headers()))
+}
+
+/// Names the session in the current request's span.
+fn record_session(id: &SessionId) {
+    tracing::Span::current().record("session", tracing::field::display(id));
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
@@ -538,11 +563,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if !self.store.has_room() {
             return Err(Refusal::Overloaded);
         }
-        let session = Arc::new(Session::new(
+        let session = Arc::new(Session::with_events(
             SessionId::random(),
             H::Session::default(),
             self.config.clock.now(),
-            self.config.tail_capacity,
+            Arc::clone(&self.events),
         ));
         tracing::debug!(session = %session.id(), "session opening");
         Ok(session)
@@ -638,15 +663,16 @@ impl<H: RequestHandler> StreamableHttp<H> {
         meta: Arc<RequestMeta>,
         framing: Framed,
     ) -> Response {
-        let tail = match resolved.session() {
-            Some(session) => session.streams().open_request_stream(),
-            None => Arc::new(EventTail::new(1, self.config.tail_capacity)),
+        let tail: Arc<dyn EventStream> = match resolved.session() {
+            Some(session) => session.open_request_stream(),
+            // Without a session nobody can resume it, so it stays out of the store.
+            None => EventTail::new(1, self.config.tail_capacity),
         };
         let scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
         let batch = body.batch;
         let transport = Arc::clone(&self);
         let work_tail = Arc::clone(&tail);
-        let mut subscription = tail.subscribe_after(0);
+        let mut subscription = tail.subscribe(Start::Beginning);
         let work = async move {
             let answers = run_all(&transport.handler, body, scope).await;
             transport.settle_opening(&resolved, &answers);
@@ -663,7 +689,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                         tail.close();
                         return self.json_answers(batch, answers);
                     }
-                    publish_answers(&tail, answers);
+                    publish_answers(tail.as_ref(), answers);
                 }
                 () = subscription.changed() => {
                     spawn_stream_work(work_tail, work);
@@ -713,21 +739,24 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return refuse(Refusal::NotAcceptable, None);
         }
         let session = match session_id(headers, name) {
-            Ok(Some(id)) => match self.live_session(&id) {
-                Ok(session) => session,
-                Err(refusal) => return refuse(refusal, None),
-            },
+            Ok(Some(id)) => {
+                record_session(&id);
+                match self.live_session(&id) {
+                    Ok(session) => session,
+                    Err(refusal) => return refuse(refusal, None),
+                }
+            }
             Ok(None) => return refuse(Refusal::MissingSession, None),
             Err(refusal) => return refuse(refusal, None),
         };
         let subscription = match headers.get(LAST_EVENT_ID) {
-            None => session.standalone_stream().subscribe_fresh(),
+            None => session.standalone_stream().subscribe(Start::Unread),
             Some(value) => match resume(&session, value) {
                 Ok(subscription) => subscription,
                 Err(refusal) => return refuse(refusal, None),
             },
         };
-        tracing::debug!(session = %session.id(), stream = subscription.tail().stream(), "stream opened");
+        tracing::debug!(stream = subscription.stream(), "stream opened");
         sse_response(
             subscription,
             Vec::new(),
@@ -748,7 +777,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
         match session_id(headers, name) {
             Ok(Some(id)) => match self.store.remove(&id) {
                 Some(_) => {
-                    tracing::debug!(session = %id, "session ended by the client");
+                    record_session(&id);
+                    tracing::debug!("session ended by the client");
                     StatusCode::OK.into_response()
                 }
                 None => refuse(Refusal::UnknownSession, None),
@@ -759,11 +789,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 }
 
-/// Resumes one of the session's streams after the event `Last-Event-ID` names.
-fn resume<S>(
-    session: &Session<S>,
-    value: &HeaderValue,
-) -> Result<crate::tail::Subscription, Refusal> {
+/// Resumes one of the session's streams after the event `Last-Event-ID` names; the session's
+/// event store decides whether it still can.
+fn resume<S>(session: &Session<S>, value: &HeaderValue) -> Result<Box<dyn EventReader>, Refusal> {
     let id: EventId = value
         .to_str()
         .map_err(|_| Refusal::MalformedLastEventId)?
@@ -771,12 +799,7 @@ fn resume<S>(
         .parse()
         .map_err(|_| Refusal::MalformedLastEventId)?;
     let cursor = EventCursor::from_event_id(id).ok_or(Refusal::MalformedLastEventId)?;
-    let tail = session
-        .streams()
-        .find(cursor.stream)
-        .ok_or(Refusal::ResumeGone)?;
-    tail.resume_after(cursor.sequence)
-        .map_err(|_| Refusal::ResumeGone)
+    session.resume(cursor).map_err(|_| Refusal::ResumeGone)
 }
 
 /// Runs every message of a body concurrently; returns the answers owed, invalid entries first.
@@ -806,7 +829,7 @@ async fn run_all<H: RequestHandler>(
     answers
 }
 
-fn publish_answers(tail: &EventTail, answers: Vec<RpcResponse>) {
+fn publish_answers(tail: &dyn EventStream, answers: Vec<RpcResponse>) {
     for answer in answers {
         if tail.publish(Message::Response(answer).to_bytes()).is_err() {
             tracing::debug!("an answer's stream closed before the answer");
@@ -818,10 +841,10 @@ fn publish_answers(tail: &EventTail, answers: Vec<RpcResponse>) {
 /// Runs a request stream's work on its own task; the stream is closed however the work ends
 /// (a panicking handler included), so no reader waits forever.
 fn spawn_stream_work(
-    tail: Arc<EventTail>,
+    tail: Arc<dyn EventStream>,
     work: impl Future<Output = Vec<RpcResponse>> + Send + 'static,
 ) {
-    struct CloseOnDrop(Arc<EventTail>);
+    struct CloseOnDrop(Arc<dyn EventStream>);
     impl Drop for CloseOnDrop {
         fn drop(&mut self) {
             self.0.close();
@@ -830,7 +853,7 @@ fn spawn_stream_work(
     tokio::spawn(
         async move {
             let closer = CloseOnDrop(tail);
-            publish_answers(&closer.0, work.await);
+            publish_answers(closer.0.as_ref(), work.await);
         }
         .in_current_span(),
     );

@@ -24,6 +24,7 @@ use crate::session::{
 };
 use crate::sse::{EventName, encode_event};
 use crate::stream::{Framing, Stops, sse_response};
+use crate::tail::Start;
 
 /// The query parameter carrying the session on `POST`s.
 const SESSION_PARAMETER: &str = "sessionId";
@@ -127,7 +128,7 @@ async fn open<H: RequestHandler>(
     let mut first = BytesMut::new();
     encode_event(&mut first, Some(&EventName::ENDPOINT), None, &endpoint);
     tracing::debug!(session = %session.id(), "legacy stream opened");
-    let subscription = session.standalone_stream().subscribe_after(0);
+    let subscription = session.standalone_stream().subscribe(Start::Beginning);
     let response = sse_response(
         subscription,
         vec![first.freeze()],

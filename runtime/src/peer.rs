@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
-use crate::tail::EventTail;
+use crate::tail::EventStream;
 
 /// How a protocol cancels a request in flight: the notification's method and the params field
 /// naming the request. The runtime applies it both ways; it never knows the method otherwise.
@@ -60,7 +60,7 @@ pub enum PeerError {
 #[derive(Clone, Debug)]
 pub(crate) enum Route {
     /// An SSE stream's tail (a request's stream or the session's standalone stream).
-    Tail(Arc<EventTail>),
+    Tail(Arc<dyn EventStream>),
     /// A line-oriented writer (stdio).
     Lines(mpsc::UnboundedSender<Bytes>),
     /// Nowhere: a stateless request answered as plain JSON.

@@ -1,7 +1,9 @@
 //! Composition: several protocols mounted at their own paths in one server, hardened once as a
 //! whole, returned as an axum `Router` a user can nest into their own app — or served here on a
-//! listener this module owns (TCP_NODELAY on every accepted socket; graceful shutdown that stops
-//! accepting, lets in-flight requests finish and ends every stream cleanly).
+//! listener this module owns (TCP_NODELAY on every accepted socket; the peer address handed to
+//! the per-caller rate limit; the `Host`/`Origin` defaults pinned to the address actually bound;
+//! graceful shutdown that stops accepting, lets in-flight requests finish and ends every stream
+//! cleanly).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -12,7 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::RequestHandler;
-use crate::hardening::{HardeningConfig, HardeningError};
+use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
 use crate::legacy::LegacySse;
 
@@ -80,6 +82,12 @@ impl ServerBuilder {
         self
     }
 
+    /// The token [`Server::shutdown`] fires, for routes mounted with [`Self::routes`] whose
+    /// streams must also end at shutdown (a protocol's own transport or streaming binding).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
     /// Ties a transport's streams to this server's shutdown.
     fn owned(&self, mut config: HttpConfig) -> HttpConfig {
         config.shutdown = self.shutdown.clone();
@@ -91,9 +99,11 @@ impl ServerBuilder {
     /// # Errors
     /// A hardening configuration that cannot be served safely.
     pub fn build(self) -> Result<Server, HardeningError> {
-        let hardening = self.hardening.build()?;
+        let hardening = self.hardening.clone().build()?;
         Ok(Server {
-            router: hardening.wrap(self.routes),
+            router: hardening.wrap(self.routes.clone()),
+            routes: self.routes,
+            hardening: self.hardening,
             shutdown: self.shutdown,
         })
     }
@@ -102,7 +112,12 @@ impl ServerBuilder {
 /// A hardened set of protocol routes.
 #[derive(Debug, Clone)]
 pub struct Server {
+    /// The routes hardened without knowing where they will be served.
     router: Router,
+    /// The same routes unhardened, and the hardening, to wrap them again once the listener's
+    /// address is known.
+    routes: Router,
+    hardening: HardeningConfig,
     shutdown: CancellationToken,
 }
 
@@ -126,7 +141,8 @@ impl Server {
         self.shutdown.cancel();
     }
 
-    /// Binds `address` and serves until Ctrl-C.
+    /// Binds `address` and serves until Ctrl-C. The hardening's `Host`/`Origin` defaults follow
+    /// the address bound (see [`Self::serve_until`]).
     ///
     /// # Errors
     /// Binding or serving failed.
@@ -144,16 +160,26 @@ impl Server {
     /// Serves on `listener` until `signal` completes, then shuts down gracefully: no new
     /// connections, in-flight requests finish, streams end.
     ///
+    /// The listener's address is the hardening's bind address (overriding any configured one):
+    /// on loopback the default `Host` and `Origin` allow-lists name its port. Each connection's
+    /// peer address reaches the routes, so anonymous callers are rate limited per peer.
+    ///
     /// # Errors
-    /// Serving failed.
+    /// Serving failed, or the listener has no local address.
     pub async fn serve_until(
         self,
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let address = listener.local_addr()?;
+        let router = self
+            .hardened_for(address)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?
+            .wrap(self.routes);
         let shutdown = self.shutdown.clone();
-        tracing::info!("serving");
-        axum::serve(without_nagle(listener), self.router)
+        tracing::info!(%address, "serving");
+        let app = router.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(without_nagle(listener), app)
             .with_graceful_shutdown(async move {
                 tokio::select! {
                     () = signal => {}
@@ -163,6 +189,14 @@ impl Server {
                 tracing::info!("shutting down");
             })
             .await
+    }
+}
+
+impl Server {
+    /// The hardening, validated again with the address actually bound (a configuration
+    /// [`ServerBuilder::build`] accepted gains only a bind address here).
+    fn hardened_for(&self, address: SocketAddr) -> Result<Hardening, HardeningError> {
+        self.hardening.clone().bind_address(address).build()
     }
 }
 

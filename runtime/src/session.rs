@@ -1,6 +1,6 @@
 //! Sessions: the id a server issues, the per-session record the transports keep (protocol state,
-//! the conversation's pending requests, the session's event streams), the store trait with an
-//! in-memory implementation, and the clock that drives idle and absolute expiry.
+//! the conversation's pending requests, where the session's event streams live), the store trait
+//! with an in-memory implementation, and the clock that drives idle and absolute expiry.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::peer::Conversation;
-use crate::tail::{EventTail, SessionStreams};
+use crate::tail::{
+    EventCursor, EventReader, EventStore, EventStream, EventTail, MemoryEventStore, ResumeError,
+};
 
 /// What tells the time to expiry decisions. Injected so tests can move time by hand.
 pub trait Clock: Send + Sync + 'static {
@@ -118,7 +120,8 @@ pub struct Session<S> {
     id: SessionId,
     state: S,
     conversation: Arc<Conversation>,
-    streams: SessionStreams,
+    /// Where this session's streams live; shared by every session of a transport.
+    events: Arc<dyn EventStore>,
     created: Instant,
     /// Nanoseconds after `created` of the latest request; an atomic so a lookup only reads.
     last_seen: AtomicU64,
@@ -134,13 +137,25 @@ impl<S> fmt::Debug for Session<S> {
 }
 
 impl<S> Session<S> {
-    /// A session created at `now`, holding tails of at most `tail_capacity` events.
+    /// A session created at `now` with streams of its own, in memory, holding at most
+    /// `tail_capacity` events each (a connection-scoped session such as stdio's).
     pub fn new(id: SessionId, state: S, now: Instant, tail_capacity: usize) -> Self {
+        Self::with_events(
+            id,
+            state,
+            now,
+            Arc::new(MemoryEventStore::new(tail_capacity)),
+        )
+    }
+
+    /// A session created at `now` whose streams live in `events` (the transport's store, which
+    /// replicas may share).
+    pub fn with_events(id: SessionId, state: S, now: Instant, events: Arc<dyn EventStore>) -> Self {
         Self {
             id,
             state,
             conversation: Arc::new(Conversation::new()),
-            streams: SessionStreams::new(tail_capacity),
+            events,
             created: now,
             last_seen: AtomicU64::new(0),
             ended: CancellationToken::new(),
@@ -162,12 +177,36 @@ impl<S> Session<S> {
     }
 
     /// The session's server-initiated stream (what `GET` serves).
-    pub fn standalone_stream(&self) -> Arc<EventTail> {
-        self.streams.standalone()
+    pub fn standalone_stream(&self) -> Arc<dyn EventStream> {
+        self.open_unless_ended(|events, id| events.standalone(id))
     }
 
-    pub(crate) fn streams(&self) -> &SessionStreams {
-        &self.streams
+    /// A new stream for one request's answer, resumable while the session lives.
+    pub fn open_request_stream(&self) -> Arc<dyn EventStream> {
+        self.open_unless_ended(|events, id| events.open_request_stream(id))
+    }
+
+    /// A reader after the event `after` of one of this session's streams.
+    pub fn resume(&self, after: EventCursor) -> Result<Box<dyn EventReader>, ResumeError> {
+        self.events.resume(&self.id, after)
+    }
+
+    /// Opens a stream in the store unless the session has ended. A stream opened while the
+    /// session was ending is closed again, so an ended session leaves nothing in the store.
+    fn open_unless_ended(
+        &self,
+        open: impl FnOnce(&dyn EventStore, &SessionId) -> Arc<dyn EventStream>,
+    ) -> Arc<dyn EventStream> {
+        if self.ended.is_cancelled() {
+            return EventTail::closed();
+        }
+        let stream = open(self.events.as_ref(), &self.id);
+        // `end` cancels before it closes the streams: either it saw this stream, or this check
+        // sees the cancellation.
+        if self.ended.is_cancelled() {
+            self.events.close_session(&self.id);
+        }
+        stream
     }
 
     pub(crate) fn conversation(&self) -> &Arc<Conversation> {
@@ -177,7 +216,7 @@ impl<S> Session<S> {
     /// Ends the session: streams close, requests awaiting the peer fail.
     pub fn end(&self) {
         self.ended.cancel();
-        self.streams.close_all();
+        self.events.close_session(&self.id);
         self.conversation.abandon();
     }
 

@@ -1,8 +1,8 @@
 //! An SSE response body read from an event tail: each published message becomes one event
 //! (with its resumable id, or named for the legacy transport), idle periods carry keep-alive
 //! comments, and the stream ends cleanly when its tail closes, its session ends, the server
-//! shuts down, or the configured polling window passes (after telling the client when to
-//! reconnect).
+//! shuts down, or the connection is cut for SSE polling (the configured window passed or the
+//! handler released it), after telling the client when to reconnect.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -16,7 +16,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::sse::{EventName, encode_event, encode_retry, keep_alive};
-use crate::tail::{Next, Subscription};
+use tracing::Instrument;
+
+use crate::tail::{EventReader, Next};
 
 /// How an SSE response behaves over time.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +51,7 @@ pub(crate) struct Stops {
 }
 
 struct StreamState {
-    subscription: Subscription,
+    subscription: Box<dyn EventReader>,
     prelude: VecDeque<Bytes>,
     framing: Framing,
     stops: Stops,
@@ -58,11 +60,15 @@ struct StreamState {
     close_at: Option<Instant>,
     retry: Option<Duration>,
     done: bool,
+    /// The span of the request that opened the stream: the body is polled long after the
+    /// handler returned, and its logs still belong to that request and session.
+    span: tracing::Span,
 }
 
-/// A `200 text/event-stream` response reading `subscription`, after `prelude` events.
+/// A `200 text/event-stream` response reading `subscription`, after `prelude` events. The body
+/// runs in the span current here.
 pub(crate) fn sse_response(
-    subscription: Subscription,
+    subscription: Box<dyn EventReader>,
     prelude: Vec<Bytes>,
     framing: Framing,
     stops: Stops,
@@ -88,8 +94,12 @@ pub(crate) fn sse_response(
         close_at: policy.close_after.map(|after| now + after),
         retry: policy.retry,
         done: false,
+        span: tracing::Span::current(),
     };
-    let stream = futures::stream::unfold(state, next_chunk);
+    let stream = futures::stream::unfold(state, |state| {
+        let span = state.span.clone();
+        next_chunk(state).instrument(span)
+    });
     let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
@@ -113,11 +123,18 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
     loop {
         match state.subscription.poll_next() {
             Next::Event(id, payload) => {
+                tracing::trace!(id = id.get(), "event sent");
                 let chunk = encode_message(&state.framing, id, &payload);
                 state.next_keep_alive = state.keep_alive.map(|every| Instant::now() + every);
                 return Some((Ok(chunk), state));
             }
-            Next::Closed | Next::Evicted | Next::Superseded => return None,
+            Next::Released(retry) => {
+                state.done = true;
+                return Some((Ok(released(&state, retry)), state));
+            }
+            Next::Closed => return finished("the stream closed"),
+            Next::Evicted => return finished("the reader fell behind the stream's history"),
+            Next::Superseded => return finished("another reader took the stream over"),
             Next::Idle => {}
         }
         let keep_alive_at = state.next_keep_alive;
@@ -126,8 +143,8 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
         let shutdown = state.stops.shutdown.clone();
         tokio::select! {
             () = state.subscription.changed() => {}
-            () = cancelled(session) => return None,
-            () = cancelled(shutdown) => return None,
+            () = cancelled(session) => return finished("the session ended"),
+            () = cancelled(shutdown) => return finished("the server is shutting down"),
             () = sleep_until(keep_alive_at) => {
                 state.next_keep_alive = state.keep_alive.map(|every| Instant::now() + every);
                 return Some((Ok(keep_alive()), state));
@@ -140,6 +157,23 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
             }
         }
     }
+}
+
+/// Ends the body (a clean end: the final chunk goes out) and says why.
+fn finished<T>(reason: &'static str) -> Option<T> {
+    tracing::debug!(reason, "stream ended");
+    None
+}
+
+/// The last words of a released connection: when to reconnect, and (for resumable streams) the
+/// cursor to resume from, so a client that saw no event yet still has a `Last-Event-ID`.
+fn released(state: &StreamState, retry: Duration) -> Bytes {
+    let mut out = BytesMut::new();
+    encode_retry(&mut out, retry);
+    if matches!(state.framing, Framing::Resumable) {
+        encode_event(&mut out, None, Some(state.subscription.cursor_id()), "");
+    }
+    out.freeze()
 }
 
 fn encode_message(framing: &Framing, id: crate::sse::EventId, payload: &[u8]) -> Bytes {

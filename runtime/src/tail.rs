@@ -1,14 +1,24 @@
-//! Event tails: each SSE stream publishes into a bounded ring, subscribers read from a cursor,
-//! and a reconnecting client resumes from `Last-Event-ID`. An event id names both the stream
-//! and the position in it, so one `GET` can resume any of a session's streams. A cursor the
-//! ring no longer holds (or never issued) is a typed refusal, never an empty stream.
+//! Event tails: each SSE stream publishes into a bounded history, readers follow it from a
+//! cursor, and a reconnecting client resumes from `Last-Event-ID`. An event id names both the
+//! stream and the position in it, so one `GET` can resume any of a session's streams. A cursor
+//! the history no longer holds (or never issued) is a typed refusal, never an empty stream.
+//!
+//! Where histories live is behind [`EventStore`] (one per transport, shared by replicas that
+//! must resume each other's streams); [`MemoryEventStore`], bounded rings in this process, is
+//! the default. A store hands out [`EventStream`] handles to publish into and [`EventReader`]s
+//! to follow them.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use crate::session::SessionId;
 use crate::sse::EventId;
 
 /// Bits of an event id that number the event within its stream.
@@ -46,7 +56,7 @@ pub enum ResumeError {
     Unknown,
 }
 
-/// What a subscriber finds after its cursor.
+/// What a reader finds after its cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// The next event.
@@ -55,10 +65,13 @@ pub enum Next {
     Idle,
     /// The stream has ended and everything in it has been read.
     Closed,
-    /// The reader fell behind the ring and missed events: end the stream so it resumes.
+    /// The reader fell behind the history and missed events: end the stream so it resumes.
     Evicted,
-    /// Another subscriber took over this stream.
+    /// Another reader took over this stream.
     Superseded,
+    /// The server let go of this reader's connection (SSE polling): tell the client to
+    /// reconnect after this long; what follows waits for it to resume.
+    Released(Duration),
 }
 
 /// Why a publish failed.
@@ -66,26 +79,108 @@ pub enum Next {
 #[error("the stream is closed")]
 pub struct StreamClosed;
 
+/// Where a new reader starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Before the first event (a request's stream, read from its start).
+    Beginning,
+    /// After the last event handed to any earlier reader (a fresh `GET` of the session's own
+    /// stream: what nobody has seen yet).
+    Unread,
+}
+
+/// A future that completes when a stream may have something new for a reader.
+pub type Changed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One stream's handle: the transports publish into it and open readers on it.
+pub trait EventStream: Send + Sync + fmt::Debug + 'static {
+    /// The stream's number within its session (0: the session's standalone stream).
+    fn number(&self) -> u32;
+    /// Appends an event; its id names this stream and the event's position in it.
+    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed>;
+    /// Ends the stream: readers drain what is left and finish; publishing fails from now on.
+    fn close(&self);
+    /// Whether anything was ever published.
+    fn is_untouched(&self) -> bool;
+    /// Lets go of the current reader once it has read what is published so far: it ends with
+    /// [`Next::Released`], and later events wait for the client to resume.
+    fn release_reader(&self, retry: Duration) -> Result<(), StreamClosed>;
+    /// A reader from `start`. It supersedes any earlier reader, so no event goes out on two
+    /// connections.
+    fn subscribe(&self, start: Start) -> Box<dyn EventReader>;
+}
+
+/// One reader's position in a stream.
+pub trait EventReader: Send + fmt::Debug + 'static {
+    /// What comes next, without waiting.
+    fn poll_next(&mut self) -> Next;
+    /// Completes when the stream changes after an [`Next::Idle`].
+    fn changed(&mut self) -> Changed<'_>;
+    /// The id of the last event this reader was handed (or the cursor it started from).
+    fn cursor_id(&self) -> EventId;
+    /// The number of the stream being read.
+    fn stream(&self) -> u32;
+}
+
+/// Where a transport's event streams live, per session. Replicas that share one store (and a
+/// session store) can resume each other's streams: a stream opened while serving a request on
+/// one replica is resumed with `Last-Event-ID` on another.
+pub trait EventStore: Send + Sync + 'static {
+    /// The session's standalone (server-initiated) stream, number 0, opened on first use.
+    fn standalone(&self, session: &SessionId) -> Arc<dyn EventStream>;
+    /// A new stream for one request's answer, kept so a dropped connection can resume it.
+    fn open_request_stream(&self, session: &SessionId) -> Arc<dyn EventStream>;
+    /// A reader after the event `after` of one of the session's streams. A cursor the store
+    /// never issued, or no longer holds, is refused: a client must not be handed an empty
+    /// stream it would reconnect to forever.
+    fn resume(
+        &self,
+        session: &SessionId,
+        after: EventCursor,
+    ) -> Result<Box<dyn EventReader>, ResumeError>;
+    /// Closes every stream of the session and forgets them (the session ended).
+    fn close_session(&self, session: &SessionId);
+}
+
 struct Ring {
     events: VecDeque<(u64, Bytes)>,
     next_sequence: u64,
     capacity: usize,
     closed: bool,
-    /// The furthest sequence any subscriber has been handed, where a fresh subscriber starts.
+    /// The furthest sequence any reader has been handed, where a fresh reader starts.
     handed_out: u64,
     generation: u64,
+    release: Option<Release>,
 }
 
-/// One stream's bounded history and its live edge.
+/// A reader let go of: which one, after which event, and when its client should reconnect.
+#[derive(Debug, Clone, Copy)]
+struct Release {
+    generation: u64,
+    after: u64,
+    retry: Duration,
+}
+
+impl Ring {
+    fn oldest(&self) -> u64 {
+        self.events
+            .front()
+            .map_or(self.next_sequence, |(first, _)| *first)
+    }
+}
+
+/// One stream's bounded history and its live edge, in memory.
 pub struct EventTail {
     stream: u32,
+    /// The tail itself, so a reader can be handed out from `&self`.
+    this: std::sync::Weak<EventTail>,
     ring: Mutex<Ring>,
-    /// Bumped on every publish and on close, so waiting subscribers wake.
+    /// Bumped on every publish and on close, so waiting readers wake.
     changes: watch::Sender<u64>,
 }
 
-impl std::fmt::Debug for EventTail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for EventTail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventTail")
             .field("stream", &self.stream)
             .finish_non_exhaustive()
@@ -94,9 +189,10 @@ impl std::fmt::Debug for EventTail {
 
 impl EventTail {
     /// A tail for stream number `stream` keeping at most `capacity` events.
-    pub fn new(stream: u32, capacity: usize) -> Self {
-        Self {
+    pub fn new(stream: u32, capacity: usize) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
             stream,
+            this: this.clone(),
             ring: Mutex::new(Ring {
                 events: VecDeque::new(),
                 next_sequence: 1,
@@ -104,9 +200,17 @@ impl EventTail {
                 closed: false,
                 handed_out: 0,
                 generation: 0,
+                release: None,
             }),
             changes: watch::channel(0).0,
-        }
+        })
+    }
+
+    /// A tail that is already closed: what a stream of an ended session is.
+    pub fn closed() -> Arc<Self> {
+        let tail = Self::new(CLOSED_STREAM, 1);
+        tail.close();
+        tail
     }
 
     pub fn stream(&self) -> u32 {
@@ -123,11 +227,7 @@ impl EventTail {
 
     /// The cursor before the first event (what a priming event carries).
     pub fn origin(&self) -> EventId {
-        EventCursor {
-            stream: self.stream,
-            sequence: 0,
-        }
-        .to_event_id()
+        self.cursor(0).to_event_id()
     }
 
     /// Appends an event, evicting the oldest past capacity.
@@ -149,12 +249,29 @@ impl EventTail {
         Ok(id)
     }
 
-    /// Ends the stream; subscribers drain what is left and finish.
+    /// Ends the stream; readers drain what is left and finish.
     pub fn close(&self) {
         if let Ok(mut ring) = self.ring.lock() {
             ring.closed = true;
         }
         self.wake_readers();
+    }
+
+    /// Lets go of the current reader after what is published so far.
+    pub fn release_reader(&self, retry: Duration) -> Result<(), StreamClosed> {
+        {
+            let mut ring = self.ring.lock().map_err(|_| StreamClosed)?;
+            if ring.closed {
+                return Err(StreamClosed);
+            }
+            ring.release = Some(Release {
+                generation: ring.generation,
+                after: ring.next_sequence - 1,
+                retry,
+            });
+        }
+        self.wake_readers();
+        Ok(())
     }
 
     pub fn is_closed(&self) -> bool {
@@ -168,7 +285,7 @@ impl EventTail {
 
     /// Takes over the stream for a new reader starting after `sequence`; any earlier reader
     /// is superseded so no event goes out on two connections.
-    pub fn subscribe_after(self: &Arc<Self>, sequence: u64) -> Subscription {
+    pub fn subscribe_after(&self, sequence: u64) -> Subscription {
         let generation = match self.ring.lock() {
             Ok(mut ring) => {
                 ring.generation += 1;
@@ -178,7 +295,8 @@ impl EventTail {
         };
         self.wake_readers();
         Subscription {
-            tail: Arc::clone(self),
+            // `this` upgrades while `&self` is borrowed; a tail being dropped reads as closed.
+            tail: self.this.upgrade().unwrap_or_else(Self::closed),
             cursor: sequence,
             generation,
             changes: self.changes.subscribe(),
@@ -186,23 +304,19 @@ impl EventTail {
     }
 
     /// A reader for events not yet handed to any earlier reader.
-    pub fn subscribe_fresh(self: &Arc<Self>) -> Subscription {
+    pub fn subscribe_fresh(&self) -> Subscription {
         let start = self.ring.lock().map_or(0, |ring| ring.handed_out);
         self.subscribe_after(start)
     }
 
     /// A reader resuming after the event `sequence` of this stream.
-    pub fn resume_after(self: &Arc<Self>, sequence: u64) -> Result<Subscription, ResumeError> {
+    pub fn resume_after(&self, sequence: u64) -> Result<Subscription, ResumeError> {
         {
             let ring = self.ring.lock().map_err(|_| ResumeError::Unknown)?;
             if sequence >= ring.next_sequence {
                 return Err(ResumeError::Unknown);
             }
-            let oldest = ring
-                .events
-                .front()
-                .map_or(ring.next_sequence, |(first, _)| *first);
-            if sequence + 1 < oldest {
+            if sequence + 1 < ring.oldest() {
                 return Err(ResumeError::Evicted);
             }
         }
@@ -223,10 +337,13 @@ impl EventTail {
         if ring.generation != generation {
             return Next::Superseded;
         }
-        let oldest = ring
-            .events
-            .front()
-            .map_or(ring.next_sequence, |(first, _)| *first);
+        if let Some(release) = ring.release
+            && release.generation == generation
+            && cursor >= release.after
+        {
+            return Next::Released(release.retry);
+        }
+        let oldest = ring.oldest();
         if cursor + 1 < oldest {
             return Next::Evicted;
         }
@@ -242,7 +359,36 @@ impl EventTail {
     }
 }
 
-/// One reader's position in a tail.
+impl EventStream for EventTail {
+    fn number(&self) -> u32 {
+        self.stream
+    }
+
+    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed> {
+        EventTail::publish(self, payload)
+    }
+
+    fn close(&self) {
+        EventTail::close(self);
+    }
+
+    fn is_untouched(&self) -> bool {
+        EventTail::is_untouched(self)
+    }
+
+    fn release_reader(&self, retry: Duration) -> Result<(), StreamClosed> {
+        EventTail::release_reader(self, retry)
+    }
+
+    fn subscribe(&self, start: Start) -> Box<dyn EventReader> {
+        Box::new(match start {
+            Start::Beginning => self.subscribe_after(0),
+            Start::Unread => self.subscribe_fresh(),
+        })
+    }
+}
+
+/// One reader's position in an in-memory tail.
 pub struct Subscription {
     tail: Arc<EventTail>,
     cursor: u64,
@@ -250,8 +396,8 @@ pub struct Subscription {
     changes: watch::Receiver<u64>,
 }
 
-impl std::fmt::Debug for Subscription {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Subscription")
             .field("stream", &self.tail.stream)
             .field("cursor", &self.cursor)
@@ -290,14 +436,30 @@ impl Subscription {
     }
 }
 
-/// The streams of one session: the standalone (server-initiated) stream, number 0, and the
-/// most recent request streams, kept so a dropped one can be resumed.
-pub struct SessionStreams {
-    inner: Mutex<StreamsInner>,
-    capacity: usize,
+impl EventReader for Subscription {
+    fn poll_next(&mut self) -> Next {
+        Subscription::poll_next(self)
+    }
+
+    fn changed(&mut self) -> Changed<'_> {
+        Box::pin(Subscription::changed(self))
+    }
+
+    fn cursor_id(&self) -> EventId {
+        Subscription::cursor_id(self)
+    }
+
+    fn stream(&self) -> u32 {
+        self.tail.stream
+    }
 }
 
-struct StreamsInner {
+/// The number a closed stand-in stream carries; no session numbers its streams this high.
+const CLOSED_STREAM: u32 = u32::MAX >> 8;
+
+/// The streams of one session: the standalone (server-initiated) stream, number 0, and the
+/// most recent request streams, kept so a dropped one can be resumed.
+struct SessionStreams {
     standalone: Option<Arc<EventTail>>,
     requests: VecDeque<Arc<EventTail>>,
     next_stream: u32,
@@ -307,72 +469,132 @@ struct StreamsInner {
 const KEPT_REQUEST_STREAMS: usize = 16;
 
 impl SessionStreams {
-    pub(crate) fn new(capacity: usize) -> Self {
+    fn new() -> Self {
         Self {
-            inner: Mutex::new(StreamsInner {
-                standalone: None,
-                requests: VecDeque::new(),
-                next_stream: 1,
-            }),
-            capacity,
+            standalone: None,
+            requests: VecDeque::new(),
+            next_stream: 1,
         }
     }
 
-    /// The standalone stream, created on first use.
-    pub(crate) fn standalone(&self) -> Arc<EventTail> {
-        match self.inner.lock() {
-            Ok(mut inner) => Arc::clone(
-                inner
-                    .standalone
-                    .get_or_insert_with(|| Arc::new(EventTail::new(0, self.capacity))),
-            ),
-            Err(_) => closed_tail(),
-        }
+    fn standalone(&mut self, capacity: usize) -> Arc<EventTail> {
+        Arc::clone(
+            self.standalone
+                .get_or_insert_with(|| EventTail::new(0, capacity)),
+        )
     }
 
-    /// A new stream for one request's answer, remembered for resumption.
-    pub(crate) fn open_request_stream(&self) -> Arc<EventTail> {
-        let Ok(mut inner) = self.inner.lock() else {
-            return closed_tail();
-        };
-        let number = inner.next_stream;
-        inner.next_stream = inner.next_stream.wrapping_add(1).max(1);
-        let tail = Arc::new(EventTail::new(number, self.capacity));
-        if inner.requests.len() == KEPT_REQUEST_STREAMS {
-            inner.requests.pop_front();
+    fn open_request_stream(&mut self, capacity: usize) -> Arc<EventTail> {
+        let number = self.next_stream;
+        // Stream numbers wrap below the closed stand-in's, and never reach 0 (the standalone).
+        self.next_stream = (self.next_stream % (CLOSED_STREAM - 1)) + 1;
+        let tail = EventTail::new(number, capacity);
+        if self.requests.len() == KEPT_REQUEST_STREAMS {
+            self.requests.pop_front();
         }
-        inner.requests.push_back(Arc::clone(&tail));
+        self.requests.push_back(Arc::clone(&tail));
         tail
     }
 
     /// The stream an event id belongs to.
-    pub(crate) fn find(&self, stream: u32) -> Option<Arc<EventTail>> {
-        let inner = self.inner.lock().ok()?;
+    fn find(&self, stream: u32) -> Option<&Arc<EventTail>> {
         if stream == 0 {
-            return inner.standalone.clone();
+            return self.standalone.as_ref();
         }
-        inner
-            .requests
-            .iter()
-            .find(|tail| tail.stream() == stream)
-            .cloned()
+        self.requests.iter().find(|tail| tail.stream() == stream)
     }
 
-    pub(crate) fn close_all(&self) {
-        if let Ok(inner) = self.inner.lock() {
-            inner
-                .standalone
-                .iter()
-                .chain(inner.requests.iter())
-                .for_each(|tail| tail.close());
-        }
+    fn close_all(&self) {
+        self.standalone
+            .iter()
+            .chain(self.requests.iter())
+            .for_each(|tail| tail.close());
     }
 }
 
-fn closed_tail() -> Arc<EventTail> {
-    let tail = Arc::new(EventTail::new(u32::MAX >> 8, 1));
-    tail.close();
-    tail
+/// The default [`EventStore`]: every session's streams as bounded rings in this process.
+/// Sessions appear on first use and disappear when they end.
+pub struct MemoryEventStore {
+    sessions: Mutex<HashMap<SessionId, SessionStreams>>,
+    capacity: usize,
+}
+
+impl fmt::Debug for MemoryEventStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryEventStore")
+            .field("sessions", &self.len())
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl MemoryEventStore {
+    /// A store whose streams keep at most `capacity` events each.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            sessions: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// How many sessions have streams here.
+    pub fn len(&self) -> usize {
+        self.sessions.lock().map_or(0, |sessions| sessions.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs `open` on the session's streams, creating them on first use. A poisoned map only
+    /// means another thread panicked mid-update; the stand-in is a closed stream.
+    fn with_streams(
+        &self,
+        session: &SessionId,
+        open: impl FnOnce(&mut SessionStreams, usize) -> Arc<EventTail>,
+    ) -> Arc<dyn EventStream> {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return EventTail::closed();
+        };
+        let streams = sessions
+            .entry(session.clone())
+            .or_insert_with(SessionStreams::new);
+        open(streams, self.capacity)
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn standalone(&self, session: &SessionId) -> Arc<dyn EventStream> {
+        self.with_streams(session, SessionStreams::standalone)
+    }
+
+    fn open_request_stream(&self, session: &SessionId) -> Arc<dyn EventStream> {
+        self.with_streams(session, SessionStreams::open_request_stream)
+    }
+
+    fn resume(
+        &self,
+        session: &SessionId,
+        after: EventCursor,
+    ) -> Result<Box<dyn EventReader>, ResumeError> {
+        let tail = {
+            let sessions = self.sessions.lock().map_err(|_| ResumeError::Unknown)?;
+            let streams = sessions.get(session).ok_or(ResumeError::Unknown)?;
+            Arc::clone(streams.find(after.stream).ok_or(ResumeError::Unknown)?)
+        };
+        Ok(Box::new(tail.resume_after(after.sequence)?))
+    }
+
+    fn close_session(&self, session: &SessionId) {
+        let removed = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|mut sessions| sessions.remove(session));
+        if let Some(streams) = removed {
+            streams.close_all();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -383,12 +605,16 @@ mod tests {
         Bytes::from(n.to_string())
     }
 
-    fn drain(subscription: &mut Subscription) -> Vec<Bytes> {
+    fn drain(reader: &mut dyn EventReader) -> Vec<Bytes> {
         let mut out = Vec::new();
-        while let Next::Event(_, bytes) = subscription.poll_next() {
+        while let Next::Event(_, bytes) = reader.poll_next() {
             out.push(bytes);
         }
         out
+    }
+
+    fn sequence_of(id: EventId) -> u64 {
+        EventCursor::from_event_id(id).map_or(0, |cursor| cursor.sequence)
     }
 
     #[test]
@@ -405,7 +631,7 @@ mod tests {
 
     #[test]
     fn a_subscriber_reads_every_event_in_order_then_idles() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(1, 8));
+        let tail = EventTail::new(1, 8);
         let mut reader = tail.subscribe_after(0);
         for n in 0..5 {
             tail.publish(payload(n))?;
@@ -419,19 +645,20 @@ mod tests {
 
     #[test]
     fn resuming_replays_exactly_what_followed_the_cursor() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(2, 8));
+        let tail = EventTail::new(2, 8);
         let ids: Vec<EventId> = (0..6)
             .map(|n| tail.publish(payload(n)))
             .collect::<Result<_, _>>()?;
-        let third = EventCursor::from_event_id(ids[2]).map_or(0, |cursor| cursor.sequence);
-        let mut reader = tail.resume_after(third).map_err(|_| StreamClosed)?;
+        let mut reader = tail
+            .resume_after(sequence_of(ids[2]))
+            .map_err(|_| StreamClosed)?;
         assert_eq!(drain(&mut reader), (3..6).map(payload).collect::<Vec<_>>());
         Ok(())
     }
 
     #[test]
     fn resuming_from_an_evicted_event_is_refused() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(1, 3));
+        let tail = EventTail::new(1, 3);
         for n in 0..10 {
             tail.publish(payload(n))?;
         }
@@ -442,7 +669,7 @@ mod tests {
 
     #[test]
     fn resuming_from_an_event_never_issued_is_refused() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(1, 3));
+        let tail = EventTail::new(1, 3);
         tail.publish(payload(0))?;
         assert!(matches!(tail.resume_after(5), Err(ResumeError::Unknown)));
         assert!(tail.resume_after(0).is_ok());
@@ -451,7 +678,7 @@ mod tests {
 
     #[test]
     fn a_slow_reader_that_falls_behind_the_ring_is_told_so() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(1, 2));
+        let tail = EventTail::new(1, 2);
         let mut reader = tail.subscribe_after(0);
         for n in 0..5 {
             tail.publish(payload(n))?;
@@ -462,7 +689,7 @@ mod tests {
 
     #[test]
     fn a_new_reader_supersedes_the_old_one() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(0, 8));
+        let tail = EventTail::new(0, 8);
         let mut first = tail.subscribe_fresh();
         tail.publish(payload(1))?;
         assert!(matches!(first.poll_next(), Next::Event(..)));
@@ -474,6 +701,24 @@ mod tests {
     }
 
     #[test]
+    fn a_released_reader_reads_what_came_before_then_ends_and_a_resume_reads_the_rest()
+    -> Result<(), StreamClosed> {
+        let tail = EventTail::new(1, 8);
+        let mut reader = tail.subscribe_after(0);
+        tail.publish(payload(1))?;
+        tail.release_reader(Duration::from_millis(250))?;
+        tail.publish(payload(2))?;
+        assert!(matches!(reader.poll_next(), Next::Event(..)));
+        assert_eq!(
+            reader.poll_next(),
+            Next::Released(Duration::from_millis(250))
+        );
+        let mut resumed = tail.resume_after(1).map_err(|_| StreamClosed)?;
+        assert_eq!(drain(&mut resumed), vec![payload(2)]);
+        Ok(())
+    }
+
+    #[test]
     fn publishing_to_a_closed_tail_fails() {
         let tail = EventTail::new(1, 2);
         tail.close();
@@ -481,25 +726,109 @@ mod tests {
     }
 
     #[test]
-    fn a_session_finds_its_streams_by_number() {
-        let streams = SessionStreams::new(4);
-        let standalone = streams.standalone();
-        let request = streams.open_request_stream();
+    fn the_memory_store_resumes_any_stream_of_a_session_by_its_event_id() -> Result<(), StreamClosed>
+    {
+        let store = MemoryEventStore::new(8);
+        let session = SessionId::random();
+        let standalone = store.standalone(&session);
+        let request = store.open_request_stream(&session);
+        assert_eq!(standalone.number(), 0);
+        assert_ne!(request.number(), 0);
+        let first = request.publish(payload(1))?;
+        request.publish(payload(2))?;
+        standalone.publish(payload(9))?;
+        let after_first = EventCursor::from_event_id(first).ok_or(StreamClosed)?;
+        let mut reader = store
+            .resume(&session, after_first)
+            .map_err(|_| StreamClosed)?;
+        assert_eq!(reader.stream(), request.number());
+        assert_eq!(drain(reader.as_mut()), vec![payload(2)]);
+        let unknown_stream = EventCursor {
+            stream: 999,
+            sequence: 0,
+        };
         assert_eq!(
-            streams.find(0).map(|tail| tail.stream()),
-            Some(standalone.stream())
+            store.resume(&session, unknown_stream).map(|_| ()),
+            Err(ResumeError::Unknown)
         );
+        Ok(())
+    }
+
+    #[test]
+    fn a_session_the_memory_store_never_saw_cannot_be_resumed() {
+        let store = MemoryEventStore::new(8);
+        let cursor = EventCursor {
+            stream: 0,
+            sequence: 0,
+        };
         assert_eq!(
-            streams.find(request.stream()).map(|tail| tail.stream()),
-            Some(request.stream())
+            store.resume(&SessionId::random(), cursor).map(|_| ()),
+            Err(ResumeError::Unknown)
         );
-        assert!(streams.find(999).is_none());
+        assert!(store.is_empty(), "a refused resume creates nothing");
+    }
+
+    #[test]
+    fn closing_a_session_closes_its_streams_and_forgets_them() -> Result<(), StreamClosed> {
+        let store = MemoryEventStore::new(8);
+        let (session, other) = (SessionId::random(), SessionId::random());
+        let standalone = store.standalone(&session);
+        let request = store.open_request_stream(&session);
+        let mut reader = request.subscribe(Start::Beginning);
+        store.standalone(&other).publish(payload(1))?;
+        store.close_session(&session);
+        assert_eq!(standalone.publish(payload(1)), Err(StreamClosed));
+        assert_eq!(reader.poll_next(), Next::Closed);
+        let cursor = EventCursor {
+            stream: 0,
+            sequence: 0,
+        };
+        assert_eq!(
+            store.resume(&session, cursor).map(|_| ()),
+            Err(ResumeError::Unknown)
+        );
+        assert_eq!(store.len(), 1, "the other session's streams stay");
+        Ok(())
+    }
+
+    #[test]
+    fn a_session_keeps_only_its_most_recent_request_streams() {
+        let store = MemoryEventStore::new(8);
+        let session = SessionId::random();
+        let first = store.open_request_stream(&session).number();
+        for _ in 0..KEPT_REQUEST_STREAMS {
+            store.open_request_stream(&session);
+        }
+        let cursor = EventCursor {
+            stream: first,
+            sequence: 0,
+        };
+        assert_eq!(
+            store.resume(&session, cursor).map(|_| ()),
+            Err(ResumeError::Unknown)
+        );
+    }
+
+    #[test]
+    fn a_fresh_reader_of_the_store_starts_after_what_earlier_readers_were_handed()
+    -> Result<(), StreamClosed> {
+        let store = MemoryEventStore::new(8);
+        let session = SessionId::random();
+        let stream = store.standalone(&session);
+        let mut first = stream.subscribe(Start::Unread);
+        stream.publish(payload(1))?;
+        assert!(matches!(first.poll_next(), Next::Event(..)));
+        stream.publish(payload(2))?;
+        let mut second = store.standalone(&session).subscribe(Start::Unread);
+        assert_eq!(drain(second.as_mut()), vec![payload(2)]);
+        assert_eq!(first.poll_next(), Next::Superseded);
+        Ok(())
     }
 
     #[tokio::test]
     async fn a_waiting_reader_wakes_on_publish() -> Result<(), StreamClosed> {
-        let tail = Arc::new(EventTail::new(1, 8));
-        let mut reader = tail.subscribe_after(0);
+        let tail = EventTail::new(1, 8);
+        let mut reader: Box<dyn EventReader> = tail.subscribe(Start::Beginning);
         assert_eq!(reader.poll_next(), Next::Idle);
         let publisher = Arc::clone(&tail);
         tokio::spawn(async move {
