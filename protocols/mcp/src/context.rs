@@ -5,8 +5,8 @@
 //! `InputRequiredResult` the client answers by retrying with `inputResponses`, so the same
 //! handler code serves both.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use protocols_runtime::{ErrorObject, Peer, PeerError};
 use serde::Serialize;
@@ -72,6 +72,9 @@ pub struct RequestContext {
     cancellation: CancellationToken,
     arrival: Arc<Arrival>,
     asked: Arc<AtomicUsize>,
+    /// 2026-07-28: what the handler needs the client to answer first (see
+    /// [`Self::require_input`]); the server turns it into an `InputRequiredResult`.
+    input_required: Arc<Mutex<Option<InputRequests>>>,
 }
 
 impl RequestContext {
@@ -87,7 +90,36 @@ impl RequestContext {
             cancellation,
             arrival: Arc::new(arrival),
             asked: Arc::new(AtomicUsize::new(0)),
+            input_required: Arc::default(),
         }
+    }
+
+    /// The same request seen from work that outlives its answer (a task): messages go to
+    /// `peer` and `cancellation` stops it.
+    pub(crate) fn detached(&self, peer: Peer, cancellation: CancellationToken) -> Self {
+        Self {
+            peer,
+            cancellation,
+            ..self.clone()
+        }
+    }
+
+    /// 2026-07-28: answers this request with an `InputRequiredResult` asking `requests`
+    /// instead of the handler's result. Return the error it gives from the handler (what a
+    /// handler of the generated trait does with [`ToolError::InputRequired`]).
+    pub fn require_input(&self, requests: InputRequests) -> ErrorObject {
+        if let Ok(mut pending) = self.input_required.lock() {
+            *pending = Some(requests);
+        }
+        ErrorObject::new(-32603, "input required from the client")
+    }
+
+    /// What [`Self::require_input`] recorded, once.
+    pub(crate) fn take_input_required(&self) -> Option<InputRequests> {
+        self.input_required
+            .lock()
+            .ok()
+            .and_then(|mut pending| pending.take())
     }
 
     /// The revision the client speaks.

@@ -30,6 +30,7 @@
 //! }
 //! ```
 
+pub mod builder;
 pub mod catalog;
 pub mod client;
 pub mod content;
@@ -41,15 +42,18 @@ pub mod revision;
 pub mod server;
 pub mod session;
 pub mod stateless;
+pub mod tasks;
 pub mod tools;
 pub mod wire;
 
+pub use builder::{McpServerBuilder, Registry};
 pub use context::{InputRequests, RequestContext, ToolError};
 pub use logging::Level;
 pub use revision::Revision;
-pub use server::{ListKind, McpServer, McpServerBuilder};
+pub use server::{ListKind, McpServer, ServeOptions};
 pub use session::McpSession;
-pub use tools::{NoArguments, ToolDefinition};
+pub use tasks::{TaskLimits, TaskStore};
+pub use tools::{NoArguments, TaskSupport, ToolDefinition};
 
 /// The 2025-11-25 types handlers read and return.
 pub use generated::v2025_11_25::types;

@@ -1,11 +1,12 @@
-//! The MCP server: a [`McpServerBuilder`] collects tools, resources, prompts and completions,
-//! and the built [`McpServer`] is the runtime's `RequestHandler` for every revision at one
-//! endpoint. It negotiates on `initialize` (session revisions) or reads each request's `_meta`
-//! (2026-07-28), routes by the generated method table of the revision in use, runs the
-//! handler against 2025-11-25 types, and sends back what the peer's revision defines.
+//! The MCP server: [`McpServer`] serves any implementation of the generated 2025-11-25
+//! `Server` trait as the runtime's `RequestHandler`, for every revision at one endpoint. It
+//! negotiates on `initialize` (session revisions) or reads each request's `_meta`
+//! (2026-07-28), checks the method against the generated method table of the revision in use,
+//! routes through the generated dispatcher, and sends back what the peer's revision defines.
+//! What the trait cannot say is owned here: the lifecycle (`initialize` is the handler's to
+//! describe, the session is ours), `server/discover`, `subscriptions/listen`, and tasks
+//! (a task-augmented `tools/call` runs the handler's `tools_call` in the background).
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -15,20 +16,23 @@ use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::Direction;
 use protocols_runtime::session::Session;
 use protocols_runtime::{
-    BatchPolicy, CancelConvention, CancelReply, ErrorObject, Message, Notification, Profile,
+    BatchPolicy, CancelConvention, CancelReply, ErrorObject, Message, Notification, Peer, Profile,
     Rejection, Reply, Request, RequestHandler, Unsessioned,
 };
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{Catalog, page};
-use crate::context::{Arrival, RequestContext, ToolError};
-use crate::generated::v2025_11_25::{ClientRequest, types};
+use crate::builder::{McpServerBuilder, Registry};
+use crate::context::{Arrival, RequestContext};
+use crate::generated::v2025_11_25::{self as handler_revision, Server, types};
 use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28};
 use crate::logging::Level;
 use crate::revision::Revision;
 use crate::session::{ClientDescription, McpSession};
 use crate::stateless::{self, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, params_of};
-use crate::tools::{ToolDefinition, Tools};
+use crate::tasks::{RELATED_TASK, TaskStore};
+use crate::tools::{TaskSupport, task_support_of};
 use crate::wire;
 
 /// How `notifications/cancelled` names the request it cancels; a cancelled request gets no
@@ -42,164 +46,118 @@ pub const CANCELLATION: CancelConvention = CancelConvention {
 /// The `_meta` key naming the `subscriptions/listen` stream a message belongs to.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-/// Items per page of every list.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
+/// The `_meta` key a 2026-07-28 request may describe its client with.
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
 /// How long a `subscriptions/listen` stream stays open before the server ends it and the
 /// client listens again.
 pub const DEFAULT_LISTEN_WINDOW: Duration = Duration::from_secs(300);
 
-/// Collects what a server offers.
-#[derive(Debug)]
-pub struct McpServerBuilder {
-    name: String,
-    version: String,
-    instructions: Option<String>,
-    tools: Tools,
-    catalog: Catalog,
-    page_size: usize,
+/// Pages of `tools/list` read to find one tool's task support, at most.
+const TOOL_PAGES_SEARCHED: usize = 100;
+
+/// How a handler is served beyond what it answers itself.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
     listen_window: Duration,
+    tasks: Option<TaskStore>,
 }
 
-impl McpServerBuilder {
-    /// A server that introduces itself as `name` `version`.
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+impl Default for ServeOptions {
+    fn default() -> Self {
         Self {
-            name: name.into(),
-            version: version.into(),
-            instructions: None,
-            tools: Tools::default(),
-            catalog: Catalog::default(),
-            page_size: DEFAULT_PAGE_SIZE,
             listen_window: DEFAULT_LISTEN_WINDOW,
+            tasks: None,
         }
     }
+}
 
-    #[must_use]
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
-    }
-
-    #[must_use]
-    pub fn page_size(mut self, size: usize) -> Self {
-        self.page_size = size.max(1);
-        self
-    }
-
+impl ServeOptions {
     #[must_use]
     pub fn listen_window(mut self, window: Duration) -> Self {
         self.listen_window = window;
         self
     }
 
-    /// Registers a tool (see [`ToolDefinition`] for the ways to make one).
+    /// Serves tasks (2025-11-25) from `store`: the `tasks` capability is declared,
+    /// task-augmented `tools/call` is accepted for tools whose listing allows it, and
+    /// `tasks/*` are answered from the store. `None` leaves `tasks/*` to the handler.
     #[must_use]
-    pub fn tool(mut self, tool: ToolDefinition) -> Self {
-        self.tools.insert(tool);
+    pub fn tasks(mut self, store: Option<TaskStore>) -> Self {
+        self.tasks = store;
         self
-    }
-
-    /// Registers a resource and its reader.
-    #[must_use]
-    pub fn resource<F, Fut>(mut self, resource: types::Resource, read: F) -> Self
-    where
-        F: Fn(String, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<types::ReadResourceResult, ErrorObject>> + Send + 'static,
-    {
-        self.catalog.add_resource(resource, read);
-        self
-    }
-
-    /// Registers a resource template; its reader gets the template's variables.
-    #[must_use]
-    pub fn resource_template<F, Fut>(mut self, template: types::ResourceTemplate, read: F) -> Self
-    where
-        F: Fn(String, HashMap<String, String>, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<types::ReadResourceResult, ErrorObject>> + Send + 'static,
-    {
-        self.catalog.add_template(template, read);
-        self
-    }
-
-    /// Registers a prompt; required arguments are checked before `get` runs.
-    #[must_use]
-    pub fn prompt<F, Fut>(mut self, prompt: types::Prompt, get: F) -> Self
-    where
-        F: Fn(HashMap<String, String>, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<types::GetPromptResult, ErrorObject>> + Send + 'static,
-    {
-        self.catalog.add_prompt(prompt, get);
-        self
-    }
-
-    /// Answers `completion/complete` with the values `complete` suggests.
-    #[must_use]
-    pub fn completion(
-        mut self,
-        complete: impl Fn(&types::CompleteRequestParams) -> Vec<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.catalog.set_completion(complete);
-        self
-    }
-
-    pub fn build(self) -> McpServer {
-        let profile = Profile::new()
-            .with_session_header(stateless::SESSION_HEADER)
-            .with_version_header(stateless::VERSION_HEADER)
-            .with_batches(BatchPolicy::Accept)
-            .with_cancellation(CANCELLATION);
-        McpServer {
-            inner: Arc::new(Inner {
-                info: json!({ "name": self.name, "version": self.version }),
-                instructions: self.instructions,
-                tools: self.tools,
-                catalog: self.catalog,
-                page_size: self.page_size,
-                listen_window: self.listen_window,
-                profile,
-                live: Mutex::new(Vec::new()),
-                listeners: Mutex::new(Vec::new()),
-            }),
-        }
     }
 }
 
 /// A stateless client's open `subscriptions/listen` stream.
 struct Listener {
-    peer: protocols_runtime::Peer,
+    peer: Peer,
     filter: Value,
     /// The `_meta` naming the stream, stamped on everything sent on it.
     meta: Value,
     alive: Weak<()>,
 }
 
-struct Inner {
-    info: Value,
-    instructions: Option<String>,
-    tools: Tools,
-    catalog: Catalog,
-    page_size: usize,
-    listen_window: Duration,
+struct Inner<H> {
+    handler: Arc<H>,
+    options: ServeOptions,
     profile: Profile,
     /// Sessions that completed `initialize`, for notifications not tied to a request.
     live: Mutex<Vec<Weak<Session<McpSession>>>>,
     listeners: Mutex<Vec<Listener>>,
 }
 
-/// The MCP `RequestHandler`. Cheap to clone: clones share tools, sessions and listeners, so
-/// one server can be mounted on several transports at once.
-#[derive(Clone)]
-pub struct McpServer {
-    inner: Arc<Inner>,
+/// The MCP `RequestHandler` serving handler `H` (by default what a [`McpServerBuilder`]
+/// registered). Cheap to clone: clones share the handler, sessions and listeners, so one
+/// server can be mounted on several transports at once.
+pub struct McpServer<H = Registry> {
+    inner: Arc<Inner<H>>,
 }
 
-impl std::fmt::Debug for McpServer {
+impl<H> Clone for McpServer<H> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<H: std::fmt::Debug> std::fmt::Debug for McpServer<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
-            .field("info", &self.inner.info)
-            .field("catalog", &self.inner.catalog)
+            .field("handler", &self.inner.handler)
+            .field("options", &self.inner.options)
             .finish_non_exhaustive()
+    }
+}
+
+/// A handle on a server that does not keep it alive: what something the server itself owns (a
+/// tool, say) holds to reach it, e.g. to announce a list change, without a reference cycle.
+pub struct WeakMcpServer<H = Registry>(Weak<Inner<H>>);
+
+impl<H> Clone for WeakMcpServer<H> {
+    fn clone(&self) -> Self {
+        Self(Weak::clone(&self.0))
+    }
+}
+
+impl<H> std::fmt::Debug for WeakMcpServer<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakMcpServer")
+    }
+}
+
+impl<H> WeakMcpServer<H> {
+    /// The server, while anything else still holds it.
+    pub fn upgrade(&self) -> Option<McpServer<H>> {
+        self.0.upgrade().map(|inner| McpServer { inner })
+    }
+}
+
+impl<H> McpServer<H> {
+    /// A handle that reaches this server without keeping it alive.
+    pub fn downgrade(&self) -> WeakMcpServer<H> {
+        WeakMcpServer(Arc::downgrade(&self.inner))
     }
 }
 
@@ -223,12 +181,19 @@ fn raw(value: &Value) -> Reply {
     to_raw(value).map_err(|_| ErrorObject::internal_error())
 }
 
-fn invalid(error: &protocols_runtime::method::DispatchError) -> ErrorObject {
-    ErrorObject::new(error.code(), error.to_string())
-}
-
 fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(value).map_err(|_| ErrorObject::internal_error())
+}
+
+fn decode<T: DeserializeOwned>(method: &'static str, params: &Value) -> Result<T, ErrorObject> {
+    serde_json::from_value(params.clone())
+        .map_err(|error| ErrorObject::invalid_params(format!("invalid {method} params: {error}")))
+}
+
+fn insert(value: &mut Value, key: &str, field: Value) {
+    if let Value::Object(fields) = value {
+        fields.insert(key.to_owned(), field);
+    }
 }
 
 /// One request on its way through the server.
@@ -239,8 +204,12 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
+    fn meta(&self) -> Option<&Value> {
+        self.params.get("_meta")
+    }
+
     fn context(&self) -> RequestContext {
-        let meta = self.params.get("_meta");
+        let meta = self.meta();
         let session = self.cx.state();
         let client_capabilities = match (session.and_then(McpSession::client), meta) {
             (Some(client), _) => client.capabilities.clone(),
@@ -272,33 +241,66 @@ impl Call<'_> {
             arrival,
         )
     }
+
+    /// Who may see the tasks this request creates: its session.
+    fn task_owner(&self) -> Option<&str> {
+        self.cx.session().map(|session| session.id().as_str())
+    }
+
+    /// What a stateless request says about its client, as `initialize` params would.
+    fn client_as_initialize(&self) -> Value {
+        let meta = self.meta();
+        let field = |key: &str, fallback: Value| {
+            meta.and_then(|meta| meta.get(key))
+                .cloned()
+                .unwrap_or(fallback)
+        };
+        json!({
+            "protocolVersion": self.revision.as_str(),
+            "capabilities": field(META_CLIENT_CAPABILITIES, json!({})),
+            "clientInfo": field(META_CLIENT_INFO, json!({ "name": "unnamed", "version": "0" })),
+        })
+    }
 }
 
 impl McpServer {
+    /// Collects tools, resources, prompts and completions into a served [`Registry`].
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> McpServerBuilder {
         McpServerBuilder::new(name, version)
     }
+}
 
-    /// The capabilities this server declares, from what was registered.
-    fn capabilities(&self) -> Value {
-        let mut capabilities = Map::new();
-        capabilities.insert("logging".to_owned(), json!({}));
-        if !self.inner.tools.is_empty() {
-            capabilities.insert("tools".to_owned(), json!({ "listChanged": true }));
+impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
+    /// Serves `handler` at one endpoint for every revision, with default options.
+    pub fn new(handler: H) -> Self {
+        Self::with_options(handler, ServeOptions::default())
+    }
+
+    pub fn with_options(handler: H, options: ServeOptions) -> Self {
+        let profile = Profile::new()
+            .with_session_header(stateless::SESSION_HEADER)
+            .with_version_header(stateless::VERSION_HEADER)
+            .with_batches(BatchPolicy::Accept)
+            .with_cancellation(CANCELLATION);
+        Self {
+            inner: Arc::new(Inner {
+                handler: Arc::new(handler),
+                options,
+                profile,
+                live: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Vec::new()),
+            }),
         }
-        if self.inner.catalog.has_resources() {
-            capabilities.insert(
-                "resources".to_owned(),
-                json!({ "subscribe": true, "listChanged": true }),
-            );
-        }
-        if self.inner.catalog.has_prompts() {
-            capabilities.insert("prompts".to_owned(), json!({ "listChanged": true }));
-        }
-        if self.inner.catalog.has_completion() {
-            capabilities.insert("completions".to_owned(), json!({}));
-        }
-        Value::Object(capabilities)
+    }
+
+    /// The handler being served.
+    pub fn handler(&self) -> &H {
+        &self.inner.handler
+    }
+
+    /// The task store, when tasks are served.
+    pub fn tasks(&self) -> Option<&TaskStore> {
+        self.inner.options.tasks.as_ref()
     }
 
     /// The revision a request is served under, or why it cannot be served.
@@ -328,7 +330,7 @@ impl McpServer {
     async fn answer(&self, request: Request, cx: Context<McpSession>) -> Reply {
         let params = params_of(&request);
         if request.method == "initialize" {
-            return self.initialize(&params, &cx);
+            return self.initialize(params, &cx).await;
         }
         let revision = self.revision_of(&request, &params, &cx)?;
         if !serves(revision, &request.method) {
@@ -339,193 +341,145 @@ impl McpServer {
             params,
             cx: &cx,
         };
-        let result = match request.method.as_str() {
-            "server/discover" => Ok(self.discover()),
-            "subscriptions/listen" => return self.listen(&call).await,
-            method => self.dispatch(method, &call).await,
-        };
-        match result {
-            Ok(Answer::Complete(value)) => raw(&wire::result_for(revision, &request.method, value)),
-            Ok(Answer::AsIs(value)) => raw(&value),
-            Err(error) => Err(error),
+        let tasks = self.inner.options.tasks.as_ref();
+        match (request.method.as_str(), tasks) {
+            ("server/discover", _) => self.discover(&call).await,
+            ("subscriptions/listen", _) => self.listen(&call).await,
+            ("tools/call", Some(store)) => self.call_tool(&request, &call, store).await,
+            ("tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/result", Some(store)) => {
+                self.task_request(&request.method, &call, store).await
+            }
+            _ => self.dispatch(&request, &call).await,
         }
     }
 
-    fn initialize(&self, params: &Value, cx: &Context<McpSession>) -> Reply {
-        let typed: types::InitializeRequestParams = serde_json::from_value(params.clone())
-            .map_err(|error| {
-                ErrorObject::invalid_params(format!("invalid initialize params: {error}"))
-            })?;
+    /// Runs a request through the generated dispatcher and re-expresses its answer.
+    async fn dispatch(&self, request: &Request, call: &Call<'_>) -> Reply {
+        let rcx = call.context();
+        let reply = handler_revision::dispatch_server_request(
+            &*self.inner.handler,
+            &request.method,
+            request.params.as_deref(),
+            &rcx,
+        )
+        .await;
+        if let Some(requests) = rcx.take_input_required() {
+            return raw(&json!({
+                "resultType": "input_required",
+                "inputRequests": requests.0,
+            }));
+        }
+        let result = reply?;
+        self.remember(&request.method, call);
+        self.to_wire(call.revision, &request.method, result)
+    }
+
+    /// What a successful request leaves behind in the session: the log level it set, the
+    /// resource it (un)subscribed.
+    fn remember(&self, method: &str, call: &Call<'_>) {
+        let Some(session) = call.cx.state() else {
+            return;
+        };
+        let text = |field: &str| call.params.get(field).and_then(Value::as_str);
+        match method {
+            "logging/setLevel" => {
+                if let Some(level) = text("level").and_then(|level| level.parse().ok()) {
+                    session.set_log_level(level);
+                }
+            }
+            "resources/subscribe" => text("uri")
+                .into_iter()
+                .for_each(|uri| session.subscribe(uri)),
+            "resources/unsubscribe" => text("uri")
+                .into_iter()
+                .for_each(|uri| session.unsubscribe(uri)),
+            _ => {}
+        }
+    }
+
+    /// A 2025-11-25 result as the peer's revision defines it.
+    fn to_wire(&self, revision: Revision, method: &str, result: Box<RawValue>) -> Reply {
+        if revision == Revision::NEWEST_SESSION {
+            return Ok(result);
+        }
+        let value: Value =
+            serde_json::from_str(result.get()).map_err(|_| ErrorObject::internal_error())?;
+        raw(&wire::result_for(revision, method, value))
+    }
+
+    /// The handler's description of the server (its `initialize` answer) as JSON, with the
+    /// capabilities only the serving layer provides added.
+    async fn describe(
+        &self,
+        params: types::InitializeRequestParams,
+        rcx: &RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let described = self.inner.handler.initialize(params, rcx).await?;
+        let mut value = to_json(&described)?;
+        if self.inner.options.tasks.is_some()
+            && let Some(capabilities) = value.get_mut("capabilities")
+        {
+            insert(
+                capabilities,
+                "tasks",
+                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+            );
+        }
+        Ok(value)
+    }
+
+    async fn initialize(&self, params: Value, cx: &Context<McpSession>) -> Reply {
+        let typed: types::InitializeRequestParams = decode("initialize", &params)?;
         let revision = Revision::negotiate(&typed.protocol_version);
+        let Some(session) = cx.session() else {
+            return Err(ErrorObject::invalid_request("initialize needs a session"));
+        };
+        let already = || ErrorObject::invalid_request("the session is already initialized");
+        if session.state().revision().is_some() {
+            return Err(already());
+        }
         let client = ClientDescription {
             capabilities: to_json(&typed.capabilities)?,
             info: to_json(&typed.client_info)?,
         };
-        let Some(session) = cx.session() else {
-            return Err(ErrorObject::invalid_request("initialize needs a session"));
+        let call = Call {
+            revision,
+            params,
+            cx,
         };
+        let mut result = self.describe(typed, &call.context()).await?;
         if !session.state().open(revision, client) {
-            return Err(ErrorObject::invalid_request(
-                "the session is already initialized",
-            ));
+            return Err(already());
         }
         if let Ok(mut live) = self.inner.live.lock() {
             live.retain(|session| session.strong_count() > 0);
             live.push(Arc::downgrade(session));
         }
-        let mut result = json!({
-            "protocolVersion": revision.as_str(),
-            "capabilities": self.capabilities(),
-            "serverInfo": self.inner.info,
-        });
-        if let (Some(instructions), Value::Object(fields)) = (&self.inner.instructions, &mut result)
-        {
-            fields.insert("instructions".to_owned(), json!(instructions));
-        }
+        insert(&mut result, "protocolVersion", json!(revision.as_str()));
         raw(&wire::result_for(revision, "initialize", result))
     }
 
-    fn discover(&self) -> Answer {
+    /// The description a stateless request gets in place of `initialize`.
+    async fn describe_for(&self, call: &Call<'_>) -> Result<Value, ErrorObject> {
+        let params = decode("server/discover", &call.client_as_initialize())?;
+        self.describe(params, &call.context()).await
+    }
+
+    async fn discover(&self, call: &Call<'_>) -> Reply {
+        let described = self.describe_for(call).await?;
+        let field = |key: &str| described.get(key).cloned();
         let mut result = json!({
             "supportedVersions": Revision::supported(),
-            "capabilities": self.capabilities(),
-            "serverInfo": self.inner.info,
+            "capabilities": field("capabilities").unwrap_or_else(|| json!({})),
             "cacheScope": "public",
             "ttlMs": 60_000,
         });
-        if let (Some(instructions), Value::Object(fields)) = (&self.inner.instructions, &mut result)
-        {
-            fields.insert("instructions".to_owned(), json!(instructions));
-        }
-        Answer::Complete(result)
-    }
-
-    async fn dispatch(&self, method: &str, call: &Call<'_>) -> Result<Answer, ErrorObject> {
-        let typed = ClientRequest::from_method(method, Some(call.params.clone()))
-            .map_err(|error| invalid(&error))?;
-        let value = match typed {
-            ClientRequest::Ping(_) => json!({}),
-            ClientRequest::LoggingSetLevel(params) => {
-                let level: Level = to_json(&params.level)?
-                    .as_str()
-                    .and_then(|level| level.parse().ok())
-                    .ok_or_else(|| ErrorObject::invalid_params("unknown log level"))?;
-                if let Some(session) = call.cx.state() {
-                    session.set_log_level(level);
-                }
-                json!({})
+        for key in ["serverInfo", "instructions"] {
+            if let Some(value) = field(key) {
+                insert(&mut result, key, value);
             }
-            ClientRequest::ToolsList(params) => self.list(
-                "tools",
-                self.inner.tools.descriptors(),
-                cursor(params.as_ref()),
-            )?,
-            ClientRequest::ToolsCall(params) => return self.call_tool(params, call).await,
-            ClientRequest::ResourcesList(params) => self.list(
-                "resources",
-                self.inner.catalog.resources(),
-                cursor(params.as_ref()),
-            )?,
-            ClientRequest::ResourcesTemplatesList(params) => self.list(
-                "resourceTemplates",
-                self.inner.catalog.templates(),
-                cursor(params.as_ref()),
-            )?,
-            ClientRequest::ResourcesRead(params) => {
-                to_json(&self.inner.catalog.read(&params.uri, call.context()).await?)?
-            }
-            ClientRequest::ResourcesSubscribe(params) => {
-                self.subscription(&params.uri, call, McpSession::subscribe)?
-            }
-            ClientRequest::ResourcesUnsubscribe(params) => {
-                self.subscription(&params.uri, call, McpSession::unsubscribe)?
-            }
-            ClientRequest::PromptsList(params) => self.list(
-                "prompts",
-                self.inner.catalog.prompts(),
-                cursor(params.as_ref()),
-            )?,
-            ClientRequest::PromptsGet(params) => to_json(
-                &self
-                    .inner
-                    .catalog
-                    .get_prompt(
-                        &params.name,
-                        params.arguments.unwrap_or_default(),
-                        call.context(),
-                    )
-                    .await?,
-            )?,
-            ClientRequest::CompletionComplete(params) => {
-                let mut values = self.inner.catalog.complete(&params);
-                let total = values.len();
-                values.truncate(100);
-                json!({ "completion": { "values": values, "total": total, "hasMore": total > 100 } })
-            }
-            ClientRequest::Initialize(_)
-            | ClientRequest::TasksCancel(_)
-            | ClientRequest::TasksGet(_)
-            | ClientRequest::TasksList(_)
-            | ClientRequest::TasksResult(_) => return Err(ErrorObject::method_not_found()),
-        };
-        Ok(Answer::Complete(value))
-    }
-
-    fn list(
-        &self,
-        field: &str,
-        items: Vec<Value>,
-        cursor: Option<&str>,
-    ) -> Result<Value, ErrorObject> {
-        let (items, next) = page(items, cursor, self.inner.page_size)?;
-        let mut result = Map::new();
-        result.insert(field.to_owned(), Value::Array(items));
-        if let Some(next) = next {
-            result.insert("nextCursor".to_owned(), Value::from(next));
         }
-        Ok(Value::Object(result))
-    }
-
-    async fn call_tool(
-        &self,
-        params: types::CallToolRequestParams,
-        call: &Call<'_>,
-    ) -> Result<Answer, ErrorObject> {
-        let tool = self.inner.tools.get(&params.name).ok_or_else(|| {
-            ErrorObject::invalid_params(format!("unknown tool `{}`", params.name))
-        })?;
-        match tool
-            .call(params.arguments.unwrap_or_default(), call.context())
-            .await
-        {
-            Ok(result) => Ok(Answer::Complete(to_json(&result)?)),
-            Err(ToolError::InputRequired(requests)) => Ok(Answer::AsIs(json!({
-                "resultType": "input_required",
-                "inputRequests": requests.0,
-            }))),
-            Err(ToolError::Protocol(error)) => Err(error),
-            Err(ToolError::Failed(message)) => Ok(Answer::Complete(to_json(
-                &crate::content::tool_error(message),
-            )?)),
-        }
-    }
-
-    fn subscription(
-        &self,
-        uri: &str,
-        call: &Call<'_>,
-        change: fn(&McpSession, &str),
-    ) -> Result<Value, ErrorObject> {
-        if !self.inner.catalog.knows(uri) {
-            return Err(
-                ErrorObject::new(crate::catalog::RESOURCE_NOT_FOUND, "resource not found")
-                    .with_data(json!({ "uri": uri })),
-            );
-        }
-        if let Some(session) = call.cx.state() {
-            change(session, uri);
-        }
-        Ok(json!({}))
+        raw(&wire::result_for(call.revision, "server/discover", result))
     }
 
     /// 2026-07-28: acknowledges the filter, then keeps the stream open for notifications
@@ -536,7 +490,7 @@ impl McpServer {
             .get("notifications")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let honoured = self.honoured_filter(&requested);
+        let honoured = self.honoured_filter(&requested, call).await?;
         // Every message on the stream names it by the id of the request that opened it.
         let stream_meta = json!({ SUBSCRIPTION_ID: call.cx.request_id() });
         let acknowledged = wire::notification_for(
@@ -566,7 +520,7 @@ impl McpServer {
         }
         tokio::select! {
             () = call.cx.cancellation().cancelled() => {}
-            () = tokio::time::sleep(self.inner.listen_window) => {}
+            () = tokio::time::sleep(self.inner.options.listen_window) => {}
         }
         drop(alive);
         raw(&wire::result_for(
@@ -576,34 +530,163 @@ impl McpServer {
         ))
     }
 
-    /// The part of a subscription filter this server can honour.
-    fn honoured_filter(&self, requested: &Value) -> Value {
-        let mut honoured = Map::new();
+    /// The part of a subscription filter this server can honour: list changes of what its
+    /// capabilities declare, updates of the resources its handler lets one subscribe to.
+    async fn honoured_filter(
+        &self,
+        requested: &Value,
+        call: &Call<'_>,
+    ) -> Result<Value, ErrorObject> {
+        let described = self.describe_for(call).await?;
+        let declares = |capability: &str| {
+            described
+                .get("capabilities")
+                .and_then(|capabilities| capabilities.get(capability))
+                .is_some()
+        };
         let wants = |key: &str| requested.get(key).and_then(Value::as_bool) == Some(true);
-        if wants("toolsListChanged") && !self.inner.tools.is_empty() {
-            honoured.insert("toolsListChanged".to_owned(), json!(true));
-        }
-        if wants("promptsListChanged") && self.inner.catalog.has_prompts() {
-            honoured.insert("promptsListChanged".to_owned(), json!(true));
-        }
-        if wants("resourcesListChanged") && self.inner.catalog.has_resources() {
-            honoured.insert("resourcesListChanged".to_owned(), json!(true));
+        let mut honoured = Map::new();
+        for (key, capability) in [
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ] {
+            if wants(key) && declares(capability) {
+                honoured.insert(key.to_owned(), json!(true));
+            }
         }
         if let Some(uris) = requested
             .get("resourceSubscriptions")
             .and_then(Value::as_array)
         {
-            let known: Vec<Value> = uris
-                .iter()
-                .filter(|uri| {
-                    uri.as_str()
-                        .is_some_and(|uri| self.inner.catalog.knows(uri))
-                })
-                .cloned()
-                .collect();
+            let rcx = call.context();
+            let mut known = Vec::new();
+            for uri in uris.iter().filter_map(Value::as_str) {
+                let params = types::SubscribeRequestParams {
+                    meta: None,
+                    uri: uri.to_owned(),
+                };
+                if self
+                    .inner
+                    .handler
+                    .resources_subscribe(params, &rcx)
+                    .await
+                    .is_ok()
+                {
+                    known.push(json!(uri));
+                }
+            }
             honoured.insert("resourceSubscriptions".to_owned(), Value::Array(known));
         }
-        Value::Object(honoured)
+        Ok(Value::Object(honoured))
+    }
+
+    /// `tools/call` when tasks are served: the tool's declared task support decides whether
+    /// the call runs now or as a task.
+    async fn call_tool(&self, request: &Request, call: &Call<'_>, store: &TaskStore) -> Reply {
+        let params: types::CallToolRequestParams = decode("tools/call", &call.params)?;
+        let support = self.task_support(&params.name, call).await;
+        let refuse = |why: &str| {
+            Err(ErrorObject::new(
+                -32601,
+                format!("tool `{}` {why}", params.name),
+            ))
+        };
+        match (&params.task, support) {
+            (Some(_), Some(TaskSupport::Forbidden)) => refuse("does not run as a task"),
+            (None, Some(TaskSupport::Required)) => refuse("runs only as a task"),
+            (Some(task), Some(_)) => {
+                let ttl = task.ttl;
+                self.start_task(params, ttl, call, store)
+            }
+            // Unknown tools are the handler's to refuse.
+            _ => self.dispatch(request, call).await,
+        }
+    }
+
+    /// The task support the handler's `tools/list` declares for tool `name`.
+    async fn task_support(&self, name: &str, call: &Call<'_>) -> Option<TaskSupport> {
+        let rcx = call.context();
+        let mut cursor = None;
+        for _ in 0..TOOL_PAGES_SEARCHED {
+            let params = cursor.take().map(|cursor| types::PaginatedRequestParams {
+                cursor: Some(cursor),
+                meta: None,
+            });
+            let listed = self.inner.handler.tools_list(params, &rcx).await.ok()?;
+            if let Some(tool) = listed.tools.iter().find(|tool| tool.name == name) {
+                return Some(task_support_of(&to_json(tool).ok()?));
+            }
+            cursor = Some(listed.next_cursor?);
+        }
+        None
+    }
+
+    /// Opens a task, answers `CreateTaskResult` at once and runs the call in the background;
+    /// the outcome goes to the store and the client hears of it on the session's stream.
+    fn start_task(
+        &self,
+        mut params: types::CallToolRequestParams,
+        ttl: Option<i64>,
+        call: &Call<'_>,
+        store: &TaskStore,
+    ) -> Reply {
+        let created = store.create(call.task_owner(), ttl)?;
+        let task_id = created.task.task_id.clone();
+        let peer = call.cx.peer().session_wide();
+        let rcx = call
+            .context()
+            .detached(peer.clone(), created.cancellation.clone());
+        let handler = Arc::clone(&self.inner.handler);
+        let store = store.clone();
+        params.task = None;
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                outcome = handler.tools_call(params, &rcx) => outcome.and_then(|result| to_json(&result)),
+                () = rcx.cancellation().cancelled() => return,
+            };
+            if let Some(task) = store.finish(&task_id, outcome) {
+                notify_status(&peer, &task);
+            }
+        });
+        raw(&json!({ "task": to_json(&created.task)? }))
+    }
+
+    async fn task_request(&self, method: &str, call: &Call<'_>, store: &TaskStore) -> Reply {
+        let owner = call.task_owner();
+        let task_id = || -> Result<String, ErrorObject> {
+            let params: types::GetTaskRequestParams = decode("tasks/*", &call.params)?;
+            Ok(params.task_id)
+        };
+        match method {
+            "tasks/get" => raw(&to_json(&store.get(owner, &task_id()?)?)?),
+            "tasks/cancel" => {
+                let task = store.cancel(owner, &task_id()?)?;
+                notify_status(&call.cx.peer().session_wide(), &task);
+                raw(&to_json(&task)?)
+            }
+            "tasks/list" => {
+                let cursor = call.params.get("cursor").and_then(Value::as_str);
+                let (tasks, next) = store.list(owner, cursor)?;
+                let mut result = json!({ "tasks": to_json(&tasks)? });
+                if let Some(next) = next {
+                    insert(&mut result, "nextCursor", json!(next));
+                }
+                raw(&result)
+            }
+            _ => {
+                let task_id = task_id()?;
+                let mut result = store
+                    .result(owner, &task_id, call.cx.cancellation())
+                    .await?;
+                let related = json!({ "taskId": task_id });
+                match result.get_mut("_meta") {
+                    Some(meta) => insert(meta, RELATED_TASK, related),
+                    None => insert(&mut result, "_meta", json!({ RELATED_TASK: related })),
+                }
+                raw(&result)
+            }
+        }
     }
 
     /// Tells every session subscribed to `uri`, and every listener that asked, that it changed.
@@ -683,13 +766,19 @@ impl McpServer {
             .filter(|listener| wanted(&listener.filter))
             .filter(|listener| {
                 let mut params = params.clone();
-                if let Value::Object(fields) = &mut params {
-                    fields.insert("_meta".to_owned(), listener.meta.clone());
-                }
+                insert(&mut params, "_meta", listener.meta.clone());
                 let params = wire::notification_for(Revision::V2026_07_28, method, params);
                 listener.peer.notify(method, &params).is_ok()
             })
             .count()
+    }
+}
+
+/// `notifications/tasks/status` with the task as it now is (tasks exist on 2025-11-25 only,
+/// the handler's own revision, so nothing is converted). Nobody listening is not an error.
+fn notify_status(peer: &Peer, task: &types::Task) {
+    if let Err(error) = peer.notify("notifications/tasks/status", task) {
+        tracing::debug!(%error, task = %task.task_id, "task status not delivered");
     }
 }
 
@@ -719,18 +808,7 @@ impl ListKind {
     }
 }
 
-/// A handler's answer: a 2025-11-25 result to re-express in the peer's revision, or one
-/// already in its final shape.
-enum Answer {
-    Complete(Value),
-    AsIs(Value),
-}
-
-fn cursor(params: Option<&types::PaginatedRequestParams>) -> Option<&str> {
-    params.and_then(|params| params.cursor.as_deref())
-}
-
-impl RequestHandler for McpServer {
+impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer<H> {
     type Session = McpSession;
 
     fn profile(&self) -> &Profile {
@@ -775,11 +853,32 @@ impl RequestHandler for McpServer {
         self.answer(request, cx).await
     }
 
+    /// Marks the session initialized, then hands the notification to the handler's trait
+    /// method (cancellation itself is the runtime's).
     async fn notify(&self, notification: Notification, cx: Context<McpSession>) {
         if notification.method == "notifications/initialized"
             && let Some(session) = cx.state()
         {
             session.mark_initialized();
+        }
+        let revision = cx
+            .state()
+            .and_then(McpSession::revision)
+            .unwrap_or(Revision::NEWEST_SESSION);
+        let call = Call {
+            revision,
+            params: Value::Null,
+            cx: &cx,
+        };
+        let outcome = handler_revision::dispatch_server_notification(
+            &*self.inner.handler,
+            &notification.method,
+            notification.params.as_deref(),
+            &call.context(),
+        )
+        .await;
+        if let Err(error) = outcome {
+            tracing::debug!(method = %notification.method, %error, "notification not delivered to the handler");
         }
     }
 }

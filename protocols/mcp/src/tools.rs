@@ -18,6 +18,17 @@ use crate::content;
 use crate::context::{RequestContext, ToolError};
 use crate::generated::v2025_11_25::types;
 
+/// Whether a tool runs as a task: `forbidden` (the default), `optional` or `required`.
+pub type TaskSupport = types::ToolExecutionTaskSupport;
+
+/// The task support a listed `Tool` declares.
+pub(crate) fn task_support_of(tool: &Value) -> TaskSupport {
+    tool.pointer("/execution/taskSupport")
+        .cloned()
+        .and_then(|support| serde_json::from_value(support).ok())
+        .unwrap_or(TaskSupport::Forbidden)
+}
+
 /// A boxed, sendable future (what registered handlers return).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -142,6 +153,24 @@ impl ToolDefinition {
         }
     }
 
+    /// Declares whether the tool may (or must) run as a task (`execution.taskSupport`,
+    /// 2025-11-25); the server then accepts task-augmented calls of it.
+    #[must_use]
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        if let Value::Object(fields) = &mut self.descriptor {
+            fields.insert(
+                "execution".to_owned(),
+                json!({ "taskSupport": support.to_string() }),
+            );
+        }
+        self
+    }
+
+    /// What the tool declared about running as a task (`forbidden` when it said nothing).
+    pub fn declared_task_support(&self) -> TaskSupport {
+        task_support_of(&self.descriptor)
+    }
+
     pub fn name(&self) -> &str {
         self.descriptor
             .get("name")
@@ -218,6 +247,12 @@ impl Tools {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.ordered.is_empty()
+    }
+
+    pub(crate) fn any_supports_tasks(&self) -> bool {
+        self.ordered
+            .iter()
+            .any(|tool| tool.declared_task_support() != TaskSupport::Forbidden)
     }
 }
 

@@ -1,0 +1,355 @@
+//! The registration API: a [`McpServerBuilder`] collects tools, resources, prompts and
+//! completions into a [`Registry`], which is nothing but an implementation of the generated
+//! 2025-11-25 `Server` trait — the same trait a hand-written server implements — so both are
+//! served by [`McpServer`] through one routing path.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use protocols_runtime::ErrorObject;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{Catalog, RESOURCE_NOT_FOUND, page};
+use crate::context::{RequestContext, ToolError};
+use crate::generated::v2025_11_25::{Server, types};
+use crate::server::{DEFAULT_LISTEN_WINDOW, McpServer, ServeOptions};
+use crate::tasks::TaskStore;
+use crate::tools::{ToolDefinition, Tools};
+
+/// Items per page of every list.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// Completion values per answer (what `completion/complete` allows).
+const MAX_COMPLETIONS: usize = 100;
+
+/// Collects what a server offers.
+#[derive(Debug)]
+pub struct McpServerBuilder {
+    registry: Registry,
+    listen_window: Duration,
+    tasks: Option<TaskStore>,
+}
+
+impl McpServerBuilder {
+    /// A server that introduces itself as `name` `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            registry: Registry {
+                info: json!({ "name": name.into(), "version": version.into() }),
+                instructions: None,
+                tools: Tools::default(),
+                catalog: Catalog::default(),
+                page_size: DEFAULT_PAGE_SIZE,
+            },
+            listen_window: DEFAULT_LISTEN_WINDOW,
+            tasks: None,
+        }
+    }
+
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.registry.instructions = Some(instructions.into());
+        self
+    }
+
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.registry.page_size = size.max(1);
+        self
+    }
+
+    #[must_use]
+    pub fn listen_window(mut self, window: Duration) -> Self {
+        self.listen_window = window;
+        self
+    }
+
+    /// The store task-augmented calls are kept in (its limits and clock). Without one, a
+    /// default store is used as soon as a tool declares task support.
+    #[must_use]
+    pub fn task_store(mut self, store: TaskStore) -> Self {
+        self.tasks = Some(store);
+        self
+    }
+
+    /// Registers a tool (see [`ToolDefinition`] for the ways to make one).
+    #[must_use]
+    pub fn tool(mut self, tool: ToolDefinition) -> Self {
+        self.registry.tools.insert(tool);
+        self
+    }
+
+    /// Registers a resource and its reader.
+    #[must_use]
+    pub fn resource<F, Fut>(mut self, resource: types::Resource, read: F) -> Self
+    where
+        F: Fn(String, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<types::ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        self.registry.catalog.add_resource(resource, read);
+        self
+    }
+
+    /// Registers a resource template; its reader gets the template's variables.
+    #[must_use]
+    pub fn resource_template<F, Fut>(mut self, template: types::ResourceTemplate, read: F) -> Self
+    where
+        F: Fn(String, HashMap<String, String>, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<types::ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        self.registry.catalog.add_template(template, read);
+        self
+    }
+
+    /// Registers a prompt; required arguments are checked before `get` runs.
+    #[must_use]
+    pub fn prompt<F, Fut>(mut self, prompt: types::Prompt, get: F) -> Self
+    where
+        F: Fn(HashMap<String, String>, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<types::GetPromptResult, ErrorObject>> + Send + 'static,
+    {
+        self.registry.catalog.add_prompt(prompt, get);
+        self
+    }
+
+    /// Answers `completion/complete` with the values `complete` suggests.
+    #[must_use]
+    pub fn completion(
+        mut self,
+        complete: impl Fn(&types::CompleteRequestParams) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.registry.catalog.set_completion(complete);
+        self
+    }
+
+    pub fn build(self) -> McpServer {
+        let tasks = self.tasks.or_else(|| {
+            self.registry
+                .tools
+                .any_supports_tasks()
+                .then(TaskStore::default)
+        });
+        let options = ServeOptions::default()
+            .listen_window(self.listen_window)
+            .tasks(tasks);
+        McpServer::with_options(self.registry, options)
+    }
+}
+
+/// What a builder registered, serving the generated trait.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    info: Value,
+    instructions: Option<String>,
+    tools: Tools,
+    catalog: Catalog,
+    page_size: usize,
+}
+
+/// A JSON value as the typed result it was built to be; a mismatch is the server's fault.
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ErrorObject> {
+    serde_json::from_value(value).map_err(|error| {
+        tracing::error!(%error, "a registry answer does not fit its generated type");
+        ErrorObject::internal_error()
+    })
+}
+
+fn cursor(params: Option<&types::PaginatedRequestParams>) -> Option<&str> {
+    params.and_then(|params| params.cursor.as_deref())
+}
+
+impl Registry {
+    /// The capabilities this server declares, from what was registered.
+    fn capabilities(&self) -> Value {
+        let mut capabilities = Map::new();
+        capabilities.insert("logging".to_owned(), json!({}));
+        if !self.tools.is_empty() {
+            capabilities.insert("tools".to_owned(), json!({ "listChanged": true }));
+        }
+        if self.catalog.has_resources() {
+            capabilities.insert(
+                "resources".to_owned(),
+                json!({ "subscribe": true, "listChanged": true }),
+            );
+        }
+        if self.catalog.has_prompts() {
+            capabilities.insert("prompts".to_owned(), json!({ "listChanged": true }));
+        }
+        if self.catalog.has_completion() {
+            capabilities.insert("completions".to_owned(), json!({}));
+        }
+        Value::Object(capabilities)
+    }
+
+    /// One page of a list as `{field: [...], nextCursor}`.
+    fn list<T: DeserializeOwned>(
+        &self,
+        field: &str,
+        items: Vec<Value>,
+        params: Option<&types::PaginatedRequestParams>,
+    ) -> Result<T, ErrorObject> {
+        let (items, next) = page(items, cursor(params), self.page_size)?;
+        let mut result = Map::new();
+        result.insert(field.to_owned(), Value::Array(items));
+        if let Some(next) = next {
+            result.insert("nextCursor".to_owned(), Value::from(next));
+        }
+        typed(Value::Object(result))
+    }
+
+    fn known(&self, uri: &str) -> Result<types::EmptyResult, ErrorObject> {
+        if !self.catalog.knows(uri) {
+            return Err(ErrorObject::new(RESOURCE_NOT_FOUND, "resource not found")
+                .with_data(json!({ "uri": uri })));
+        }
+        typed(json!({}))
+    }
+}
+
+impl Server for Registry {
+    type Context = RequestContext;
+
+    async fn initialize(
+        &self,
+        params: types::InitializeRequestParams,
+        _cx: &RequestContext,
+    ) -> Result<types::InitializeResult, ErrorObject> {
+        let mut result = json!({
+            "protocolVersion": params.protocol_version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.info,
+        });
+        if let (Some(instructions), Value::Object(fields)) = (&self.instructions, &mut result) {
+            fields.insert("instructions".to_owned(), json!(instructions));
+        }
+        typed(result)
+    }
+
+    async fn ping(
+        &self,
+        _params: Option<types::RequestParams>,
+        _cx: &RequestContext,
+    ) -> Result<types::EmptyResult, ErrorObject> {
+        typed(json!({}))
+    }
+
+    /// Accepts every level; the server remembers it for the session.
+    async fn logging_set_level(
+        &self,
+        _params: types::SetLevelRequestParams,
+        _cx: &RequestContext,
+    ) -> Result<types::EmptyResult, ErrorObject> {
+        typed(json!({}))
+    }
+
+    async fn tools_list(
+        &self,
+        params: Option<types::PaginatedRequestParams>,
+        _cx: &RequestContext,
+    ) -> Result<types::ListToolsResult, ErrorObject> {
+        self.list("tools", self.tools.descriptors(), params.as_ref())
+    }
+
+    async fn tools_call(
+        &self,
+        params: types::CallToolRequestParams,
+        cx: &RequestContext,
+    ) -> Result<types::CallToolResult, ErrorObject> {
+        let tool = self.tools.get(&params.name).ok_or_else(|| {
+            ErrorObject::invalid_params(format!("unknown tool `{}`", params.name))
+        })?;
+        match tool
+            .call(params.arguments.unwrap_or_default(), cx.clone())
+            .await
+        {
+            Ok(result) => Ok(result),
+            Err(ToolError::InputRequired(requests)) => Err(cx.require_input(requests)),
+            Err(ToolError::Protocol(error)) => Err(error),
+            Err(ToolError::Failed(message)) => Ok(crate::content::tool_error(message)),
+        }
+    }
+
+    async fn resources_list(
+        &self,
+        params: Option<types::PaginatedRequestParams>,
+        _cx: &RequestContext,
+    ) -> Result<types::ListResourcesResult, ErrorObject> {
+        self.list("resources", self.catalog.resources(), params.as_ref())
+    }
+
+    async fn resources_templates_list(
+        &self,
+        params: Option<types::PaginatedRequestParams>,
+        _cx: &RequestContext,
+    ) -> Result<types::ListResourceTemplatesResult, ErrorObject> {
+        self.list(
+            "resourceTemplates",
+            self.catalog.templates(),
+            params.as_ref(),
+        )
+    }
+
+    async fn resources_read(
+        &self,
+        params: types::ReadResourceRequestParams,
+        cx: &RequestContext,
+    ) -> Result<types::ReadResourceResult, ErrorObject> {
+        self.catalog.read(&params.uri, cx.clone()).await
+    }
+
+    /// Validates the URI; the server records the subscription on success.
+    async fn resources_subscribe(
+        &self,
+        params: types::SubscribeRequestParams,
+        _cx: &RequestContext,
+    ) -> Result<types::EmptyResult, ErrorObject> {
+        self.known(&params.uri)
+    }
+
+    async fn resources_unsubscribe(
+        &self,
+        params: types::UnsubscribeRequestParams,
+        _cx: &RequestContext,
+    ) -> Result<types::EmptyResult, ErrorObject> {
+        self.known(&params.uri)
+    }
+
+    async fn prompts_list(
+        &self,
+        params: Option<types::PaginatedRequestParams>,
+        _cx: &RequestContext,
+    ) -> Result<types::ListPromptsResult, ErrorObject> {
+        self.list("prompts", self.catalog.prompts(), params.as_ref())
+    }
+
+    async fn prompts_get(
+        &self,
+        params: types::GetPromptRequestParams,
+        cx: &RequestContext,
+    ) -> Result<types::GetPromptResult, ErrorObject> {
+        self.catalog
+            .get_prompt(
+                &params.name,
+                params.arguments.unwrap_or_default(),
+                cx.clone(),
+            )
+            .await
+    }
+
+    async fn completion_complete(
+        &self,
+        params: types::CompleteRequestParams,
+        _cx: &RequestContext,
+    ) -> Result<types::CompleteResult, ErrorObject> {
+        let mut values = self.catalog.complete(&params);
+        let total = values.len();
+        values.truncate(MAX_COMPLETIONS);
+        typed(json!({ "completion": {
+            "values": values,
+            "total": total,
+            "hasMore": total > MAX_COMPLETIONS,
+        } }))
+    }
+}
