@@ -345,7 +345,10 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         match (request.method.as_str(), tasks) {
             ("server/discover", _) => self.discover(&call).await,
             ("subscriptions/listen", _) => self.listen(&call).await,
-            ("tools/call", Some(store)) => self.call_tool(&request, &call, store).await,
+            // Tasks exist in 2025-11-25 only; elsewhere a tool runs as it always did.
+            ("tools/call", Some(store)) if revision == Revision::V2025_11_25 => {
+                self.call_tool(&request, &call, store).await
+            }
             ("tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/result", Some(store)) => {
                 self.task_request(&request.method, &call, store).await
             }

@@ -138,7 +138,11 @@ impl Running {
     }
 }
 
-pub async fn spawn(server: McpServer) -> Running {
+pub async fn spawn<H>(server: McpServer<H>) -> Running
+where
+    H: protocols_mcp::generated::v2025_11_25::Server<Context = protocols_mcp::RequestContext>
+        + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let built = Server::builder()
@@ -250,6 +254,9 @@ impl Schemas {
     fn result_definition(&self, method: &str, result: &Value) -> String {
         if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
             return "InputRequiredResult".to_owned();
+        }
+        if method == "tools/call" && result.get("task").is_some() {
+            return "CreateTaskResult".to_owned();
         }
         let table = match self.revision {
             Revision::V2024_11_05 => protocols_mcp::generated::v2024_11_05::METHODS,
