@@ -47,6 +47,7 @@ pub struct Profile {
     media_type: &'static str,
     batches: BatchPolicy,
     cancellation: Option<CancelConvention>,
+    error_statuses: &'static [(i64, StatusCode)],
 }
 
 impl Profile {
@@ -58,6 +59,7 @@ impl Profile {
             media_type: "application/json",
             batches: BatchPolicy::Refuse,
             cancellation: None,
+            error_statuses: &[],
         }
     }
 
@@ -96,6 +98,15 @@ impl Profile {
         self
     }
 
+    /// The HTTP status a single request's JSON answer carries when it is an error with one of
+    /// these codes (a protocol may require e.g. `400` for some of its errors); every other
+    /// answer goes out with `200`. Statuses that are not errors are ignored.
+    #[must_use]
+    pub fn with_error_statuses(mut self, statuses: &'static [(i64, StatusCode)]) -> Self {
+        self.error_statuses = statuses;
+        self
+    }
+
     pub fn session_header(&self) -> Option<&HeaderName> {
         self.session_header.as_ref()
     }
@@ -114,6 +125,15 @@ impl Profile {
 
     pub fn cancellation(&self) -> Option<&CancelConvention> {
         self.cancellation.as_ref()
+    }
+
+    /// The status an error answer with `code` carries when it is the whole JSON response.
+    pub fn error_status(&self, code: i64) -> Option<StatusCode> {
+        self.error_statuses
+            .iter()
+            .find(|(listed, _)| *listed == code)
+            .map(|(_, status)| *status)
+            .filter(|status| status.is_client_error() || status.is_server_error())
     }
 }
 
@@ -309,6 +329,14 @@ impl<S> Context<S> {
         let raw = to_raw(result).map_err(|_| PeerError::Unserializable)?;
         self.peer
             .send(&Message::Response(Response::success(id, raw)))
+    }
+
+    /// Ends the connection carrying this request's SSE stream early, telling the client to
+    /// reconnect after `retry`; the handler keeps running, and what it sends afterwards (its
+    /// answer included) waits for the client to resume with `Last-Event-ID`. Fails with
+    /// [`PeerError::NoStream`] when the request is not answered on a resumable stream.
+    pub fn close_stream(&self, retry: Duration) -> Result<(), PeerError> {
+        self.peer.close_stream(retry)
     }
 }
 

@@ -246,28 +246,41 @@ impl Accepts {
             json: false,
             sse: false,
         };
-        let ranges = values
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .filter_map(|range| range.split(';').next())
-            .map(str::trim);
-        for range in ranges {
-            accepts.json |= media_range_admits(range, json_type);
-            accepts.sse |= media_range_admits(range, EVENT_STREAM);
+        // Split as bytes, without `str` pattern searchers: this runs on every POST. A value
+        // that is not visible ASCII is skipped whole.
+        for value in values.filter(|value| value.to_str().is_ok()) {
+            for element in value.as_bytes().split(|&byte| byte == b',') {
+                let range = bare_media_type(element);
+                accepts.json |= media_range_admits(range, json_type.as_bytes());
+                accepts.sse |= media_range_admits(range, EVENT_STREAM.as_bytes());
+            }
         }
         accepts
     }
 }
 
+/// The media type of an `Accept` element or a `Content-Type`: parameters and the whitespace
+/// around it dropped.
+fn bare_media_type(text: &[u8]) -> &[u8] {
+    text.split(|&byte| byte == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
+}
+
 /// Whether the `Accept` media range `range` admits `media` (exactly, `type/*` or `*/*`).
-fn media_range_admits(range: &str, media: &str) -> bool {
-    if range == "*/*" || range.eq_ignore_ascii_case(media) {
+fn media_range_admits(range: &[u8], media: &[u8]) -> bool {
+    if range == b"*/*" || range.eq_ignore_ascii_case(media) {
         return true;
     }
-    match (range.strip_suffix("/*"), media.split_once('/')) {
-        (Some(range_type), Some((media_type, _))) => range_type.eq_ignore_ascii_case(media_type),
-        _ => false,
-    }
+    let Some(range_type) = range.strip_suffix(b"/*") else {
+        return false;
+    };
+    media
+        .iter()
+        .position(|&byte| byte == b'/')
+        .and_then(|slash| media.get(..slash))
+        .is_some_and(|media_type| media_type.eq_ignore_ascii_case(range_type))
 }
 
 /// How this answer is framed.
@@ -291,9 +304,10 @@ fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
 pub(crate) fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
     headers
         .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case(media_type))
+        .filter(|value| value.to_str().is_ok())
+        .is_some_and(|value| {
+            bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes())
+        })
 }
 
 /// The session the header names, if it names one.
@@ -627,7 +641,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let answers = run_all(&self.handler, body, scope).await;
         self.settle_opening(resolved, &answers);
         let bytes = match (batch, answers.as_slice()) {
-            (false, [single]) => Message::Response(single.clone()).to_bytes(),
+            (false, [single]) => return self.single_answer(single),
             (false, []) => return StatusCode::ACCEPTED.into_response(),
             _ => batch_to_bytes(
                 &answers
@@ -637,6 +651,18 @@ impl<H: RequestHandler> StreamableHttp<H> {
             ),
         };
         self.json_response(bytes)
+    }
+
+    /// One request's answer as the whole JSON response, with the status the profile declares
+    /// for its error code (200 otherwise).
+    fn single_answer(&self, answer: &RpcResponse) -> Response {
+        let mut response = self.json_response(answer.to_bytes());
+        if let Err(error) = answer.outcome()
+            && let Some(status) = self.handler.profile().error_status(error.code)
+        {
+            *response.status_mut() = status;
+        }
+        response
     }
 
     fn json_response(&self, bytes: Bytes) -> Response {
@@ -668,7 +694,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
             // Without a session nobody can resume it, so it stays out of the store.
             None => EventTail::new(1, self.config.tail_capacity),
         };
-        let scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
+        let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
+        // Only a session's stream can be resumed, so only then may the handler release it.
+        if resolved.session().is_some() {
+            scope.peer = scope.peer.with_request_stream(Arc::clone(&tail));
+        }
         let batch = body.batch;
         let transport = Arc::clone(&self);
         let work_tail = Arc::clone(&tail);
@@ -709,7 +739,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     fn json_answers(&self, batch: bool, answers: Vec<RpcResponse>) -> Response {
         match (batch, answers.as_slice()) {
-            (false, [single]) => self.json_response(Message::Response(single.clone()).to_bytes()),
+            (false, [single]) => self.single_answer(single),
             (_, []) => StatusCode::ACCEPTED.into_response(),
             _ => self.json_response(batch_to_bytes(
                 &answers
@@ -821,10 +851,9 @@ async fn run_all<H: RequestHandler>(
         )
         .await;
         answers.extend(served.into_iter().flatten());
-    } else {
-        for message in body.messages {
-            answers.extend(serve_message(handler, message, scope.clone()).await);
-        }
+    } else if let Some(message) = body.messages.into_iter().next() {
+        // Not a batch: exactly one message, served with the scope itself rather than a clone.
+        answers.extend(serve_message(handler, message, scope).await);
     }
     answers
 }

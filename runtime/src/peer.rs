@@ -202,6 +202,8 @@ pub struct Peer {
     route: Route,
     /// Where messages not tied to the current request go; `None`: the same route.
     session_route: Option<Route>,
+    /// The current request's own resumable stream, which the handler may release early.
+    request_stream: Option<Arc<dyn EventStream>>,
     conversation: Option<Arc<Conversation>>,
     timeout: Duration,
     cancel: Option<CancelConvention>,
@@ -217,6 +219,7 @@ impl Peer {
         Self {
             route,
             session_route: None,
+            request_stream: None,
             conversation,
             timeout,
             cancel,
@@ -230,6 +233,22 @@ impl Peer {
         self
     }
 
+    /// Marks `tail` as the current request's resumable stream (one a client can resume with
+    /// `Last-Event-ID`), so [`Self::close_stream`] may release it.
+    #[must_use]
+    pub(crate) fn with_request_stream(mut self, tail: Arc<dyn EventStream>) -> Self {
+        self.request_stream = Some(tail);
+        self
+    }
+
+    /// Ends the connection carrying the current request's stream (SSE polling): the client is
+    /// told to reconnect after `retry` and resumes with `Last-Event-ID`; messages sent after
+    /// this wait for it. [`PeerError::NoStream`] when the request has no resumable stream.
+    pub fn close_stream(&self, retry: Duration) -> Result<(), PeerError> {
+        let tail = self.request_stream.as_ref().ok_or(PeerError::NoStream)?;
+        tail.release_reader(retry).map_err(|_| PeerError::Closed)
+    }
+
     /// A peer for messages not tied to the current request (list changes, log lines, calls
     /// made after the request answered): the session's own stream over HTTP, the one line
     /// stream over stdio. It stays usable after the request that produced it has finished.
@@ -240,6 +259,7 @@ impl Peer {
                 .clone()
                 .unwrap_or_else(|| self.route.clone()),
             session_route: None,
+            request_stream: None,
             conversation: self.conversation.clone(),
             timeout: self.timeout,
             cancel: self.cancel,

@@ -1,9 +1,12 @@
 //! The stdio transport: newline-delimited JSON-RPC over any reader/writer pair (stdin/stdout in
 //! production, a duplex pipe in tests). Both directions are served at once, so a handler can
-//! call the peer and await its answer while other requests run. Nothing but JSON-RPC is ever
-//! written to the writer; logs belong on stderr. EOF on the reader ends the conversation cleanly.
+//! call the peer and await its answer while other requests run. Messages a protocol publishes
+//! on the session's own stream (notifications not tied to a request) are written as lines too,
+//! as they come. Nothing but JSON-RPC is ever written to the writer; logs belong on stderr. EOF
+//! on the reader ends the conversation cleanly.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,6 +25,10 @@ use crate::jsonrpc::{
 };
 use crate::peer::{Peer, Route};
 use crate::session::{Session, SessionId};
+use crate::sse::EventId;
+use crate::tail::{
+    EventCursor, EventReader, EventStore, EventStream, EventTail, ResumeError, Start, StreamClosed,
+};
 
 /// How the stdio transport bounds its input and waits on its peer.
 #[derive(Debug, Clone, Copy)]
@@ -83,11 +90,11 @@ where
 {
     let (outbound, queued) = mpsc::unbounded_channel::<Bytes>();
     let finished = CancellationToken::new();
-    let session = Arc::new(Session::new(
+    let session = Arc::new(Session::with_events(
         SessionId::random(),
         H::Session::default(),
         Instant::now(),
-        1,
+        Arc::new(LineEvents::new(outbound.clone())),
     ));
     let span = tracing::debug_span!("stdio", session = %session.id());
     let scope = Scope {
@@ -279,6 +286,92 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> std::io::Result<()> {
     writer.write_all(bytes).await?;
     writer.write_all(b"\n").await
+}
+
+/// Where the stdio session's streams live. Its standalone stream writes each event straight out
+/// as a line: stdio is one ordered channel with nothing to resume, so nothing is kept. Request
+/// streams do not exist here (answers go out as lines), so one asked for is already closed.
+struct LineEvents {
+    standalone: Arc<LineStream>,
+}
+
+impl LineEvents {
+    fn new(lines: mpsc::UnboundedSender<Bytes>) -> Self {
+        Self {
+            standalone: Arc::new(LineStream {
+                lines,
+                published: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+impl EventStore for LineEvents {
+    fn standalone(&self, _session: &SessionId) -> Arc<dyn EventStream> {
+        Arc::clone(&self.standalone) as Arc<dyn EventStream>
+    }
+
+    fn open_request_stream(&self, _session: &SessionId) -> Arc<dyn EventStream> {
+        EventTail::closed()
+    }
+
+    fn resume(
+        &self,
+        _session: &SessionId,
+        _after: EventCursor,
+    ) -> Result<Box<dyn EventReader>, ResumeError> {
+        Err(ResumeError::Unknown)
+    }
+
+    fn close_session(&self, _session: &SessionId) {
+        self.standalone.close();
+    }
+}
+
+/// The session's standalone stream over stdio: published events become lines on the writer.
+#[derive(Debug)]
+struct LineStream {
+    lines: mpsc::UnboundedSender<Bytes>,
+    published: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl EventStream for LineStream {
+    fn number(&self) -> u32 {
+        0
+    }
+
+    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StreamClosed);
+        }
+        self.lines.send(payload).map_err(|_| StreamClosed)?;
+        let sequence = self.published.fetch_add(1, Ordering::Relaxed) + 1;
+        Ok(EventCursor {
+            stream: 0,
+            sequence,
+        }
+        .to_event_id())
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    fn is_untouched(&self) -> bool {
+        self.published.load(Ordering::Relaxed) == 0
+    }
+
+    /// No connection of its own to let go of: the lines are the conversation itself.
+    fn release_reader(&self, _retry: Duration) -> Result<(), StreamClosed> {
+        Err(StreamClosed)
+    }
+
+    /// Events are written as they are published, so a reader finds nothing to read.
+    fn subscribe(&self, start: Start) -> Box<dyn EventReader> {
+        EventTail::closed().subscribe(start)
+    }
 }
 
 /// One line read from the peer.
