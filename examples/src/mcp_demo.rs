@@ -1,9 +1,11 @@
 //! The MCP demo server: every fixture the official conformance suite's server scenarios call
 //! (tools, resources, a template, prompts, completions, logging, progress, sampling and
-//! elicitation), plus `echo` (the benchmark tool), `add` (typed output) and `demo` (the shared
-//! demo core, with progress while it works).
+//! elicitation, SSE polling), plus `echo` (the benchmark tool), `add` (typed output), `demo` (the
+//! shared demo core, with progress while it works) and `announce_list_changed` (tells every
+//! client a list changed, as a server whose catalog changes would).
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use protocols_mcp::content::{
@@ -11,8 +13,9 @@ use protocols_mcp::content::{
     resource_template, text, text_contents, tool_result, user_message,
 };
 use protocols_mcp::schemars::JsonSchema;
+use protocols_mcp::server::WeakMcpServer;
 use protocols_mcp::{
-    Level, McpServer, NoArguments, RequestContext, ToolDefinition, ToolError, types,
+    Level, ListKind, McpServer, NoArguments, RequestContext, ToolDefinition, ToolError, types,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -26,6 +29,9 @@ pub const SILENT_WAV: &str =
     "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 const STEP: Duration = Duration::from_millis(50);
+
+/// How long `test_reconnection` tells the client to wait before resuming its stream.
+const RECONNECT_AFTER: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "protocols_mcp::schemars")]
@@ -61,6 +67,23 @@ struct ElicitationArguments {
     message: String,
 }
 
+/// A list a client can be told has changed.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[schemars(crate = "protocols_mcp::schemars")]
+#[serde(rename_all = "lowercase")]
+enum ChangedList {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "protocols_mcp::schemars")]
+struct AnnounceArguments {
+    /// Which list changed.
+    list: ChangedList,
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "protocols_mcp::schemars")]
 struct DemoArguments {
@@ -70,14 +93,41 @@ struct DemoArguments {
 
 /// The server `mcp-everything` and `all-protocols` serve.
 pub fn everything_server() -> McpServer {
+    let this = Arc::new(OnceLock::new());
     let builder = McpServer::builder("mcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("A test server exposing every MCP feature.");
     let builder = content_tools()
         .into_iter()
         .chain(interactive_tools())
+        .chain([announce_tool(Arc::clone(&this))])
         .fold(builder, protocols_mcp::McpServerBuilder::tool);
     let builder = with_resources(builder);
-    with_prompts(builder).completion(complete).build()
+    let server = with_prompts(builder).completion(complete).build();
+    // The announcing tool can reach its server only once the server exists.
+    let _ = this.set(server.downgrade());
+    server
+}
+
+/// `announce_list_changed`: tells every connected client (on every transport) that a list
+/// changed, through the server it belongs to.
+fn announce_tool(server: Arc<OnceLock<WeakMcpServer>>) -> ToolDefinition {
+    ToolDefinition::new(
+        "announce_list_changed",
+        "Tells every client that the tools, resources or prompts list changed",
+        move |arguments: AnnounceArguments, _| {
+            let server = server.get().and_then(WeakMcpServer::upgrade);
+            async move {
+                let server = server.ok_or_else(|| ToolError::failed("the server is gone"))?;
+                let list = match arguments.list {
+                    ChangedList::Tools => ListKind::Tools,
+                    ChangedList::Resources => ListKind::Resources,
+                    ChangedList::Prompts => ListKind::Prompts,
+                };
+                let told = server.notify_list_changed(list);
+                Ok(tool_result(vec![text(format!("told {told} client(s)"))]))
+            }
+        },
+    )
 }
 
 fn fixed(name: &str, description: &str, content: Vec<types::ContentBlock>) -> ToolDefinition {
@@ -213,8 +263,11 @@ fn interactive_tools() -> Vec<ToolDefinition> {
         ),
         ToolDefinition::new(
             "test_reconnection",
-            "Answers after a pause",
-            |_: NoArguments, _| async {
+            "Closes its SSE stream mid-call and answers once the client resumes (SSE polling)",
+            |_: NoArguments, cx| async move {
+                // Without a resumable stream (stdio, a JSON answer) there is nothing to close,
+                // and the answer simply follows on the same channel.
+                let _ = cx.close_stream(RECONNECT_AFTER);
                 tokio::time::sleep(STEP * 2).await;
                 Ok(tool_result(vec![text("Reconnection test completed")]))
             },

@@ -7,6 +7,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use protocols_runtime::{ErrorObject, Peer, PeerError};
 use serde::Serialize;
@@ -19,7 +20,8 @@ use crate::logging::Level;
 use crate::revision::Revision;
 use crate::wire;
 
-/// JSON-RPC error codes MCP 2026-07-28 adds.
+/// JSON-RPC error codes MCP 2026-07-28 adds. Over HTTP each goes out with `400 Bad Request`
+/// (see `stateless::ERROR_STATUSES`).
 pub mod codes {
     /// Headers disagree with the body, or a required header is missing.
     pub const HEADER_MISMATCH: i64 = -32020;
@@ -167,6 +169,15 @@ impl RequestContext {
             fields.insert("logger".to_owned(), json!(logger));
         }
         self.notify("notifications/message", params)
+    }
+
+    /// SSE polling: ends the connection this request's answer streams on, telling the client
+    /// to come back after `retry`; the handler goes on, and what it sends next (its result
+    /// included) reaches the client when it resumes with `Last-Event-ID`. Fails with
+    /// [`PeerError::NoStream`] where there is no resumable stream (stdio, a JSON answer, the
+    /// stateless revision); the handler can simply carry on then.
+    pub fn close_stream(&self, retry: Duration) -> Result<(), PeerError> {
+        self.peer.close_stream(retry)
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), PeerError> {

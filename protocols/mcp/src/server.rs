@@ -281,7 +281,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .with_session_header(stateless::SESSION_HEADER)
             .with_version_header(stateless::VERSION_HEADER)
             .with_batches(BatchPolicy::Accept)
-            .with_cancellation(CANCELLATION);
+            .with_cancellation(CANCELLATION)
+            .with_error_statuses(stateless::ERROR_STATUSES);
         Self {
             inner: Arc::new(Inner {
                 handler: Arc::new(handler),

@@ -1,7 +1,8 @@
 //! The checks a request passes before it runs, per revision: the `MCP-Protocol-Version` header
 //! (2025-06-18 on; a value we do not serve is refused with 400, an absent one means 2025-03-26)
 //! and, for the stateless 2026-07-28 revision, the per-request `_meta` protocol version and the
-//! `Mcp-Method`/`Mcp-Name` headers that must agree with the body (-32020, -32022, both 400).
+//! `Mcp-Method`/`Mcp-Name` headers that must agree with the body (-32020, -32022, both 400);
+//! and the HTTP status each 2026-07-28 error code carries however it arises.
 
 use http::{HeaderMap, HeaderName, StatusCode};
 use protocols_runtime::{ErrorObject, Message, Rejection, Request};
@@ -14,6 +15,15 @@ pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-ver
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+
+/// The status an answer with one of the 2026-07-28 error codes carries over HTTP: the schema
+/// requires `400 Bad Request` for each, whether a check before the request or the handler
+/// (e.g. a missing client capability) produced it.
+pub const ERROR_STATUSES: &[(i64, StatusCode)] = &[
+    (codes::HEADER_MISMATCH, StatusCode::BAD_REQUEST),
+    (codes::MISSING_CLIENT_CAPABILITY, StatusCode::BAD_REQUEST),
+    (codes::UNSUPPORTED_PROTOCOL_VERSION, StatusCode::BAD_REQUEST),
+];
 
 /// The `_meta` key carrying a stateless request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
