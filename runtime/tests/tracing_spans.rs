@@ -1,0 +1,196 @@
+//! The runtime's `tracing` spans, seen by a capturing subscriber: a `GET` stream runs, for as
+//! long as it stays open, inside a span naming its session, and a `DELETE` logs inside one too.
+//! The subscriber is process-wide, so this file holds the only tests that install one.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::{SESSION_HEADER, SseReader, request, serve_protocol};
+use protocols_runtime::http::HttpConfig;
+use reqwest::{Client, StatusCode};
+use serde_json::json;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+/// A span's name and the fields recorded on it so far.
+#[derive(Debug, Clone)]
+struct SpanSeen {
+    name: &'static str,
+    fields: BTreeMap<&'static str, String>,
+}
+
+/// One event: its message and the spans it ran in, innermost first.
+#[derive(Debug, Clone)]
+struct EventSeen {
+    message: String,
+    spans: Vec<SpanSeen>,
+}
+
+impl EventSeen {
+    /// Whether the event ran inside a span called `name` whose `session` field is `session`.
+    fn inside(&self, name: &str, session: &str) -> bool {
+        self.spans.iter().any(|span| {
+            span.name == name && span.fields.get("session").map(String::as_str) == Some(session)
+        })
+    }
+}
+
+#[derive(Default)]
+struct Fields(BTreeMap<&'static str, String>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.insert(field.name(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name(), value.to_owned());
+    }
+}
+
+/// Records every event with the spans around it.
+struct Capture(Arc<Mutex<Vec<EventSeen>>>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attributes.record(&mut fields);
+        if let Some(span) = cx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, cx: Context<'_, S>) {
+        if let Some(span) = cx.span(id)
+            && let Some(fields) = span.extensions_mut().get_mut::<Fields>()
+        {
+            values.record(fields);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, cx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let spans = cx
+            .event_scope(event)
+            .into_iter()
+            .flatten()
+            .map(|span| SpanSeen {
+                name: span.name(),
+                fields: span
+                    .extensions()
+                    .get::<Fields>()
+                    .map(|fields| fields.0.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        self.0.lock().unwrap().push(EventSeen {
+            message: fields.0.remove("message").unwrap_or_default(),
+            spans,
+        });
+    }
+}
+
+/// The process-wide capture, installed once.
+fn captured() -> Arc<Mutex<Vec<EventSeen>>> {
+    static CAPTURED: OnceLock<Arc<Mutex<Vec<EventSeen>>>> = OnceLock::new();
+    Arc::clone(CAPTURED.get_or_init(|| {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Capture(Arc::clone(&events)));
+        tracing::subscriber::set_global_default(subscriber).expect("the only global subscriber");
+        events
+    }))
+}
+
+/// Waits until an event matching `wanted` has been captured.
+async fn wait_for(events: &Mutex<Vec<EventSeen>>, wanted: impl Fn(&EventSeen) -> bool) -> bool {
+    for _ in 0..500 {
+        if events.lock().unwrap().iter().any(&wanted) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_get_stream_runs_inside_a_span_naming_its_session_until_it_ends() {
+    let events = captured();
+    let server = serve_protocol(HttpConfig::default()).await;
+    let client = Client::new();
+    let opened = client
+        .post(server.url("/rpc"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(request(0, "open", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()[SESSION_HEADER]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let stream = client
+        .get(server.url("/rpc"))
+        .header("accept", "text/event-stream")
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut reader = SseReader::new(stream);
+    let later = client
+        .post(server.url("/rpc"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header(SESSION_HEADER, &session)
+        .body(request(1, "notify-later", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(later.status(), StatusCode::OK);
+    let (_, message) = reader
+        .next_json()
+        .await
+        .expect("the session stream's message");
+    assert_eq!(message["method"], "later");
+    let deleted = client
+        .delete(server.url("/rpc"))
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::OK);
+    assert!(
+        reader.next_json().await.is_none(),
+        "the stream ends with its session"
+    );
+
+    // The body's events are logged while it is polled, long after the GET handler returned.
+    for message in ["stream opened", "event sent", "stream ended"] {
+        assert!(
+            wait_for(&events, |event| event.message == message
+                && event.inside("get", &session))
+            .await,
+            "`{message}` inside span `get` naming session {session}: {:#?}",
+            events.lock().unwrap()
+        );
+    }
+    assert!(
+        wait_for(&events, |event| event.message
+            == "session ended by the client"
+            && event.inside("delete", &session))
+        .await,
+        "the DELETE logs inside a span naming the session"
+    );
+}
