@@ -6,13 +6,16 @@
 # processes pinned to separate cores; both servers run in every round, so ratios come from the
 # same conditions.
 #
-#   scripts/bench-mcp.sh [all|load|sessions]
+#   scripts/bench-mcp.sh [all|load|sessions|profile]
 #   RMCP=1 scripts/bench-mcp.sh        # also builds the rmcp comparator (bench/rmcp-echo)
 #
 # Without RMCP=1 the comparator is used if already built in RMCP_TARGET, else only our server
 # is measured. Tunables: ROUNDS (3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
 # LOAD_CPU (1), MODES ("stateless session"), CONCURRENCY ("1 16 64"), SERVERS ("ours rmcp"),
 # RMCP_TARGET (/work/bench-target: the comparator's own target dir, outside the repository).
+# `profile` runs each server under callgrind and reports instructions per request, the figure
+# a busy machine does not disturb (CALLS (20000) calls at PROFILE_CONCURRENCY (16), after a
+# warm-up); the profiles stay in $OUT for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -114,9 +117,41 @@ session_memory() {
     done
 }
 
+# Instructions the server executes per `tools/call`, counted by callgrind between a warm-up and
+# the end of exactly CALLS calls.
+instructions() {
+    local calls="${CALLS:-20000}" concurrency="${PROFILE_CONCURRENCY:-16}"
+    echo "## Instructions per tools/call (callgrind, ${calls} calls at concurrency ${concurrency})"
+    echo "| mode | server | instructions per request | wrong answers |"
+    echo "|---|---|---|---|"
+    for mode in $MODES; do
+        for server in $SERVERS; do
+            local out="$OUT/callgrind.$server.$mode" port_file="$OUT/port" exe
+            rm -f "$port_file" "$out"*
+            case "$server" in
+                ours) exe=("$EXE" serve "$mode" "$port_file") ;;
+                rmcp) exe=("$RMCP_EXE" "$mode" "$port_file") ;;
+            esac
+            valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
+                "${exe[@]}" 2>/dev/null &
+            SERVER_PID=$!
+            for _ in $(seq 600); do [[ -s "$port_file" ]] && break; sleep 0.1; done
+            PORT="$(cat "$port_file")"
+            "$EXE" calls "$PORT" "$mode" "$concurrency" 2000 > /dev/null
+            callgrind_control -i on "$SERVER_PID" > /dev/null 2>&1
+            wrong="$("$EXE" calls "$PORT" "$mode" "$concurrency" "$calls")"
+            callgrind_control -i off "$SERVER_PID" > /dev/null 2>&1
+            stop_server
+            total="$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')"
+            echo "| $mode | $server | $(( total / calls )) | $wrong |"
+        done
+    done
+}
+
 case "$WHAT" in
     load) load_runs ;;
     sessions) session_memory ;;
-    all) load_runs; echo; session_memory ;;
-    *) echo "usage: $0 [all|load|sessions]" >&2; exit 2 ;;
+    profile) instructions ;;
+    all) load_runs; echo; session_memory; echo; instructions ;;
+    *) echo "usage: $0 [all|load|sessions|profile]" >&2; exit 2 ;;
 esac

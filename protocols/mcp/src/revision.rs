@@ -93,6 +93,22 @@ impl Revision {
         )
     }
 
+    /// Whether content may be audio (from 2025-03-26).
+    pub fn has_audio_content(self) -> bool {
+        self >= Self::V2025_03_26
+    }
+
+    /// Whether content may be a resource link (from 2025-06-18).
+    pub fn has_resource_links(self) -> bool {
+        self >= Self::V2025_06_18
+    }
+
+    /// Whether every content kind the handler's revision has exists here, so content passes
+    /// through unchanged.
+    pub fn has_every_content_kind(self) -> bool {
+        self.has_audio_content() && self.has_resource_links()
+    }
+
     /// Whether progress notifications carry a `message`.
     pub const fn has_progress_message(self) -> bool {
         !matches!(self, Self::V2024_11_05)
@@ -148,6 +164,22 @@ mod tests {
                 "{offered}"
             );
         }
+    }
+
+    #[test]
+    fn every_content_kind_exists_from_2025_06_18_on() {
+        let complete: Vec<Revision> = Revision::ALL
+            .into_iter()
+            .filter(|revision| revision.has_every_content_kind())
+            .collect();
+        assert_eq!(
+            complete,
+            vec![
+                Revision::V2025_06_18,
+                Revision::V2025_11_25,
+                Revision::V2026_07_28
+            ]
+        );
     }
 
     #[test]

@@ -81,7 +81,12 @@ fn convert(revision: Revision, payload: Payload, method: &str, value: Value) -> 
     if revision == Revision::NEWEST_SESSION {
         return value;
     }
-    let value = downgrade_content(revision, value);
+    // Rebuilding the whole tree only pays off where some content kind needs rewriting.
+    let value = if revision.has_every_content_kind() {
+        value
+    } else {
+        downgrade_content(revision, value)
+    };
     match reencode(revision, payload, method, value.clone()) {
         Some(Ok(converted)) => converted,
         // The revision has no such method: nothing to re-express it as.
@@ -168,14 +173,14 @@ fn downgrade_content(revision: Revision, value: Value) -> Value {
 fn unsupported_content_as_text(revision: Revision, fields: &Map<String, Value>) -> Option<Value> {
     let kind = fields.get("type")?.as_str()?;
     let text = match kind {
-        "audio" if revision < Revision::V2025_03_26 => format!(
+        "audio" if !revision.has_audio_content() => format!(
             "[audio content ({}) is not expressible in MCP {revision}]",
             fields
                 .get("mimeType")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown type")
         ),
-        "resource_link" if revision < Revision::V2025_06_18 => format!(
+        "resource_link" if !revision.has_resource_links() => format!(
             "[resource link: {}]",
             fields
                 .get("uri")
@@ -250,6 +255,21 @@ mod tests {
             json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]});
         let old = result_for(Revision::V2024_11_05, "tools/call", result);
         assert_eq!(old["content"][0]["type"], "text");
+    }
+
+    #[test]
+    fn a_resource_link_is_text_before_2025_06_18_and_a_link_from_then_on() {
+        let result =
+            json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]});
+        for revision in Revision::ALL {
+            let out = result_for(revision, "tools/call", result.clone());
+            let expected = if revision >= Revision::V2025_06_18 {
+                "resource_link"
+            } else {
+                "text"
+            };
+            assert_eq!(out["content"][0]["type"], expected, "{revision}");
+        }
     }
 
     #[test]

@@ -355,6 +355,40 @@ fn report(concurrency: usize, measured: Duration, latencies: &mut [u32], errors:
     );
 }
 
+/// `calls <port> <mode> <concurrency> <count>`: exactly `count` calls of `echo` (shared out
+/// over the connections), for instruction counts under callgrind; prints the wrong answers.
+pub fn fixed_calls(port: &str, mode: &str, concurrency: &str, count: &str) -> Result<(), String> {
+    let port: u16 = parse(port, "port")?;
+    let mode = Mode::parse(mode)?;
+    let concurrency: u64 = parse(concurrency, "concurrency")?;
+    let count: u64 = parse(count, "count")?;
+    crate::runtime()?.block_on(async move {
+        let workers: Vec<_> = (0..concurrency)
+            .map(|worker| {
+                let share = count / concurrency + u64::from(worker < count % concurrency);
+                tokio::spawn(async move {
+                    let mut connection = Connection::open(port).await?;
+                    if mode == Mode::Session {
+                        connection.initialize().await?;
+                    }
+                    let mut wrong = 0_u64;
+                    for id in 1..=share {
+                        let message = format!("hello {worker}-{id}");
+                        wrong += u64::from(!connection.call_echo(id, &message).await?);
+                    }
+                    Ok::<_, String>(wrong)
+                })
+            })
+            .collect();
+        let mut wrong = 0;
+        for worker in workers {
+            wrong += worker.await.map_err(|error| error.to_string())??;
+        }
+        println!("{wrong}");
+        Ok(())
+    })
+}
+
 /// `open <port> <count>`: initializes `count` sessions over 16 connections and leaves them
 /// idle; prints one of their ids.
 pub fn open_sessions(port: &str, count: &str) -> Result<(), String> {

@@ -7,6 +7,7 @@
 //! ```text
 //! mcp_echo serve <stateless|session> <port-file>
 //! mcp_echo load <port> <stateless|session> <concurrency> <seconds> <server-pid>
+//! mcp_echo calls <port> <stateless|session> <concurrency> <count>   # for callgrind
 //! mcp_echo open <port> <sessions>        # initializes that many sessions and leaves them idle
 //! mcp_echo summarize <results-file>      # lines `<server> <mode> <load output>`: medians, ratios
 //! ```
@@ -35,6 +36,9 @@ fn main() -> ExitCode {
         ["serve", mode, port_file] => Mode::parse(mode).and_then(|mode| serve(mode, port_file)),
         ["load", port, mode, concurrency, seconds, pid] => {
             load::run(port, mode, concurrency, seconds, pid)
+        }
+        ["calls", port, mode, concurrency, count] => {
+            load::fixed_calls(port, mode, concurrency, count)
         }
         ["open", port, count] => load::open_sessions(port, count),
         ["summarize", file] => summary::summarize(file),
