@@ -233,19 +233,129 @@ pub enum Message {
 }
 
 impl Message {
-    /// The serialized form. Serializing these types cannot fail (every key is a string and every
-    /// value is already JSON), so the fallback is never expected; it still answers with a valid
-    /// internal-error message rather than a panic.
+    /// The serialized form, the same bytes as its [`Serialize`] impl gives, written straight
+    /// into one buffer sized up front (this runs once per answer). Writing these types cannot
+    /// fail (every key is a string and every value is already JSON), so the fallback is never
+    /// expected; it still answers with a valid internal-error message rather than a panic.
     pub fn to_bytes(&self) -> Bytes {
-        serde_json::to_vec(self)
-            .map_or_else(|_| Bytes::from_static(INTERNAL_ERROR_MESSAGE), Bytes::from)
+        let mut out = Vec::with_capacity(self.encoded_len_hint());
+        match self.write_json(&mut out) {
+            Ok(()) => Bytes::from(out),
+            Err(_) => Bytes::from_static(INTERNAL_ERROR_MESSAGE),
+        }
     }
+
+    /// Roughly how many bytes the serialized form takes: the raw JSON parts plus the keys.
+    fn encoded_len_hint(&self) -> usize {
+        const FRAME: usize = 64;
+        let raw_len = |raw: &Option<Box<RawValue>>| raw.as_ref().map_or(0, |raw| raw.get().len());
+        match self {
+            Self::Request(request) => FRAME + request.method.len() + raw_len(&request.params),
+            Self::Notification(note) => FRAME + note.method.len() + raw_len(&note.params),
+            Self::Response(response) => response.encoded_len_hint(),
+        }
+    }
+
+    /// Appends the serialized form: `jsonrpc` first, then the fields in the order the
+    /// [`Serialize`] impl writes them, with no whitespace.
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+        match self {
+            Self::Request(request) => {
+                write_id(out, Some(&request.id))?;
+                write_method(out, &request.method, request.params.as_deref())?;
+            }
+            Self::Notification(note) => write_method(out, &note.method, note.params.as_deref())?,
+            Self::Response(response) => response.write_fields(out)?,
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+impl Response {
+    /// The serialized form, as [`Message::to_bytes`] gives it, without wrapping (and so
+    /// cloning) the answer in a [`Message`] first.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut out = Vec::with_capacity(self.encoded_len_hint());
+        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+        match self.write_fields(&mut out) {
+            Ok(()) => {
+                out.push(b'}');
+                Bytes::from(out)
+            }
+            Err(_) => Bytes::from_static(INTERNAL_ERROR_MESSAGE),
+        }
+    }
+
+    fn encoded_len_hint(&self) -> usize {
+        const FRAME: usize = 64;
+        FRAME
+            + match &self.outcome {
+                Ok(result) => result.get().len(),
+                Err(error) => FRAME + error.message.len(),
+            }
+    }
+
+    /// Appends `,"id":…` and the outcome.
+    fn write_fields(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        write_id(out, self.id.as_ref())?;
+        match &self.outcome {
+            Ok(result) => write_raw(out, "result", result),
+            Err(error) => {
+                out.extend_from_slice(br#","error":"#);
+                serde_json::to_writer(&mut *out, error)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_id(out: &mut Vec<u8>, id: Option<&RequestId>) -> Result<(), serde_json::Error> {
+    out.extend_from_slice(br#","id":"#);
+    serde_json::to_writer(out, &id)
+}
+
+fn write_method(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), serde_json::Error> {
+    out.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut *out, method)?;
+    if let Some(params) = params {
+        write_raw(out, "params", params);
+    }
+    Ok(())
+}
+
+/// Appends `,"key":` and the raw JSON as it is (keys here never need escaping).
+fn write_raw(out: &mut Vec<u8>, key: &str, raw: &RawValue) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(raw.get().as_bytes());
 }
 
 /// Serialize several messages as one JSON array (a batch answer).
 pub fn batch_to_bytes(messages: &[Message]) -> Bytes {
-    serde_json::to_vec(messages)
-        .map_or_else(|_| Bytes::from_static(INTERNAL_ERROR_MESSAGE), Bytes::from)
+    let capacity = messages
+        .iter()
+        .map(Message::encoded_len_hint)
+        .sum::<usize>()
+        + 2;
+    let mut out = Vec::with_capacity(capacity);
+    out.push(b'[');
+    for (index, message) in messages.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        if message.write_json(&mut out).is_err() {
+            return Bytes::from_static(INTERNAL_ERROR_MESSAGE);
+        }
+    }
+    out.push(b']');
+    Bytes::from(out)
 }
 
 const INTERNAL_ERROR_MESSAGE: &[u8] =
@@ -398,9 +508,17 @@ pub fn decode_message(bytes: &[u8], limits: &DecodeLimits) -> Result<Message, De
 }
 
 /// Whether the JSON text nests arrays/objects deeper than `limit`, ignoring brackets inside
-/// strings. A body shorter than the smallest text that could exceed the limit is not scanned.
+/// strings. The exact scan runs only when the body has more opening brackets than `limit` at
+/// all: counting them is one branch-free pass, and most messages stop there.
 fn nesting_depth_exceeds(bytes: &[u8], limit: usize) -> bool {
     if bytes.len() <= limit.saturating_mul(2) {
+        return false;
+    }
+    let openings = bytes
+        .iter()
+        .map(|&byte| usize::from(byte == b'[' || byte == b'{'))
+        .sum::<usize>();
+    if openings <= limit {
         return false;
     }
     let mut depth = 0usize;
@@ -469,8 +587,8 @@ fn decode_batch(text: &str) -> Result<Payload, DecodeError> {
 struct Envelope<'a> {
     #[serde(borrow, default)]
     jsonrpc: Option<Cow<'a, str>>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    id: Option<Option<&'a RawValue>>,
+    #[serde(default)]
+    id: IdField,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -514,25 +632,75 @@ fn readable_id(text: &str) -> Option<RequestId> {
         .and_then(|only| only.id)
 }
 
-/// What the `id` field says.
+/// What the `id` field says, read in the same pass as the rest of the envelope: a shape
+/// JSON-RPC does not allow is `Unusable` rather than a parse failure, so the message is still
+/// answered as an invalid request.
+#[derive(Default)]
 enum IdField {
+    #[default]
     Absent,
     Null,
     Valid(RequestId),
     Unusable,
 }
 
-impl IdField {
-    fn read(raw: Option<Option<&RawValue>>) -> Self {
-        match raw {
-            None => Self::Absent,
-            Some(None) => Self::Null,
-            Some(Some(raw)) => {
-                serde_json::from_str::<RequestId>(raw.get()).map_or(Self::Unusable, Self::Valid)
-            }
-        }
+impl<'de> Deserialize<'de> for IdField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(IdFieldVisitor)
+    }
+}
+
+struct IdFieldVisitor;
+
+impl<'de> Visitor<'de> for IdFieldVisitor {
+    type Value = IdField;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
     }
 
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<IdField, E> {
+        Ok(IdField::Valid(RequestId::Number(value)))
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<IdField, E> {
+        Ok(i64::try_from(value).map_or(IdField::Unusable, |id| {
+            IdField::Valid(RequestId::Number(id))
+        }))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<IdField, E> {
+        Ok(IdField::Unusable)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<IdField, E> {
+        Ok(IdField::Unusable)
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<IdField, E> {
+        Ok(IdField::Valid(RequestId::String(Arc::from(value))))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<IdField, E> {
+        Ok(IdField::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<IdField, E> {
+        Ok(IdField::Null)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<IdField, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(IdField::Unusable)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<IdField, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(IdField::Unusable)
+    }
+}
+
+impl IdField {
     fn known(&self) -> Option<RequestId> {
         match self {
             Self::Valid(id) => Some(id.clone()),
@@ -542,7 +710,7 @@ impl IdField {
 }
 
 fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
-    let id = IdField::read(envelope.id);
+    let id = envelope.id;
     let invalid = |reason| {
         DecodeError::Invalid(InvalidMessage {
             id: id.known(),
@@ -919,6 +1087,69 @@ mod tests {
             Bytes::from_static(br#"{"jsonrpc":"2.0","method":"n"}"#)
         );
         Ok(())
+    }
+
+    #[test]
+    fn direct_encoding_gives_the_same_bytes_as_the_serialize_impl() -> Result<(), serde_json::Error>
+    {
+        let params = to_raw(&serde_json::json!({"text":"a \"quoted\"\nline","n":[1,2.5,null]}))?;
+        let error =
+            ErrorObject::new(-32000, "went \"wrong\"").with_data(serde_json::json!({"k":1}));
+        let messages = [
+            Message::Request(Request {
+                id: RequestId::from("id with \"quotes\" and \u{1}"),
+                method: "tools/call".to_owned(),
+                params: Some(params.clone()),
+            }),
+            Message::Request(Request {
+                id: RequestId::Number(i64::MIN),
+                method: "m\u{e9}thod".to_owned(),
+                params: None,
+            }),
+            Message::Notification(Notification {
+                method: "notifications/progress".to_owned(),
+                params: Some(params.clone()),
+            }),
+            Message::Response(Response::success(RequestId::Number(7), params)),
+            Message::Response(Response::error(Some(RequestId::from("x")), error.clone())),
+            Message::Response(Response::error(None, error)),
+        ];
+        for message in &messages {
+            assert_eq!(
+                message.to_bytes(),
+                serde_json::to_vec(message)?,
+                "{message:?}"
+            );
+            if let Message::Response(response) = message {
+                assert_eq!(response.to_bytes(), message.to_bytes());
+            }
+        }
+        assert_eq!(batch_to_bytes(&messages), serde_json::to_vec(&messages)?);
+        Ok(())
+    }
+
+    #[test]
+    fn an_integer_id_past_the_i64_range_is_an_invalid_request() {
+        let error = refused(br#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"m"}"#);
+        assert_eq!(error.to_error_object().code, codes::INVALID_REQUEST);
+        assert_eq!(error.request_id(), None);
+    }
+
+    #[test]
+    fn bracket_counting_does_not_let_deep_nesting_through_a_long_body() {
+        // Long enough to be scanned; six opening brackets, all nested, against a limit of five.
+        let limits = DecodeLimits {
+            max_bytes: 1 << 20,
+            max_depth: 5,
+        };
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"pad":"{}","a":[[[[1]]]]}}}}"#,
+            "x".repeat(64)
+        );
+        assert_eq!(
+            decode(deep.as_bytes(), &limits).err(),
+            Some(DecodeError::TooDeep { limit: 5 })
+        );
     }
 
     #[test]

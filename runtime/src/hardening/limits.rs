@@ -169,10 +169,14 @@ impl RateLimiter {
             .buckets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !buckets.contains_key(&key) && buckets.len() >= self.max_keys {
+        // A known key (every request but a caller's first) costs one lookup.
+        if let Some(bucket) = buckets.get_mut(&key) {
+            return self.take(bucket, now);
+        }
+        if buckets.len() >= self.max_keys {
             self.evict_full(&mut buckets, now);
         }
-        if !buckets.contains_key(&key) && buckets.len() >= self.max_keys {
+        if buckets.len() >= self.max_keys {
             drop(buckets);
             let mut overflow = self
                 .overflow
