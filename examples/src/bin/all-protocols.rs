@@ -1,6 +1,6 @@
 //! `all-protocols`: one server hosting every protocol behind one hardening layer: MCP at `/mcp`
 //! (Streamable HTTP) and `/sse` (legacy HTTP+SSE), A2A at its JSON-RPC and HTTP+JSON paths with
-//! its agent card, ACP at `/acp`.
+//! its agent card, ACP at `/acp` (Streamable HTTP and WebSocket).
 //!
 //! `--listen ADDR` picks the address (default 127.0.0.1:8080). `--stdio acp` instead serves the
 //! ACP demo agent on stdin/stdout, as an editor spawns it.
@@ -10,6 +10,8 @@ use std::process::ExitCode;
 
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
+use protocols_a2a::push::PushPolicy;
+use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -37,14 +39,21 @@ fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
         .legacy_sse("/sse", "/message", server, HttpConfig::default())
 }
 
-/// A2A's demo agent; its card names interfaces under `base_url`.
+/// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers end
+/// when the server shuts down.
 fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
-    builder.routes(a2a_demo::router(base_url))
+    let agent = a2a_demo::server(base_url, PushPolicy::default())
+        .with_shutdown(builder.shutdown_token())
+        .routes(a2a_demo::JSONRPC_PATH, a2a_demo::REST_PATH);
+    builder.routes(agent)
 }
 
-/// ACP's demo agent over its HTTP transport.
+/// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
+/// its streams and connections ended when the server shuts down.
 fn mount_acp(builder: ServerBuilder) -> ServerBuilder {
-    builder.routes(acp_demo::router())
+    let endpoint = AcpEndpoint::new(acp_demo::server(), RemoteConfig::default())
+        .with_shutdown(builder.shutdown_token());
+    builder.routes(endpoint.into_routes("/acp"))
 }
 
 #[tokio::main]

@@ -18,6 +18,7 @@ use protocols_runtime::{
     Context, ErrorObject, Notification, PeerError, Profile, Reply, Request, RequestHandler,
 };
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::card::WELL_KNOWN_PATH;
 use crate::compat::{self, Revision, VERSION_HEADER};
@@ -66,6 +67,8 @@ pub struct A2aServer<E> {
     pub(crate) service: A2aService<E>,
     pub(crate) callers: CallerCheck,
     profile: Profile,
+    /// Ends the JSON-RPC binding's SSE streams when fired (the server's shutdown).
+    shutdown: CancellationToken,
 }
 
 impl<E> Clone for A2aServer<E> {
@@ -74,6 +77,7 @@ impl<E> Clone for A2aServer<E> {
             service: self.service.clone(),
             callers: self.callers.clone(),
             profile: self.profile.clone(),
+            shutdown: self.shutdown.clone(),
         }
     }
 }
@@ -90,7 +94,17 @@ impl<E: AgentExecutor> A2aServer<E> {
             service,
             callers: CallerCheck::default(),
             profile: Profile::new().with_version_header(HeaderName::from_static(VERSION_HEADER)),
+            shutdown: CancellationToken::new(),
         }
+    }
+
+    /// Ends the JSON-RPC binding's streaming answers cleanly when `shutdown` fires: pass the
+    /// `ServerBuilder`'s `shutdown_token()`, so a graceful shutdown is not held open by a
+    /// long-running stream.
+    #[must_use]
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Lets callers this authenticator accepts read the extended card, even where the routes
@@ -114,6 +128,7 @@ impl<E: AgentExecutor> A2aServer<E> {
     pub fn routes(self, jsonrpc_path: &str, rest_path: &str) -> Router {
         let config = HttpConfig {
             response_mode: ResponseMode::Auto,
+            shutdown: self.shutdown.clone(),
             ..HttpConfig::default()
         };
         let card = self.service.cards().public_document();

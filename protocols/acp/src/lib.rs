@@ -2,7 +2,8 @@
 //! and method tables (written by `cargo run -p codegen`); the hand-written glue around it
 //! negotiates the version ([`version`]), keeps per-connection state ([`connection`]), serves an
 //! agent ([`agent`]) whose methods call back into the client ([`client_handle`]), declares ACP's
-//! headers and cancellation to the runtime ([`profile`]), and connects a typed client to an
+//! headers and cancellation to the runtime ([`profile`]), serves it over the remote
+//! (Streamable HTTP and WebSocket) transport ([`remote`]), and connects a typed client to an
 //! agent over stdio or HTTP ([`client`]).
 
 pub mod agent;
@@ -12,6 +13,8 @@ pub mod connection;
 #[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod profile;
+pub mod remote;
+mod remote_client;
 pub mod serve;
 pub mod updates;
 pub mod version;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use protocols_acp::client::{AcpClient, WireDirection, WireObserver};
 use protocols_acp::generated::v1;
+use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 use protocols_acp::generated::v1::types as t;
 use protocols_acp::serve::{AcpCx, AgentV1, ClientV1};
 use protocols_acp::updates::{
@@ -23,7 +24,6 @@ use protocols_acp::updates::{
 use protocols_acp::{AcpAgentServer, AcpConnection, AcpContext, CallError, Extensions};
 use protocols_runtime::handler::{Context, Reply};
 use protocols_runtime::hardening::HardeningConfig;
-use protocols_runtime::http::HttpConfig;
 use protocols_runtime::jsonrpc::{ErrorObject, to_raw};
 use protocols_runtime::server::Server;
 use protocols_runtime::stdio::{StdioConfig, serve_lines};
@@ -699,11 +699,10 @@ impl Harness {
 
     /// Over ACP's HTTP transport at `/acp`, hardened as a deployment would be.
     pub async fn http() -> Self {
-        let server = Server::builder()
-            .hardening(HardeningConfig::new().rate_limit(None))
-            .streamable_http("/acp", test_server(), HttpConfig::default())
-            .build()
-            .unwrap();
+        let builder = Server::builder().hardening(HardeningConfig::new().rate_limit(None));
+        let endpoint = AcpEndpoint::new(test_server(), RemoteConfig::default())
+            .with_shutdown(builder.shutdown_token());
+        let server = builder.routes(endpoint.into_routes("/acp")).build().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let stop = CancellationToken::new();

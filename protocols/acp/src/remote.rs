@@ -1,0 +1,968 @@
+//! ACP's remote transport, agent side, after upstream's "Streamable HTTP & WebSocket Transport"
+//! RFD (its long-lived GET stream revision): one endpoint where `POST` carries the client's
+//! messages (`initialize` answered `200` with JSON and `Acp-Connection-Id`, everything else
+//! `202` at once), `GET` opens the connection-scoped SSE stream or, with `Acp-Session-Id`, a
+//! session-scoped one, `GET` with `Upgrade: websocket` opens a full-duplex connection, and
+//! `DELETE` ends a connection. Each connection runs the agent in a task of its own over the
+//! runtime's line-oriented serving (so cancellation and agent→client calls work as over stdio);
+//! this module only routes the agent's output to the stream each message belongs on.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Request as HttpRequest, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use protocols_runtime::hardening::{BodyLimit, Refusal, read_body};
+use protocols_runtime::jsonrpc::{DecodeError, Message, Payload, RequestId, decode};
+use protocols_runtime::session::SessionId;
+use protocols_runtime::sse::{SseEvent, keep_alive};
+use protocols_runtime::stdio::{StdioConfig, serve_lines};
+use protocols_runtime::{ErrorObject, RequestHandler};
+use serde_json::Value;
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf, duplex, split,
+};
+use tokio::sync::{OwnedMutexGuard, mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::profile::{CONNECTION_HEADER, SESSION_HEADER, session_header_conflict};
+
+/// Methods that open or attach a session: answered on the connection-scoped stream, since the
+/// client cannot be listening on the session's stream before it knows (or has attached) it.
+const SESSION_OPENERS: [&str; 4] = [
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/fork",
+];
+const INITIALIZE: &str = "initialize";
+const EVENT_STREAM: &str = "text/event-stream";
+/// Bytes buffered in each direction between the transport and a connection's agent task.
+const PIPE_BYTES: usize = 1 << 16;
+/// How long a new `GET` waits for the stream's previous reader to let go.
+const HANDOVER: Duration = Duration::from_secs(5);
+
+/// How the remote transport bounds what it holds.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// Live connections (HTTP and WebSocket together); `initialize` or an upgrade beyond it is
+    /// refused with 503.
+    pub max_connections: usize,
+    /// An HTTP connection with no open stream and no request for this long is ended.
+    pub idle_timeout: Duration,
+    /// Messages each stream holds while no client is reading it; beyond it they are dropped.
+    pub stream_buffer: usize,
+    /// A comment is sent on an SSE stream after this long without a message.
+    pub keep_alive: Option<Duration>,
+    /// Session ids remembered across connections, so a new connection can reopen a session's
+    /// stream before `session/load`.
+    pub remembered_sessions: usize,
+    /// Bounds on each message and how long the agent's calls wait for the client.
+    pub agent: StdioConfig,
+    /// Fired at server shutdown: every stream and connection ends cleanly.
+    pub shutdown: CancellationToken,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(30 * 60),
+            stream_buffer: 1024,
+            keep_alive: Some(Duration::from_secs(15)),
+            remembered_sessions: 65_536,
+            agent: StdioConfig::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+/// An ACP agent served at one endpoint over Streamable HTTP and WebSocket.
+pub struct AcpEndpoint<H> {
+    handler: H,
+    config: RemoteConfig,
+    live: Arc<AtomicUsize>,
+}
+
+impl<H> std::fmt::Debug for AcpEndpoint<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpEndpoint")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: RequestHandler> AcpEndpoint<H> {
+    pub fn new(handler: H, config: RemoteConfig) -> Self {
+        Self {
+            handler,
+            config,
+            live: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Ends the endpoint's streams and connections when `shutdown` fires (pass the
+    /// `ServerBuilder`'s `shutdown_token()`).
+    #[must_use]
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.config.shutdown = shutdown;
+        self
+    }
+
+    /// Counts live connections (HTTP and WebSocket), also after the routes are taken.
+    pub fn live_connections(&self) -> LiveConnections {
+        LiveConnections(Arc::clone(&self.live))
+    }
+
+    /// The endpoint's routes at `path`, unhardened (mount them with `ServerBuilder::routes`).
+    pub fn into_routes(self, path: &str) -> Router {
+        let remembered = self.config.remembered_sessions;
+        let endpoint = Arc::new(Endpoint {
+            handler: Arc::new(self.handler),
+            config: self.config,
+            connections: Mutex::new(HashMap::new()),
+            live: self.live,
+            sessions: Mutex::new(KnownSessions::new(remembered)),
+        });
+        let methods = axum::routing::post(post::<H>)
+            .get(get::<H>)
+            .delete(delete::<H>);
+        Router::new().route(path, methods).with_state(endpoint)
+    }
+}
+
+/// How many connections an endpoint serves now.
+#[derive(Debug, Clone)]
+pub struct LiveConnections(Arc<AtomicUsize>);
+
+impl LiveConnections {
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+struct Endpoint<H> {
+    handler: Arc<H>,
+    config: RemoteConfig,
+    connections: Mutex<HashMap<String, Arc<Connection>>>,
+    live: Arc<AtomicUsize>,
+    sessions: Mutex<KnownSessions>,
+}
+
+/// Session ids the agent has named, oldest forgotten first past the cap.
+struct KnownSessions {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+    cap: usize,
+}
+
+impl KnownSessions {
+    fn new(cap: usize) -> Self {
+        Self {
+            ids: HashSet::new(),
+            order: VecDeque::new(),
+            cap,
+        }
+    }
+
+    fn learn(&mut self, id: &str) {
+        if self.ids.contains(id) {
+            return;
+        }
+        self.ids.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+        while self.order.len() > self.cap {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+}
+
+/// One slot of the live-connection count, released when the connection goes.
+struct LiveSlot(Arc<AtomicUsize>);
+
+impl LiveSlot {
+    fn take(live: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+            (count < max).then_some(count + 1)
+        })
+        .ok()
+        .map(|_| Self(Arc::clone(live)))
+    }
+}
+
+impl Drop for LiveSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Which stream a message goes out on: the connection's (`None`) or a session's.
+type StreamKey = Option<String>;
+
+/// Where the answer to a client's request goes.
+enum Destination {
+    /// Back on the `POST` that carried it (`initialize`).
+    Reply(oneshot::Sender<Bytes>),
+    Stream(StreamKey),
+}
+
+/// One HTTP connection: the agent task's input, its output routed to streams, and the requests
+/// whose answers are still owed.
+struct Connection {
+    id: String,
+    input: tokio::sync::Mutex<Option<WriteHalf<DuplexStream>>>,
+    streams: Mutex<HashMap<StreamKey, Arc<Outbox>>>,
+    pending: Mutex<HashMap<RequestId, Destination>>,
+    ended: CancellationToken,
+    last_active: Mutex<Instant>,
+    open_streams: AtomicUsize,
+    stream_buffer: usize,
+    _slot: LiveSlot,
+}
+
+impl Connection {
+    fn touch(&self) {
+        if let Ok(mut last) = self.last_active.lock() {
+            *last = Instant::now();
+        }
+    }
+
+    fn idle_for(&self) -> Duration {
+        if self.open_streams.load(Ordering::Acquire) > 0 {
+            return Duration::ZERO;
+        }
+        self.last_active
+            .lock()
+            .map(|last| last.elapsed())
+            .unwrap_or_default()
+    }
+
+    /// Hands one message to the agent; `false` when the connection has ended.
+    async fn send_to_agent(&self, message: &[u8]) -> bool {
+        let mut input = self.input.lock().await;
+        let Some(writer) = input.as_mut() else {
+            return false;
+        };
+        let written = async {
+            writer.write_all(message).await?;
+            writer.write_all(b"\n").await?;
+            writer.flush().await
+        }
+        .await;
+        written.is_ok()
+    }
+
+    fn outbox(&self, key: &StreamKey) -> Option<Arc<Outbox>> {
+        let mut streams = self.streams.lock().ok()?;
+        Some(Arc::clone(streams.entry(key.clone()).or_insert_with(
+            || Arc::new(Outbox::new(self.stream_buffer)),
+        )))
+    }
+
+    fn expect_answer(&self, id: RequestId, destination: Destination) -> bool {
+        let Ok(mut pending) = self.pending.lock() else {
+            return false;
+        };
+        if pending.contains_key(&id) {
+            return false;
+        }
+        pending.insert(id, destination);
+        true
+    }
+
+    fn take_destination(&self, id: &RequestId) -> Option<Destination> {
+        self.pending.lock().ok()?.remove(id)
+    }
+
+    /// Ends the connection: streams close and the agent sees end of input.
+    async fn end(&self) {
+        self.ended.cancel();
+        self.input.lock().await.take();
+    }
+}
+
+/// A stream's messages, held until a client reads them; one reader at a time, a newer `GET`
+/// taking over from an older one.
+struct Outbox {
+    sender: mpsc::Sender<Bytes>,
+    receiver: Arc<tokio::sync::Mutex<mpsc::Receiver<Bytes>>>,
+    reader: Mutex<CancellationToken>,
+}
+
+impl Outbox {
+    fn new(capacity: usize) -> Self {
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        Self {
+            sender,
+            receiver: Arc::new(tokio::sync::Mutex::new(receiver)),
+            reader: Mutex::new(CancellationToken::new()),
+        }
+    }
+
+    fn push(&self, message: Bytes) {
+        if self.sender.try_send(message).is_err() {
+            tracing::warn!(
+                "a stream's buffer is full and no client reads it; a message was dropped"
+            );
+        }
+    }
+
+    /// Becomes the stream's reader, ending the previous one.
+    async fn attach(&self) -> Option<(OwnedMutexGuard<mpsc::Receiver<Bytes>>, CancellationToken)> {
+        let token = CancellationToken::new();
+        let previous = self
+            .reader
+            .lock()
+            .ok()
+            .map(|mut reader| std::mem::replace(&mut *reader, token.clone()));
+        if let Some(previous) = previous {
+            previous.cancel();
+        }
+        let receiver = Arc::clone(&self.receiver);
+        let guard = tokio::time::timeout(HANDOVER, receiver.lock_owned())
+            .await
+            .ok()?;
+        Some((guard, token))
+    }
+}
+
+/// What one line of the agent's output is, as far as routing goes.
+struct Routed {
+    /// The id of a response (the answer to one of the client's requests).
+    answers: Option<RequestId>,
+    /// The session the message's params (or a response's result) name.
+    session: Option<String>,
+}
+
+impl Routed {
+    fn read(line: &[u8]) -> Option<Self> {
+        let value: Value = serde_json::from_slice(line).ok()?;
+        let is_response = value.get("method").is_none();
+        let answers = if is_response {
+            value.get("id").and_then(RequestId::from_json)
+        } else {
+            None
+        };
+        let carrier = if is_response { "result" } else { "params" };
+        let session = value
+            .get(carrier)
+            .and_then(|body| body.get("sessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Some(Self { answers, session })
+    }
+}
+
+impl<H: RequestHandler> Endpoint<H> {
+    fn connection(&self, id: &str) -> Option<Arc<Connection>> {
+        self.connections.lock().ok()?.get(id).cloned()
+    }
+
+    fn knows_session(&self, id: &str) -> bool {
+        self.sessions
+            .lock()
+            .is_ok_and(|sessions| sessions.knows(id))
+    }
+
+    fn learn_session(&self, id: &str) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.learn(id);
+        }
+    }
+
+    /// Starts a connection's agent task and its output router; `None` at capacity.
+    fn open_connection(self: &Arc<Self>) -> Option<Arc<Connection>> {
+        let slot = LiveSlot::take(&self.live, self.config.max_connections)?;
+        let (agent_end, transport_end) = duplex(PIPE_BYTES);
+        let (output, input) = split(transport_end);
+        let connection = Arc::new(Connection {
+            id: SessionId::random().as_str().to_owned(),
+            input: tokio::sync::Mutex::new(Some(input)),
+            streams: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            ended: CancellationToken::new(),
+            last_active: Mutex::new(Instant::now()),
+            open_streams: AtomicUsize::new(0),
+            stream_buffer: self.config.stream_buffer,
+            _slot: slot,
+        });
+        if let Ok(mut connections) = self.connections.lock() {
+            connections.insert(connection.id.clone(), Arc::clone(&connection));
+        }
+        self.spawn_agent(agent_end);
+        tokio::spawn(Arc::clone(self).route_output(Arc::clone(&connection), output));
+        tokio::spawn(Arc::clone(self).watch_idle(Arc::clone(&connection)));
+        tracing::debug!(connection = %connection.id, "ACP connection opened");
+        Some(connection)
+    }
+
+    fn spawn_agent(&self, agent_end: DuplexStream) {
+        let handler = Arc::clone(&self.handler);
+        let config = self.config.agent;
+        tokio::spawn(async move {
+            let (reader, writer) = split(agent_end);
+            if let Err(error) = serve_lines(handler.as_ref(), reader, writer, config).await {
+                tracing::debug!(%error, "an ACP connection's agent stopped");
+            }
+        });
+    }
+
+    /// Reads the agent's output line by line and routes each message until the agent stops.
+    async fn route_output(
+        self: Arc<Self>,
+        connection: Arc<Connection>,
+        output: ReadHalf<DuplexStream>,
+    ) {
+        let mut lines = BufReader::new(output);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => self.route(&connection, line.trim_ascii()),
+            }
+        }
+        self.forget(&connection).await;
+    }
+
+    fn route(&self, connection: &Connection, line: &[u8]) {
+        if line.is_empty() {
+            return;
+        }
+        let Some(routed) = Routed::read(line) else {
+            tracing::warn!("the agent wrote a line that is not JSON; dropped");
+            return;
+        };
+        // The agent is the authority on its session ids: whatever it names is a session.
+        if let Some(session) = &routed.session {
+            self.learn_session(session);
+        }
+        let message = Bytes::copy_from_slice(line);
+        let key = match routed
+            .answers
+            .as_ref()
+            .and_then(|id| connection.take_destination(id))
+        {
+            Some(Destination::Reply(reply)) => {
+                // The POST may have gone; then nobody is owed the answer.
+                let _ = reply.send(message);
+                return;
+            }
+            Some(Destination::Stream(key)) => key,
+            None => match routed.answers {
+                Some(_) => None,
+                None => routed.session,
+            },
+        };
+        if let Some(outbox) = connection.outbox(&key) {
+            outbox.push(message);
+        }
+    }
+
+    /// Ends `connection` after its idle timeout, or at shutdown.
+    async fn watch_idle(self: Arc<Self>, connection: Arc<Connection>) {
+        let period = (self.config.idle_timeout / 4).max(Duration::from_millis(10));
+        loop {
+            tokio::select! {
+                () = connection.ended.cancelled() => return,
+                () = self.config.shutdown.cancelled() => break,
+                () = tokio::time::sleep(period) => {
+                    if connection.idle_for() >= self.config.idle_timeout {
+                        tracing::debug!(connection = %connection.id, "ACP connection idle; ended");
+                        break;
+                    }
+                }
+            }
+        }
+        self.forget(&connection).await;
+    }
+
+    async fn forget(&self, connection: &Connection) {
+        if let Ok(mut connections) = self.connections.lock() {
+            connections.remove(&connection.id);
+        }
+        connection.end().await;
+    }
+
+    /// `POST` with `initialize` and no connection: opens one and answers with JSON.
+    async fn initialize(self: &Arc<Self>, message: &Message) -> Response {
+        let Message::Request(request) = message else {
+            return refuse(Refusal::MissingSession);
+        };
+        let Some(connection) = self.open_connection() else {
+            return refuse(Refusal::Overloaded);
+        };
+        let (reply, answer) = oneshot::channel();
+        connection.expect_answer(request.id.clone(), Destination::Reply(reply));
+        if !connection.send_to_agent(&message.to_bytes()).await {
+            return refuse(Refusal::Internal);
+        }
+        let answer = tokio::select! {
+            answer = answer => answer.ok(),
+            () = connection.ended.cancelled() => None,
+            () = self.config.shutdown.cancelled() => None,
+        };
+        let Some(answer) = answer else {
+            self.forget(&connection).await;
+            return refuse(Refusal::Internal);
+        };
+        let Some(body) = with_connection_id(&answer, &connection.id) else {
+            // A refused initialize leaves no connection behind.
+            self.forget(&connection).await;
+            return json_response(StatusCode::OK, answer);
+        };
+        let mut response = json_response(StatusCode::OK, body);
+        if let Ok(value) = HeaderValue::from_str(&connection.id) {
+            response.headers_mut().insert(CONNECTION_HEADER, value);
+        }
+        response
+    }
+
+    /// `POST` on a connection: the message goes to the agent and the answer, if one is owed,
+    /// comes on a stream.
+    async fn accept(
+        &self,
+        connection: &Connection,
+        message: &Message,
+        headers: &HeaderMap,
+    ) -> Response {
+        let session = params_session(message);
+        if session.is_some() && !headers.contains_key(SESSION_HEADER) {
+            return refuse(Refusal::MalformedHeader("Acp-Session-Id (required)"));
+        }
+        if let Some(error) = session_header_conflict(std::slice::from_ref(message), headers) {
+            return rpc_error(StatusCode::BAD_REQUEST, error);
+        }
+        if let Message::Request(request) = message {
+            let key = session.filter(|session| {
+                !SESSION_OPENERS.contains(&request.method.as_str()) && self.knows_session(session)
+            });
+            if !connection.expect_answer(request.id.clone(), Destination::Stream(key)) {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    ErrorObject::invalid_request("a request with this id is still running"),
+                );
+            }
+        }
+        connection.touch();
+        if !connection.send_to_agent(&message.to_bytes()).await {
+            return refuse(Refusal::UnknownSession);
+        }
+        StatusCode::ACCEPTED.into_response()
+    }
+
+    /// `GET` without upgrade: the connection's stream, or one session's.
+    async fn open_stream(&self, headers: &HeaderMap) -> Response {
+        if !accepts_event_stream(headers) {
+            return refuse(Refusal::NotAcceptable);
+        }
+        let connection = match self.named_connection(headers) {
+            Ok(connection) => connection,
+            Err(refusal) => return refuse(refusal),
+        };
+        let key = match headers.get(SESSION_HEADER).map(HeaderValue::to_str) {
+            None => None,
+            Some(Ok(session)) if self.knows_session(session) => Some(session.to_owned()),
+            Some(Ok(_)) => return refuse(Refusal::UnknownSession),
+            Some(Err(_)) => return refuse(Refusal::MalformedHeader("Acp-Session-Id")),
+        };
+        let Some(outbox) = connection.outbox(&key) else {
+            return refuse(Refusal::Internal);
+        };
+        let Some((receiver, reader)) = outbox.attach().await else {
+            return rpc_error(
+                StatusCode::CONFLICT,
+                ErrorObject::invalid_request("another reader holds this stream"),
+            );
+        };
+        connection.touch();
+        let stops = [
+            reader,
+            connection.ended.clone(),
+            self.config.shutdown.clone(),
+        ];
+        let open = OpenStream::new(&connection);
+        sse_response(receiver, stops, open, self.config.keep_alive)
+    }
+
+    /// `DELETE`: ends the connection the header names.
+    async fn end_connection(&self, headers: &HeaderMap) -> Response {
+        match self.named_connection(headers) {
+            Ok(connection) => {
+                self.forget(&connection).await;
+                tracing::debug!(connection = %connection.id, "ACP connection ended by the client");
+                StatusCode::ACCEPTED.into_response()
+            }
+            Err(refusal) => refuse(refusal),
+        }
+    }
+
+    fn named_connection(&self, headers: &HeaderMap) -> Result<Arc<Connection>, Refusal> {
+        let id = headers
+            .get(CONNECTION_HEADER)
+            .ok_or(Refusal::MissingSession)?
+            .to_str()
+            .map_err(|_| Refusal::MalformedSessionId)?;
+        self.connection(id).ok_or(Refusal::UnknownSession)
+    }
+
+    /// `GET` with `Upgrade: websocket`: a new connection whose messages are text frames.
+    fn upgrade(self: &Arc<Self>, upgrade: WebSocketUpgrade) -> Response {
+        let Some(slot) = LiveSlot::take(&self.live, self.config.max_connections) else {
+            return refuse(Refusal::Overloaded);
+        };
+        let id = SessionId::random();
+        let endpoint = Arc::clone(self);
+        let mut response = upgrade.on_upgrade(move |socket| endpoint.serve_socket(socket, slot));
+        if let Ok(value) = HeaderValue::from_str(id.as_str()) {
+            response.headers_mut().insert(CONNECTION_HEADER, value);
+        }
+        response
+    }
+
+    /// Serves one WebSocket connection until either side closes it or the server shuts down.
+    async fn serve_socket(self: Arc<Self>, mut socket: WebSocket, _slot: LiveSlot) {
+        let (agent_end, transport_end) = duplex(PIPE_BYTES);
+        self.spawn_agent(agent_end);
+        let (output, mut input) = split(transport_end);
+        let mut output = BufReader::new(output).lines();
+        loop {
+            tokio::select! {
+                frame = socket.recv() => match frame {
+                    Some(Ok(WsMessage::Text(text))) => {
+                        if !write_line(&mut input, text.as_str()).await {
+                            break;
+                        }
+                    }
+                    // Binary frames carry nothing ACP defines; pings are answered by axum.
+                    Some(Ok(WsMessage::Binary(_) | WsMessage::Ping(_) | WsMessage::Pong(_))) => {}
+                    Some(Ok(WsMessage::Close(_)) | Err(_)) | None => break,
+                },
+                line = output.next_line() => match line {
+                    Ok(Some(line)) => {
+                        if socket.send(WsMessage::Text(line.into())).await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) | Err(_) => break,
+                },
+                () = self.config.shutdown.cancelled() => {
+                    let close = CloseFrame { code: GOING_AWAY, reason: "server shutting down".into() };
+                    if let Err(error) = socket.send(WsMessage::Close(Some(close))).await {
+                        tracing::debug!(%error, "could not send the closing frame");
+                    }
+                    break;
+                }
+            }
+        }
+        // The agent sees end of input and stops.
+        drop(input);
+    }
+}
+
+/// The WebSocket close code for a server going down.
+const GOING_AWAY: u16 = 1001;
+
+/// Writes one frame's JSON as one line; a line break inside JSON is whitespace, so it becomes a
+/// space rather than splitting the message.
+async fn write_line(input: &mut WriteHalf<DuplexStream>, text: &str) -> bool {
+    let line = one_line(text);
+    input.write_all(&line).await.is_ok() && input.flush().await.is_ok()
+}
+
+/// `text` as one newline-terminated line.
+fn one_line(text: &str) -> Vec<u8> {
+    text.bytes()
+        .map(|byte| {
+            if matches!(byte, b'\n' | b'\r') {
+                b' '
+            } else {
+                byte
+            }
+        })
+        .chain(std::iter::once(b'\n'))
+        .collect()
+}
+
+/// The session a client message's params name.
+fn params_session(message: &Message) -> Option<String> {
+    let params = match message {
+        Message::Request(request) => request.params.as_deref(),
+        Message::Notification(notification) => notification.params.as_deref(),
+        Message::Response(_) => None,
+    }?;
+    let value: Value = serde_json::from_str(params.get()).ok()?;
+    value.get("sessionId")?.as_str().map(str::to_owned)
+}
+
+/// `initialize`'s answer with `connectionId` added to its result; `None` for an error answer.
+fn with_connection_id(answer: &[u8], connection: &str) -> Option<Bytes> {
+    let mut value: Value = serde_json::from_slice(answer).ok()?;
+    let result = value.get_mut("result")?.as_object_mut()?;
+    result.insert("connectionId".to_owned(), Value::from(connection));
+    serde_json::to_vec(&value).ok().map(Bytes::from)
+}
+
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|range| range.split(';').next())
+        .map(str::trim)
+        .any(|range| {
+            range.eq_ignore_ascii_case(EVENT_STREAM) || range == "text/*" || range == "*/*"
+        })
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.eq_ignore_ascii_case("websocket"))
+}
+
+fn refuse(refusal: Refusal) -> Response {
+    refusal.into_response_with_id(None)
+}
+
+fn rpc_error(status: StatusCode, error: ErrorObject) -> Response {
+    let body = Message::Response(protocols_runtime::Response::error(None, error)).to_bytes();
+    json_response(status, body)
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn decode_refusal(error: &DecodeError) -> Refusal {
+    match error {
+        DecodeError::TooLarge { .. } => Refusal::BodyTooLarge,
+        DecodeError::NotJson | DecodeError::InvalidUtf8 | DecodeError::TooDeep { .. } => {
+            Refusal::ParseError
+        }
+        DecodeError::EmptyBatch | DecodeError::Invalid(_) => Refusal::InvalidRequest,
+    }
+}
+
+async fn post<H: RequestHandler>(
+    State(endpoint): State<Arc<Endpoint<H>>>,
+    request: HttpRequest,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    if !is_json(&parts.headers) {
+        return refuse(Refusal::UnsupportedMediaType);
+    }
+    let limits = endpoint.config.agent.limits;
+    let limit = parts
+        .extensions
+        .get::<BodyLimit>()
+        .map_or(limits.max_bytes, |limit| limit.0);
+    let bytes = match read_body(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refuse(refusal),
+    };
+    let message = match decode(&bytes, &limits) {
+        Ok(Payload::Single(message)) => message,
+        Ok(Payload::Batch(_)) => {
+            return rpc_error(
+                StatusCode::NOT_IMPLEMENTED,
+                ErrorObject::invalid_request("batches are not supported"),
+            );
+        }
+        Err(error) => return refuse(decode_refusal(&error)),
+    };
+    match endpoint.named_connection(&parts.headers) {
+        Ok(connection) => endpoint.accept(&connection, &message, &parts.headers).await,
+        Err(Refusal::MissingSession) if is_initialize(&message) => {
+            endpoint.initialize(&message).await
+        }
+        Err(refusal) => refuse(refusal),
+    }
+}
+
+fn is_initialize(message: &Message) -> bool {
+    matches!(message, Message::Request(request) if request.method == INITIALIZE)
+}
+
+async fn get<H: RequestHandler>(
+    State(endpoint): State<Arc<Endpoint<H>>>,
+    request: HttpRequest,
+) -> Response {
+    if !is_websocket_upgrade(request.headers()) {
+        return endpoint.open_stream(request.headers()).await;
+    }
+    let (mut parts, _body) = request.into_parts();
+    match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(upgrade) => endpoint.upgrade(upgrade),
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
+async fn delete<H: RequestHandler>(
+    State(endpoint): State<Arc<Endpoint<H>>>,
+    request: HttpRequest,
+) -> Response {
+    endpoint.end_connection(request.headers()).await
+}
+
+/// Counts a connection's open stream while it lives, so an open stream keeps it from idling out.
+struct OpenStream(Arc<Connection>);
+
+impl OpenStream {
+    fn new(connection: &Arc<Connection>) -> Self {
+        connection.open_streams.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(connection))
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.open_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct StreamState {
+    receiver: OwnedMutexGuard<mpsc::Receiver<Bytes>>,
+    stops: [CancellationToken; 3],
+    keep_alive: Option<Duration>,
+    _open: OpenStream,
+}
+
+/// A `200 text/event-stream` response carrying each message as one unnamed event (no ids: the
+/// RFD defers resumption), ending cleanly when any of `stops` fires.
+fn sse_response(
+    receiver: OwnedMutexGuard<mpsc::Receiver<Bytes>>,
+    stops: [CancellationToken; 3],
+    open: OpenStream,
+    keep_alive: Option<Duration>,
+) -> Response {
+    let state = StreamState {
+        receiver,
+        stops,
+        keep_alive,
+        _open: open,
+    };
+    let stream = futures::stream::unfold(state, next_event);
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Proxies that buffer (nginx) would hold events back without this.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+async fn next_event(mut state: StreamState) -> Option<(Result<Bytes, Infallible>, StreamState)> {
+    let [reader, ended, shutdown] = state.stops.clone();
+    let idle = async {
+        match state.keep_alive {
+            Some(every) => tokio::time::sleep(every).await,
+            None => std::future::pending().await,
+        }
+    };
+    let chunk = tokio::select! {
+        biased;
+        () = shutdown.cancelled() => return None,
+        () = ended.cancelled() => return None,
+        () = reader.cancelled() => return None,
+        message = state.receiver.recv() => {
+            let message = message?;
+            SseEvent::without_id(String::from_utf8_lossy(&message)).to_bytes()
+        }
+        () = idle => keep_alive(),
+    };
+    Some((Ok(chunk), state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_routed_by_its_id_and_a_notification_by_its_session() {
+        let answer =
+            Routed::read(br#"{"jsonrpc":"2.0","id":3,"result":{"sessionId":"s1"}}"#).unwrap();
+        assert_eq!(answer.answers, Some(RequestId::Number(3)));
+        assert_eq!(answer.session.as_deref(), Some("s1"));
+        let update = Routed::read(
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{}}}"#,
+        )
+        .unwrap();
+        assert_eq!(update.answers, None);
+        assert_eq!(update.session.as_deref(), Some("s2"));
+        let call =
+            Routed::read(br#"{"jsonrpc":"2.0","id":"x","method":"fs/read_text_file","params":{}}"#)
+                .unwrap();
+        assert_eq!(call.answers, None);
+        assert_eq!(call.session, None);
+    }
+
+    #[test]
+    fn remembered_sessions_forget_the_oldest_past_the_cap() {
+        let mut known = KnownSessions::new(2);
+        for id in ["a", "b", "a", "c"] {
+            known.learn(id);
+        }
+        assert!(!known.knows("a"));
+        assert!(known.knows("b") && known.knows("c"));
+    }
+
+    #[test]
+    fn the_initialize_answer_names_the_connection_and_an_error_answer_is_left_alone() {
+        let body = with_connection_id(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}"#,
+            "c-1",
+        )
+        .unwrap();
+        let value: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(value["result"]["connectionId"], "c-1");
+        assert!(
+            with_connection_id(
+                br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}"#,
+                "c"
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_frame_with_line_breaks_stays_one_line() {
+        let line = one_line("{\n  \"a\": \"x\\ny\"\r\n}");
+        assert_eq!(line.iter().filter(|byte| **byte == b'\n').count(), 1);
+        assert_eq!(line.last(), Some(&b'\n'));
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["a"], "x\ny");
+    }
+}

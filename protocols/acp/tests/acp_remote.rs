@@ -1,0 +1,570 @@
+//! ACP's remote transport over real sockets, checked against upstream's Streamable HTTP &
+//! WebSocket RFD: `initialize` answered 200 with JSON and `Acp-Connection-Id`, every later
+//! `POST` 202 with its answer on a `GET` stream (the connection's, or the session's), the
+//! agent's calls to the client delivered on those streams and answered by `POST`, the RFD's
+//! status codes, the WebSocket upgrade, a dropped typed call cancelling the agent's handler, and
+//! streams ending cleanly when the server shuts down.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod acp_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_support::test_server;
+use futures::{SinkExt, StreamExt};
+use protocols_acp::client::AcpClient;
+use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
+use protocols_acp::serve::{AgentV1, ClientV1};
+use protocols_acp::{AcpAgentServer, AcpConnection, Extensions};
+use protocols_runtime::handler::{Context, Reply};
+use protocols_runtime::jsonrpc::ErrorObject;
+use protocols_runtime::server::Server;
+use protocols_runtime::sse::SseDecoder;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_util::sync::CancellationToken;
+
+/// Generous bound on anything that should happen at once; only a hang reaches it.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A server serving `handler` at `/acp`, stopped when dropped.
+struct Running {
+    address: SocketAddr,
+    signal: CancellationToken,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.signal.cancel();
+    }
+}
+
+impl Running {
+    fn url(&self) -> String {
+        format!("http://{}/acp", self.address)
+    }
+}
+
+async fn serve<H: protocols_runtime::RequestHandler>(handler: H, config: RemoteConfig) -> Running {
+    let builder = Server::builder();
+    let endpoint = AcpEndpoint::new(handler, config).with_shutdown(builder.shutdown_token());
+    let server = builder
+        .routes(endpoint.into_routes("/acp"))
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let signal = CancellationToken::new();
+    let fire = signal.clone();
+    let serving = tokio::spawn(server.serve_until(listener, async move { fire.cancelled().await }));
+    Running {
+        address,
+        signal,
+        serving,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A raw client speaking the RFD's wire, to check it message by message.
+
+struct Raw {
+    http: reqwest::Client,
+    url: String,
+    connection: String,
+}
+
+impl Raw {
+    async fn initialize(url: &str) -> (Self, Value) {
+        let http = reqwest::Client::new();
+        let response = http
+            .post(url)
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": 1,
+                    "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}
+                }})
+                .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json")
+        );
+        let connection = response.headers()["acp-connection-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let answer: Value = response.json().await.unwrap();
+        let raw = Self {
+            http,
+            url: url.to_owned(),
+            connection,
+        };
+        (raw, answer)
+    }
+
+    async fn post(&self, message: Value, session: Option<&str>) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("acp-connection-id", &self.connection)
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request.header("acp-session-id", session);
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn get(&self, session: Option<&str>) -> reqwest::Response {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("acp-connection-id", &self.connection);
+        if let Some(session) = session {
+            request = request.header("acp-session-id", session);
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn stream(&self, session: Option<&str>) -> Events {
+        let response = self.get(session).await;
+        assert_eq!(response.status(), 200);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        Events::new(response)
+    }
+}
+
+/// The messages of one SSE stream.
+struct Events {
+    chunks: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    decoder: SseDecoder,
+}
+
+impl Events {
+    fn new(response: reqwest::Response) -> Self {
+        Self {
+            chunks: response.bytes_stream().boxed(),
+            decoder: SseDecoder::new(1 << 20),
+        }
+    }
+
+    /// The next message; `None` once the stream has ended cleanly (a reset fails the test).
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            while let Some(event) = self.decoder.next_event() {
+                let event = event.unwrap();
+                if !event.data().is_empty() {
+                    return Some(serde_json::from_str(event.data()).unwrap());
+                }
+            }
+            let chunk = tokio::time::timeout(PATIENCE, self.chunks.next())
+                .await
+                .expect("the stream delivered or ended in time")?;
+            self.decoder
+                .push(&chunk.expect("the stream ends cleanly, not reset"));
+        }
+    }
+
+    async fn expect(&mut self) -> Value {
+        self.next()
+            .await
+            .expect("a message before the stream ended")
+    }
+}
+
+#[tokio::test]
+async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_streams() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let (raw, initialized) = Raw::initialize(&running.url()).await;
+    assert_eq!(initialized["id"], 0);
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
+    assert_eq!(initialized["result"]["connectionId"], raw.connection);
+
+    let mut connection_stream = raw.stream(None).await;
+    let created = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                     "params": {"cwd": "/", "mcpServers": []}}),
+            None,
+        )
+        .await;
+    assert_eq!(created.status(), 202);
+    assert!(created.bytes().await.unwrap().is_empty());
+    let created = connection_stream.expect().await;
+    assert_eq!(created["id"], 1);
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+
+    let mut session_stream = raw.stream(Some(&session)).await;
+    let prompt = raw
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                     "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read /notes.txt"}]}}),
+              Some(&session))
+        .await;
+    assert_eq!(prompt.status(), 202);
+
+    // The agent's calls come on the session's stream; each answer is a POST of its own.
+    let permission = session_stream.expect().await;
+    assert_eq!(permission["method"], "session/request_permission");
+    assert_eq!(permission["params"]["sessionId"], session.as_str());
+    let allow = permission["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["kind"] == "allow_once")
+        .unwrap()["optionId"]
+        .clone();
+    let answered = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": permission["id"],
+                     "result": {"outcome": {"outcome": "selected", "optionId": allow}}}),
+            Some(&session),
+        )
+        .await;
+    assert_eq!(answered.status(), 202);
+
+    let read = session_stream.expect().await;
+    assert_eq!(read["method"], "fs/read_text_file");
+    assert_eq!(read["params"]["path"], "/notes.txt");
+    let answered = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "over the stream"}}),
+            Some(&session),
+        )
+        .await;
+    assert_eq!(answered.status(), 202);
+
+    let update = session_stream.expect().await;
+    assert_eq!(update["method"], "session/update");
+    assert_eq!(
+        update["params"]["update"]["content"]["text"],
+        "over the stream"
+    );
+    let done = session_stream.expect().await;
+    assert_eq!(done["id"], 2);
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+
+    let deleted = raw
+        .http
+        .delete(&raw.url)
+        .header("acp-connection-id", &raw.connection)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 202);
+    assert!(
+        session_stream.next().await.is_none(),
+        "DELETE ends the streams"
+    );
+    assert!(connection_stream.next().await.is_none());
+    assert_eq!(raw.get(None).await.status(), 404);
+}
+
+#[tokio::test]
+async fn requests_the_rfd_refuses_get_its_status_codes() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let url = running.url();
+    let http = reqwest::Client::new();
+    let prompt = json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+                        "params": {"sessionId": "s", "prompt": []}})
+    .to_string();
+    let status = |request: reqwest::RequestBuilder| async move {
+        request.send().await.unwrap().status().as_u16()
+    };
+    let json_post = || http.post(&url).header("content-type", "application/json");
+
+    // POST: no connection (and not initialize), an unknown one, a batch, not JSON.
+    assert_eq!(status(json_post().body(prompt.clone())).await, 400);
+    assert_eq!(
+        status(
+            json_post()
+                .header("acp-connection-id", "nope")
+                .body(prompt.clone())
+        )
+        .await,
+        404
+    );
+    assert_eq!(status(json_post().body(format!("[{prompt}]"))).await, 501);
+    assert_eq!(
+        status(
+            http.post(&url)
+                .header("content-type", "text/plain")
+                .body(prompt.clone())
+        )
+        .await,
+        415
+    );
+    // GET: no connection, an unknown one, not accepting an event stream.
+    let sse_get = || http.get(&url).header("accept", "text/event-stream");
+    assert_eq!(status(sse_get()).await, 400);
+    assert_eq!(
+        status(sse_get().header("acp-connection-id", "nope")).await,
+        404
+    );
+    // DELETE without a connection.
+    assert_eq!(status(http.delete(&url)).await, 400);
+
+    let (raw, _) = Raw::initialize(&url).await;
+    assert_eq!(
+        status(
+            http.get(&url)
+                .header("accept", "application/json")
+                .header("acp-connection-id", &raw.connection)
+        )
+        .await,
+        406
+    );
+    assert_eq!(raw.get(Some("never-created")).await.status(), 404);
+    // A session-scoped message must name its session in the header too, and the same one.
+    assert_eq!(
+        raw.post(serde_json::from_str(&prompt).unwrap(), None)
+            .await
+            .status(),
+        400
+    );
+    assert_eq!(
+        raw.post(serde_json::from_str(&prompt).unwrap(), Some("other"))
+            .await
+            .status(),
+        400
+    );
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_ended_and_its_id_is_then_unknown() {
+    let config = RemoteConfig {
+        idle_timeout: Duration::from_millis(100),
+        ..RemoteConfig::default()
+    };
+    let running = serve(test_server(), config).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let status = raw
+            .post(json!({"jsonrpc": "2.0", "method": "_test/ping"}), None)
+            .await
+            .status();
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 202);
+        // Posting keeps it alive: stop posting and wait for the reaper.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle connection was ended"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed client: a dropped call cancels the agent's handler.
+
+/// `_test/hang` waits until its request is cancelled and says so.
+#[derive(Clone)]
+struct Hang {
+    observed: Arc<Notify>,
+}
+
+impl Extensions for Hang {
+    async fn ext_method(
+        &self,
+        method: &str,
+        _params: Option<&RawValue>,
+        cx: &Context<AcpConnection>,
+    ) -> Reply {
+        if method != "_test/hang" {
+            return Err(ErrorObject::method_not_found());
+        }
+        cx.cancellation().cancelled().await;
+        self.observed.notify_one();
+        Err(ErrorObject::new(-32800, "cancelled"))
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_call_over_http_cancels_the_agents_handler() {
+    let observed = Arc::new(Notify::new());
+    let agent =
+        AcpAgentServer::new(AgentV1(acp_support::TestAgent::default())).with_extensions(Hang {
+            observed: Arc::clone(&observed),
+        });
+    let running = serve(agent, RemoteConfig::default()).await;
+    let editor = acp_support::TestEditor::default();
+    let client = AcpClient::connect_http(ClientV1(editor), running.url());
+    let initialize = json!({"protocolVersion": 1, "clientCapabilities": {}});
+    client.call_raw("initialize", &initialize).await.unwrap();
+
+    let params = json!({});
+    let call = client.call_raw("_test/hang", &params);
+    let abandoned = tokio::time::timeout(Duration::from_millis(200), call).await;
+    assert!(abandoned.is_err(), "the handler was still waiting");
+    tokio::time::timeout(PATIENCE, observed.notified())
+        .await
+        .expect("the handler saw its request cancelled");
+    client.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// WebSocket.
+
+fn ws_url(running: &Running) -> String {
+    format!("ws://{}/acp", running.address)
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn receive(socket: &mut Socket) -> Value {
+    loop {
+        let frame = tokio::time::timeout(PATIENCE, socket.next())
+            .await
+            .expect("a frame in time")
+            .expect("the socket is open")
+            .unwrap();
+        if let WsMessage::Text(text) = frame {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+async fn send(socket: &mut Socket, message: Value) {
+    socket
+        .send(WsMessage::Text(message.to_string().into()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_websocket_upgrade_names_the_connection_and_carries_the_whole_conversation() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let (mut socket, upgraded) = tokio_tungstenite::connect_async(ws_url(&running))
+        .await
+        .unwrap();
+    assert_eq!(upgraded.status(), 101);
+    assert!(upgraded.headers().contains_key("acp-connection-id"));
+
+    // Pretty-printed JSON in a frame is still one message; binary frames are ignored.
+    socket
+        .send(WsMessage::Binary(b"ignored".to_vec().into()))
+        .await
+        .unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}
+    }});
+    socket
+        .send(WsMessage::Text(
+            serde_json::to_string_pretty(&initialize).unwrap().into(),
+        ))
+        .await
+        .unwrap();
+    let initialized = receive(&mut socket).await;
+    assert_eq!(initialized["id"], 1);
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
+
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                             "params": {"cwd": "/", "mcpServers": []}}),
+    )
+    .await;
+    let session = receive(&mut socket).await["result"]["sessionId"].clone();
+    send(&mut socket, json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                             "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read /w.txt"}]}})).await;
+    let permission = receive(&mut socket).await;
+    assert_eq!(permission["method"], "session/request_permission");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": permission["id"],
+                             "result": {"outcome": {"outcome": "cancelled"}}}),
+    )
+    .await;
+    let update = receive(&mut socket).await;
+    assert_eq!(update["method"], "session/update");
+    assert_eq!(
+        update["params"]["update"]["content"]["text"],
+        "permission denied"
+    );
+    let done = receive(&mut socket).await;
+    assert_eq!(done["id"], 3);
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    socket.close(None).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown.
+
+#[tokio::test]
+async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
+    let mut running = serve(test_server(), RemoteConfig::default()).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let created = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                     "params": {"cwd": "/", "mcpServers": []}}),
+            None,
+        )
+        .await;
+    assert_eq!(created.status(), 202);
+    let mut connection_stream = raw.stream(None).await;
+    let session = connection_stream.expect().await["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut session_stream = raw.stream(Some(&session)).await;
+    // A turn that streams until cancelled keeps the session's stream busy.
+    let slow = raw
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                     "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]}}),
+              Some(&session))
+        .await;
+    assert_eq!(slow.status(), 202);
+    assert_eq!(session_stream.expect().await["method"], "session/update");
+
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url(&running))
+        .await
+        .unwrap();
+
+    running.signal.cancel();
+    // Both streams end: `next` fails the test on a reset, and times out on a hang.
+    while session_stream.next().await.is_some() {}
+    assert!(connection_stream.next().await.is_none());
+    let closing = loop {
+        let frame = tokio::time::timeout(PATIENCE, socket.next())
+            .await
+            .expect("the socket closes in time");
+        match frame {
+            Some(Ok(WsMessage::Close(frame))) => break frame,
+            Some(Ok(_)) => {}
+            other => panic!("expected a closing frame, got {other:?}"),
+        }
+    };
+    let closing = closing.expect("the close names its reason");
+    assert_eq!(u16::from(closing.code), 1001);
+    let served = tokio::time::timeout(PATIENCE, &mut running.serving).await;
+    assert!(
+        matches!(served, Ok(Ok(Ok(())))),
+        "serve_until returned cleanly"
+    );
+}
