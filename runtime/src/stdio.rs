@@ -436,3 +436,80 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         (!line.iter().all(u8::is_ascii_whitespace)).then_some(Line::Complete(line))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::{Context, Profile, Reply};
+    use crate::jsonrpc::{Notification, Request, to_raw};
+    use tokio::io::AsyncReadExt;
+
+    /// `announce` publishes a notification on the session's own stream (as a protocol does for
+    /// list changes), then answers.
+    struct Announcer {
+        profile: Profile,
+    }
+
+    impl RequestHandler for Announcer {
+        type Session = ();
+
+        fn profile(&self) -> &Profile {
+            &self.profile
+        }
+
+        async fn handle(&self, request: Request, cx: Context<()>) -> Reply {
+            let announcement = Message::Notification(Notification {
+                method: "changed".to_owned(),
+                params: None,
+            });
+            let published = cx
+                .session()
+                .map(|session| session.standalone_stream().publish(announcement.to_bytes()));
+            if request.method != "announce" {
+                return Err(ErrorObject::method_not_found());
+            }
+            let outcome = serde_json::json!({ "published": matches!(published, Some(Ok(_))) });
+            to_raw(&outcome).map_err(|_| ErrorObject::internal_error())
+        }
+
+        async fn notify(&self, _notification: Notification, _cx: Context<()>) {}
+    }
+
+    #[tokio::test]
+    async fn what_is_published_on_the_session_stream_is_written_as_a_line_before_the_answer() {
+        let handler = Announcer {
+            profile: Profile::new(),
+        };
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"announce\"}\n";
+        let (writer, mut output) = tokio::io::duplex(1 << 16);
+        serve_lines(&handler, input, writer, StdioConfig::default())
+            .await
+            .unwrap_or_else(|error| panic!("serving failed: {error}"));
+        let mut written = String::new();
+        output
+            .read_to_string(&mut written)
+            .await
+            .unwrap_or_else(|error| panic!("reading failed: {error}"));
+        let lines: Vec<serde_json::Value> = written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line:?}")))
+            .collect();
+        assert_eq!(lines.len(), 2, "{written}");
+        assert_eq!(lines[0]["method"], "changed");
+        assert_eq!(lines[1]["id"], 1);
+        assert_eq!(lines[1]["result"]["published"], true);
+    }
+
+    #[tokio::test]
+    async fn the_session_stream_refuses_events_once_the_conversation_ended() {
+        let (sender, mut lines) = mpsc::unbounded_channel();
+        let events = LineEvents::new(sender);
+        let session = SessionId::random();
+        let stream = events.standalone(&session);
+        assert!(stream.publish(Bytes::from_static(b"{}")).is_ok());
+        events.close_session(&session);
+        assert_eq!(stream.publish(Bytes::from_static(b"{}")), Err(StreamClosed));
+        assert_eq!(lines.recv().await, Some(Bytes::from_static(b"{}")));
+        assert!(lines.try_recv().is_err());
+    }
+}

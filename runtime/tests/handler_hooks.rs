@@ -1,0 +1,316 @@
+//! Two hooks a protocol uses over a real socket: the HTTP status its profile declares for an
+//! error code (on a single request's JSON answer, and only there), and a handler closing its
+//! request's SSE stream early (SSE polling) and finishing on the stream the client resumes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestServer, request, serve, test_hardening};
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, StatusCode};
+use protocols_runtime::http::HttpConfig;
+use protocols_runtime::jsonrpc::to_raw;
+use protocols_runtime::server::ServerBuilder;
+use protocols_runtime::sse::SseDecoder;
+use protocols_runtime::{
+    BatchPolicy, Context, ErrorObject, Message, Notification, Profile, Reply, Request,
+    RequestHandler, Unsessioned,
+};
+use serde_json::{Value, json};
+
+const SESSION: &str = "hooks-session";
+const MISSING_CAPABILITY: i64 = -32021;
+const MAPPED_TO_SUCCESS: i64 = -32098;
+const RETRY: Duration = Duration::from_millis(40);
+
+/// `open` opens a session, `stateless/*` stands alone; `fail` answers the error code it is
+/// given; `poll` notifies, closes its stream, notifies again and says whether it could close.
+struct Hooks {
+    profile: Profile,
+}
+
+impl Hooks {
+    fn new() -> Self {
+        Self {
+            profile: Profile::new()
+                .with_session_header(HeaderName::from_static(SESSION))
+                .with_batches(BatchPolicy::Accept)
+                .with_error_statuses(&[
+                    (MISSING_CAPABILITY, StatusCode::BAD_REQUEST),
+                    (MAPPED_TO_SUCCESS, StatusCode::OK),
+                ]),
+        }
+    }
+}
+
+impl RequestHandler for Hooks {
+    type Session = ();
+
+    fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn unsessioned(&self, messages: &[Message], _headers: &HeaderMap) -> Unsessioned {
+        match messages.first() {
+            Some(Message::Request(request)) if request.method == "open" => Unsessioned::Opens,
+            Some(Message::Request(request)) if request.method.starts_with("stateless/") => {
+                Unsessioned::Stateless
+            }
+            _ => Unsessioned::NeedsSession,
+        }
+    }
+
+    async fn handle(&self, request: Request, cx: Context<()>) -> Reply {
+        let params: Value = request
+            .params
+            .as_ref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or(Value::Null);
+        let reply = match request.method.as_str() {
+            "open" => json!({}),
+            "fail" => {
+                let code = params["code"].as_i64().unwrap_or(-32000);
+                return Err(ErrorObject::new(code, "failed as asked"));
+            }
+            "poll" | "stateless/poll" => {
+                // Over JSON there is no stream to notify on; only the close's outcome matters.
+                let _ = cx.peer().notify("step", &json!({"at": "before"}));
+                let closed = cx.close_stream(RETRY).is_ok();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                let _ = cx.peer().notify("step", &json!({"at": "after"}));
+                json!({"closed": closed})
+            }
+            _ => return Err(ErrorObject::method_not_found()),
+        };
+        to_raw(&reply).map_err(|_| ErrorObject::internal_error())
+    }
+
+    async fn notify(&self, _notification: Notification, _cx: Context<()>) {}
+}
+
+async fn start() -> TestServer {
+    let server = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http("/rpc", Hooks::new(), HttpConfig::default())
+        .build()
+        .expect("server builds");
+    serve(server).await
+}
+
+struct Caller {
+    http: reqwest::Client,
+    url: String,
+    session: Option<String>,
+}
+
+impl Caller {
+    async fn open(server: &TestServer) -> Self {
+        let mut caller = Self {
+            http: reqwest::Client::new(),
+            url: server.url("/rpc"),
+            session: None,
+        };
+        let opened = caller.post(&request(0, "open", json!({})), JSON).await;
+        caller.session = opened
+            .headers()
+            .get(SESSION)
+            .map(|value| value.to_str().unwrap().to_owned());
+        assert!(caller.session.is_some(), "open issued no session");
+        caller
+    }
+
+    async fn post(&self, body: &Value, accept: &str) -> reqwest::Response {
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(body.to_string());
+        if let Some(session) = &self.session {
+            builder = builder.header(SESSION, session);
+        }
+        builder.send().await.unwrap()
+    }
+
+    async fn resume(&self, last_event_id: &str) -> reqwest::Response {
+        self.http
+            .get(&self.url)
+            .header("accept", EVENT_STREAM)
+            .header(SESSION, self.session.as_deref().unwrap())
+            .header("last-event-id", last_event_id)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+const EITHER: &str = "application/json, text/event-stream";
+
+/// Everything an SSE response carried until it ended: the JSON messages, the last event id and
+/// the reconnection delay it asked for.
+struct Drained {
+    messages: Vec<Value>,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+async fn drain(response: reqwest::Response) -> Drained {
+    assert_eq!(
+        response.headers()["content-type"],
+        EVENT_STREAM,
+        "expected an SSE answer"
+    );
+    let mut body = response.bytes_stream();
+    let mut decoder = SseDecoder::new(1 << 20);
+    let mut messages = Vec::new();
+    loop {
+        while let Some(event) = decoder.next_event() {
+            let event = event.unwrap();
+            if !event.data().is_empty() {
+                messages.push(serde_json::from_str(event.data()).unwrap());
+            }
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .expect("the stream ends");
+        match chunk {
+            Some(chunk) => decoder.push(&chunk.unwrap()),
+            None => break,
+        }
+    }
+    Drained {
+        messages,
+        last_event_id: decoder.last_event_id().map(|id| id.to_string()),
+        retry: decoder.retry(),
+    }
+}
+
+fn steps(messages: &[Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|message| message["method"] == "step")
+        .filter_map(|message| message["params"]["at"].as_str())
+        .collect()
+}
+
+fn answer(messages: &[Value], id: i64) -> Option<&Value> {
+    messages.iter().find(|message| message["id"] == id)
+}
+
+#[tokio::test]
+async fn an_error_whose_code_the_profile_maps_is_answered_with_that_status() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+
+    let mapped = caller
+        .post(
+            &request(1, "fail", json!({"code": MISSING_CAPABILITY})),
+            JSON,
+        )
+        .await;
+    assert_eq!(mapped.status(), StatusCode::BAD_REQUEST);
+    let body: Value = mapped.json().await.unwrap();
+    assert_eq!(body["error"]["code"], MISSING_CAPABILITY);
+    assert_eq!(body["id"], 1);
+
+    let unmapped = caller
+        .post(&request(2, "fail", json!({"code": -32000})), JSON)
+        .await;
+    assert_eq!(unmapped.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_mapping_to_a_status_that_is_not_an_error_is_ignored() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let answered = caller
+        .post(
+            &request(1, "fail", json!({"code": MAPPED_TO_SUCCESS})),
+            JSON,
+        )
+        .await;
+    assert_eq!(answered.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_mapped_error_inside_a_batch_leaves_the_batch_at_200() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let batch = json!([
+        request(1, "fail", json!({"code": MISSING_CAPABILITY})),
+        request(2, "open", json!({})),
+    ]);
+    let answered = caller.post(&batch, JSON).await;
+    assert_eq!(answered.status(), StatusCode::OK);
+    let body: Value = answered.json().await.unwrap();
+    assert_eq!(body.as_array().map(Vec::len), Some(2));
+}
+
+#[tokio::test]
+async fn a_mapped_error_answered_on_an_auto_framed_request_still_carries_its_status() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let answered = caller
+        .post(
+            &request(1, "fail", json!({"code": MISSING_CAPABILITY})),
+            EITHER,
+        )
+        .await;
+    assert_eq!(answered.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(answered.headers()["content-type"], JSON);
+}
+
+#[tokio::test]
+async fn a_stream_closed_early_ends_with_a_retry_and_the_resume_delivers_the_rest() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+
+    let first = drain(caller.post(&request(7, "poll", json!({})), EITHER).await).await;
+    assert_eq!(steps(&first.messages), ["before"]);
+    assert!(
+        answer(&first.messages, 7).is_none(),
+        "the answer came before the close"
+    );
+    assert_eq!(first.retry, Some(RETRY));
+    let last_event_id = first.last_event_id.expect("an id to resume from");
+
+    let resumed = drain(caller.resume(&last_event_id).await).await;
+    assert_eq!(steps(&resumed.messages), ["after"]);
+    let answer = answer(&resumed.messages, 7).expect("the answer on the resumed stream");
+    assert_eq!(answer["result"]["closed"], true);
+}
+
+#[tokio::test]
+async fn a_request_answered_as_plain_json_has_no_stream_to_close() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let answered = caller.post(&request(1, "poll", json!({})), JSON).await;
+    let body: Value = answered.json().await.unwrap();
+    assert_eq!(body["result"]["closed"], false);
+}
+
+#[tokio::test]
+async fn a_stateless_request_cannot_close_its_stream_since_nobody_could_resume_it() {
+    let server = start().await;
+    let caller = Caller {
+        http: reqwest::Client::new(),
+        url: server.url("/rpc"),
+        session: None,
+    };
+    let drained = drain(
+        caller
+            .post(&request(3, "stateless/poll", json!({})), EITHER)
+            .await,
+    )
+    .await;
+    assert_eq!(steps(&drained.messages), ["before", "after"]);
+    assert_eq!(
+        answer(&drained.messages, 3).map(|answer| answer["result"]["closed"].clone()),
+        Some(json!(false))
+    );
+}
