@@ -24,7 +24,7 @@ use crate::session::{
 };
 use crate::sse::{EventName, encode_event};
 use crate::stream::{Framing, Stops, sse_response};
-use crate::tail::Start;
+use crate::tail::{EventStore, MemoryEventStore, Start};
 
 /// The query parameter carrying the session on `POST`s.
 const SESSION_PARAMETER: &str = "sessionId";
@@ -34,6 +34,8 @@ pub struct LegacySse<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<MemorySessionStore<H::Session>>,
+    /// Every session's stream; nothing is ever resumed from it, it only carries the messages.
+    events: Arc<dyn EventStore>,
     reaper: LazyReaper,
     post_path: String,
 }
@@ -56,10 +58,12 @@ impl<H: RequestHandler> LegacySse<H> {
             ..config.sessions
         };
         let store = Arc::new(MemorySessionStore::new(limits));
+        let events = Arc::new(MemoryEventStore::new(config.tail_capacity));
         Self {
             handler,
             config,
             store,
+            events,
             reaper: LazyReaper::new(),
             post_path: post_path.to_owned(),
         }
@@ -115,19 +119,22 @@ async fn open<H: RequestHandler>(
     if !accepts_stream {
         return Refusal::NotAcceptable.into_response();
     }
-    let session = Arc::new(Session::new(
+    let session = Arc::new(Session::with_events(
         SessionId::random(),
         H::Session::default(),
         transport.config.clock.now(),
-        transport.config.tail_capacity,
+        Arc::clone(&transport.events),
     ));
+    // The stream's body runs in this span for as long as the session lives.
+    let span = tracing::debug_span!("legacy_stream", session = %session.id());
+    let _entered = span.enter();
     if transport.store.insert(Arc::clone(&session)).is_err() {
         return Refusal::Overloaded.into_response();
     }
     let endpoint = transport.endpoint(request.extensions().get::<NestedPath>(), session.id());
     let mut first = BytesMut::new();
     encode_event(&mut first, Some(&EventName::ENDPOINT), None, &endpoint);
-    tracing::debug!(session = %session.id(), "legacy stream opened");
+    tracing::debug!("legacy stream opened");
     let subscription = session.standalone_stream().subscribe(Start::Beginning);
     let response = sse_response(
         subscription,
