@@ -3,10 +3,14 @@
 # memory per idle session and after expiry, and SSE codec throughput. Servers and the load
 # generator run as separate processes pinned to separate cores.
 #
-#   scripts/bench-runtime.sh [all|http|sessions|sse|layers]
+#   scripts/bench-runtime.sh [all|http|sessions|sse|layers|callgrind]
 #
 # Tunables: ROUNDS (default 3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
-# LOAD_CPU (1), KINDS ("bare hardened runtime runtime-auto"), CONCURRENCY ("1 16 64").
+# LOAD_CPU (1), KINDS ("bare hardened runtime runtime-auto"), CONCURRENCY ("1 16 64"),
+# CALLGRIND_REQUESTS (4000).
+#
+# `callgrind` (needs valgrind; not part of `all`) counts each server's instructions per request:
+# unlike wall-clock figures, it does not move when other work shares the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +54,6 @@ start_server() {
     PORT="$(cat "$port_file")"
 }
 
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER_PID/status"; }
 
 # The server's CPU time so far (user + system), in milliseconds.
 cpu_ms() {
@@ -80,31 +83,49 @@ http_overhead() {
     "$EXE" summarize "$results"
 }
 
+# One field of the memory server's JSON report.
+report_field() { "$MEMORY_EXE" report "$PORT" | grep -o "\"$1\":-\?[0-9]*" | cut -d: -f2; }
+
+# Memory per idle session, and after the sessions expire. The server (session_memory) counts its
+# live heap bytes with a counting allocator and reports RSS after malloc_trim(0): RSS alone
+# cannot tell freed memory from leaked memory, because glibc keeps freed pages for reuse.
 session_memory() {
-    start_server sessions
+    MEMORY_EXE="$(bench_exe session_memory)"
+    local port_file="$OUT/port"
+    rm -f "$port_file"
+    taskset -c "$SERVER_CPU" "$MEMORY_EXE" serve "$port_file" &
+    SERVER_PID=$!
+    await_port "$port_file"
     local idle_wait=13   # the bench protocol's sessions idle out after 10 s, reaped every 1 s
-    # Warm the server (allocator arenas, runtime buffers) with sessions that then expire.
+    # Warm the server (allocator arenas, runtime buffers, connections' first allocations) with a
+    # few sessions that then expire. What the first cycle leaves above this baseline is memory
+    # kept for reuse (e.g. the store's table at its peak size); the second cycle shows it reused.
     taskset -c "$LOAD_CPU" "$EXE" open "$PORT" 100 > /dev/null
     sleep "$idle_wait"
-    local baseline opened expired reopened reexpired first alive gone
-    baseline="$(rss_kib)"
+    local heap=() trimmed=() first alive gone
+    heap+=("$(report_field live_heap_bytes)"); trimmed+=("$(report_field trimmed_rss_kib)")
     first="$(taskset -c "$LOAD_CPU" "$EXE" open "$PORT" "$SESSIONS")"
-    opened="$(rss_kib)"
+    heap+=("$(report_field live_heap_bytes)"); trimmed+=("$(report_field trimmed_rss_kib)")
     alive="$(taskset -c "$LOAD_CPU" "$EXE" probe "$PORT" "$first")"
     sleep "$idle_wait"
     gone="$(taskset -c "$LOAD_CPU" "$EXE" probe "$PORT" "$first")"
-    expired="$(rss_kib)"
-    # The allocator keeps freed pages, so RSS alone cannot show the sessions were freed; a
-    # second cycle that reuses them instead of growing does.
+    heap+=("$(report_field live_heap_bytes)"); trimmed+=("$(report_field trimmed_rss_kib)")
+    # A second cycle: what expired is reused, not added to.
     taskset -c "$LOAD_CPU" "$EXE" open "$PORT" "$SESSIONS" > /dev/null
-    reopened="$(rss_kib)"
+    heap+=("$(report_field live_heap_bytes)"); trimmed+=("$(report_field trimmed_rss_kib)")
     sleep "$idle_wait"
-    reexpired="$(rss_kib)"
+    heap+=("$(report_field live_heap_bytes)"); trimmed+=("$(report_field trimmed_rss_kib)")
     stop_server
-    echo "## Memory per idle session (${SESSIONS} sessions, RSS from /proc, KiB)"
-    echo "| baseline | opened | per session (bytes) | expired | opened again | expired again | growth of the 2nd cycle | probe live / expired |"
-    echo "|---|---|---|---|---|---|---|---|"
-    echo "| $baseline | $opened | $(( (opened - baseline) * 1024 / SESSIONS )) | $expired | $reopened | $reexpired | $(( reopened - opened )) | $alive / $gone |"
+    echo "## Memory per idle session (${SESSIONS} sessions; live heap from a counting allocator, RSS after malloc_trim(0))"
+    echo "| | baseline | opened | expired | opened again | expired again |"
+    echo "|---|---|---|---|---|---|"
+    echo "| live heap (bytes) | ${heap[0]} | ${heap[1]} | ${heap[2]} | ${heap[3]} | ${heap[4]} |"
+    echo "| RSS after trim (KiB) | ${trimmed[0]} | ${trimmed[1]} | ${trimmed[2]} | ${trimmed[3]} | ${trimmed[4]} |"
+    echo
+    echo "- heap per idle session: $(( (heap[1] - heap[0]) / SESSIONS )) bytes (RSS: $(( (trimmed[1] - trimmed[0]) * 1024 / SESSIONS )) bytes)"
+    echo "- heap left after expiry: $(( heap[2] - heap[0] )) bytes, after the second cycle: $(( heap[4] - heap[0] )) bytes"
+    echo "- trimmed RSS left after expiry: $(( trimmed[2] - trimmed[0] )) KiB, after the second cycle: $(( trimmed[4] - trimmed[0] )) KiB"
+    echo "- a call on the first session: $alive while alive, $gone once expired"
 }
 
 sse_codec() {
@@ -123,12 +144,48 @@ hardening_layers() {
         grep -E '^hardening|time:' || true
 }
 
+# Waits for a server started in the background to write its port; sets PORT.
+await_port() {
+    local port_file="$1"
+    for _ in $(seq 600); do
+        [[ -s "$port_file" ]] && break
+        sleep 0.1
+    done
+    PORT="$(cat "$port_file")"
+}
+
+# Instructions per request of each server kind, counted by callgrind only while a fixed number
+# of requests is served after a warm-up (connection set-up and first-use allocations excluded).
+instructions_per_request() {
+    local requests="${CALLGRIND_REQUESTS:-4000}" concurrency="${CONCURRENCY_CALLGRIND:-16}"
+    echo "## Server instructions per request (callgrind, ${requests} requests over ${concurrency} connections)"
+    echo "| server | instructions per request |"
+    echo "|---|---|"
+    for kind in $KINDS; do
+        local port_file="$OUT/port" profile="$OUT/callgrind.$kind.out"
+        rm -f "$port_file" "$profile"
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" \
+            "$EXE" serve "$kind" "$port_file" 2> "$OUT/callgrind.$kind.log" &
+        SERVER_PID=$!
+        await_port "$port_file"
+        "$EXE" exactly "$PORT" "$concurrency" 200 > /dev/null
+        callgrind_control -i on "$SERVER_PID" > /dev/null
+        "$EXE" exactly "$PORT" "$concurrency" "$requests" > /dev/null
+        callgrind_control -i off "$SERVER_PID" > /dev/null
+        stop_server
+        local total
+        total="$(callgrind_annotate "$profile" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')"
+        echo "| $kind | $(( total / requests )) |"
+    done
+}
+
 EXE="$(bench_exe http_overhead)"
 case "$WHAT" in
     http) http_overhead ;;
     sessions) session_memory ;;
     sse) sse_codec ;;
     layers) hardening_layers ;;
+    callgrind) instructions_per_request ;;
     all) http_overhead; echo; session_memory; echo; sse_codec; echo; hardening_layers ;;
-    *) echo "usage: $0 [all|http|sessions|sse|layers]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|http|sessions|sse|layers|callgrind]" >&2; exit 2 ;;
 esac

@@ -7,6 +7,7 @@
 //! ```text
 //! http_overhead serve <bare|hardened|runtime|runtime-auto|sessions> <port-file>
 //! http_overhead load <port> <concurrency> <seconds>
+//! http_overhead exactly <port> <concurrency> <requests>  # a fixed count, for instruction counts
 //! http_overhead open <port> <sessions>      # against `serve sessions`: prints one id opened
 //! http_overhead probe <port> <session-id>   # prints the status a call on that session gets
 //! http_overhead summarize <results-file>    # lines `<kind> <load output>`: medians and ratios
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
     let outcome = match words.as_slice() {
         ["serve", kind, port_file] => serve(kind, PathBuf::from(port_file)),
         ["load", port, concurrency, seconds] => load(port, concurrency, seconds),
+        ["exactly", port, concurrency, requests] => exactly(port, concurrency, requests),
         ["open", port, count] => open_sessions(port, count),
         ["probe", port, session] => probe(port, session),
         ["summarize", file] => summarize(file),
@@ -133,22 +135,41 @@ fn load(port: &str, concurrency: &str, seconds: &str) -> Result<(), String> {
     })
 }
 
+/// Sends exactly `requests` echo calls over `concurrency` connections and prints nothing but
+/// the count: the instruction-count runs (`scripts/bench-runtime.sh callgrind`) divide a
+/// server's instructions by it, so the count must not depend on timing.
+fn exactly(port: &str, concurrency: &str, requests: &str) -> Result<(), String> {
+    let port: u16 = port.parse().map_err(|_| "port")?;
+    let concurrency: usize = concurrency.parse().map_err(|_| "concurrency")?;
+    let requests: usize = requests.parse().map_err(|_| "requests")?;
+    runtime(1)?.block_on(async move {
+        let workers: Vec<_> = (0..concurrency)
+            .map(|index| {
+                let share = requests / concurrency + usize::from(index < requests % concurrency);
+                tokio::spawn(async move {
+                    let mut sender = connect(port).await?;
+                    for _ in 0..share {
+                        echo_once(&mut sender, port).await?;
+                    }
+                    Ok::<_, String>(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.await.map_err(|error| error.to_string())??;
+        }
+        println!("{requests}");
+        Ok(())
+    })
+}
+
 /// Returns the measured latencies and how many requests were sent in all, warm-up included.
 async fn worker(
     address: SocketAddr,
     measure_from: Instant,
     stop_at: Instant,
 ) -> Result<(Vec<u32>, u64), String> {
-    let stream = TcpStream::connect(address)
-        .await
-        .map_err(|error| error.to_string())?;
-    stream
-        .set_nodelay(true)
-        .map_err(|error| error.to_string())?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|error| error.to_string())?;
-    tokio::spawn(connection);
+    let mut sender = connect(address.port()).await?;
     let mut samples = Vec::with_capacity(1 << 16);
     let mut total = 0;
     loop {
@@ -157,30 +178,21 @@ async fn worker(
             return Ok((samples, total));
         }
         total += 1;
-        let request = Request::post("/mcp")
-            .header(header::HOST, format!("127.0.0.1:{}", address.port()))
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, text/event-stream")
-            .body(Full::new(Bytes::from_static(REQUEST.as_bytes())))
-            .map_err(|error| error.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|error| error.to_string())?;
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|error| error.to_string())?
-            .to_bytes();
-        if !status.is_success() || body.is_empty() {
-            return Err(format!("server answered {status}"));
-        }
+        echo_once(&mut sender, address.port()).await?;
         if sent >= measure_from {
             let micros = sent.elapsed().as_micros();
             samples.push(u32::try_from(micros).unwrap_or(u32::MAX));
         }
+    }
+}
+
+/// One echo call, answered with a success and a body.
+async fn echo_once(sender: &mut Sender, port: u16) -> Result<(), String> {
+    let (status, _) = post_once(sender, port, REQUEST, None).await?;
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("server answered {status}"))
     }
 }
 
