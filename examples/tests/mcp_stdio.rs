@@ -1,5 +1,6 @@
 //! A real process over stdio: the test spawns `mcp-everything --stdio` and drives it with the
-//! typed client, including a server→client sampling request answered over the same pipes.
+//! typed client, including a server→client sampling request answered over the same pipes, and
+//! a list change announced mid-session reaching the client over stdout.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -71,6 +72,44 @@ async fn mcp_everything_over_stdio_answers_the_typed_client_and_exits_on_eof() {
         .filter(|note| note["method"] == "notifications/progress")
         .count();
     assert_eq!(progress, 3);
+    let status = client.shutdown().await.unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn a_list_change_announced_during_the_session_reaches_the_stdio_client() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-everything"));
+    command.arg("--stdio");
+    let callbacks =
+        Callbacks::new(|_, _| async { Err(protocols_runtime::ErrorObject::method_not_found()) });
+    let client = StdioClient::spawn(command, callbacks.clone())
+        .await
+        .unwrap();
+    client
+        .initialize(Revision::V2025_11_25, json!({}))
+        .await
+        .unwrap();
+    let server = RemoteServer::new(&client);
+    let announced = server
+        .tools_call(params(
+            json!({"name": "announce_list_changed", "arguments": {"list": "tools"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&announced.content[0]).unwrap()["text"],
+        "told 1 client(s)"
+    );
+    let mut heard = Vec::new();
+    for _ in 0..50 {
+        heard.extend(callbacks.take_notifications());
+        if !heard.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let methods: Vec<&Value> = heard.iter().map(|note| &note["method"]).collect();
+    assert_eq!(methods, [&json!("notifications/tools/list_changed")]);
     let status = client.shutdown().await.unwrap();
     assert!(status.success(), "{status}");
 }
