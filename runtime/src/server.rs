@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::serve::{ListenerExt, TapIo};
@@ -17,6 +18,8 @@ use crate::handler::RequestHandler;
 use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
 use crate::legacy::LegacySse;
+use crate::session::SessionStore;
+use crate::tail::EventStore;
 
 /// Builds a [`Server`] from protocol mounts and extra routes.
 #[derive(Debug)]
@@ -58,6 +61,23 @@ impl ServerBuilder {
     ) -> Self {
         let config = self.owned(config);
         self.routes(StreamableHttp::new(handler, config).into_routes(path))
+    }
+
+    /// Serves `handler` over Streamable HTTP at `path` with a session store and an event store
+    /// of the caller's: replicas sharing both serve any session and resume any stream.
+    #[must_use]
+    pub fn streamable_http_with_stores<H: RequestHandler>(
+        self,
+        path: &str,
+        handler: H,
+        config: HttpConfig,
+        sessions: Arc<dyn SessionStore<H::Session>>,
+        events: Arc<dyn EventStore>,
+    ) -> Self {
+        let config = self.owned(config);
+        self.routes(
+            StreamableHttp::with_stores(handler, config, sessions, events).into_routes(path),
+        )
     }
 
     /// Serves `handler` over legacy HTTP+SSE: the stream at `stream_path`, messages to

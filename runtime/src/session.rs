@@ -527,6 +527,43 @@ mod tests {
         assert!(store.remove(gone.id()).is_none());
     }
 
+    #[test]
+    fn an_expired_session_leaves_nothing_in_the_event_store() {
+        let clock = ManualClock::new();
+        let events = Arc::new(MemoryEventStore::new(4));
+        let store = MemorySessionStore::new(limits());
+        let session = Arc::new(Session::with_events(
+            SessionId::random(),
+            (),
+            clock.now(),
+            Arc::clone(&events) as Arc<dyn EventStore>,
+        ));
+        assert!(store.insert(Arc::clone(&session)).is_ok());
+        let stream = session.standalone_stream();
+        session.open_request_stream();
+        assert_eq!(events.len(), 1);
+        clock.advance(Duration::from_secs(61));
+        assert_eq!(store.reap(clock.now()), 1);
+        assert!(events.is_empty());
+        assert!(stream.publish(bytes::Bytes::from_static(b"{}")).is_err());
+    }
+
+    #[test]
+    fn an_ended_session_opens_no_new_streams_in_the_event_store() {
+        let clock = ManualClock::new();
+        let events = Arc::new(MemoryEventStore::new(4));
+        let session = Session::with_events(
+            SessionId::random(),
+            (),
+            clock.now(),
+            Arc::clone(&events) as Arc<dyn EventStore>,
+        );
+        session.end();
+        let late = session.standalone_stream();
+        assert!(late.publish(bytes::Bytes::from_static(b"{}")).is_err());
+        assert!(events.is_empty());
+    }
+
     #[tokio::test]
     async fn the_reaper_task_empties_the_store_without_any_lookup() {
         let clock = Arc::new(ManualClock::new());

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{SESSION_HEADER, SseReader, TestProtocol, TestServer, request, serve, test_hardening};
-use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
+use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::{Session, SessionId, SessionLimitReached, SessionStore};
 use protocols_runtime::tail::{EventStore, MemoryEventStore};
@@ -119,11 +119,15 @@ fn config() -> HttpConfig {
 /// One replica on its own listener, with the shared session ids and `events`.
 async fn replica(shared: &Arc<SharedSessions>, events: &Arc<dyn EventStore>) -> TestServer {
     let sessions = Arc::new(ReplicaSessions::new(shared, events));
-    let transport =
-        StreamableHttp::with_stores(TestProtocol::new(), config(), sessions, Arc::clone(events));
     let server = ServerBuilder::new()
         .hardening(test_hardening())
-        .routes(transport.into_routes("/rpc"))
+        .streamable_http_with_stores(
+            "/rpc",
+            TestProtocol::new(),
+            config(),
+            sessions,
+            Arc::clone(events),
+        )
         .build()
         .expect("server builds");
     serve(server).await
