@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (every server scenario of suite `all`) against
 # `mcp-everything` on a free loopback port. Installs the pinned suite and Node into .tools/
-# once; prints the suite's summary; exits non-zero on any failure.
+# once; prints the suite's summary; exits non-zero on any failure or on any scenario that ran
+# no check at all.
 set -euo pipefail
 
 CONFORMANCE_VERSION=0.1.16
@@ -55,6 +56,13 @@ output="$(mktemp)"
 status=0
 (cd "$tools" && node_modules/.bin/conformance server --url "$url" --suite all) 2>&1 | tee "$output" || status=$?
 if grep -Eq '(^|[^0-9])[1-9][0-9]* failed|FAILURE' "$output"; then
+    status=1
+fi
+# A scenario that ran no check proves nothing (e.g. a fixture that never triggers what the
+# scenario exercises): every scenario of the suite must pass at least one.
+unexercised="$(sed -n 's/^[^a-z]*\([a-z0-9][a-z0-9/_-]*\): 0 passed, 0 failed.*$/\1/p' "$output")"
+if [[ -n "$unexercised" ]]; then
+    echo "conformance: scenarios that ran no check: $(echo $unexercised)" >&2
     status=1
 fi
 rm -f "$output"
