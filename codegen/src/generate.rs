@@ -114,14 +114,14 @@ fn mod_file(sources: &Sources, protocol: &str) -> GeneratedFile {
         protocol.to_uppercase()
     ));
     for spec in &specs {
-        if let Some(feature) = &spec.feature {
+        if let Some(feature) = spec.feature() {
             out.push_str(&format!("#[cfg(feature = \"{feature}\")]\n"));
         }
         out.push_str(&format!("pub mod {};\n", spec.module));
     }
     out.push_str("\n/// Every generated revision as (revision, module name), oldest first.\npub const REVISIONS: &[(&str, &str)] = &[\n");
     for spec in &specs {
-        if let Some(feature) = &spec.feature {
+        if let Some(feature) = spec.feature() {
             out.push_str(&format!("    #[cfg(feature = \"{feature}\")]\n"));
         }
         out.push_str(&format!("    ({:?}, {:?}),\n", spec.revision, spec.module));
@@ -132,5 +132,38 @@ fn mod_file(sources: &Sources, protocol: &str) -> GeneratedFile {
             .join(protocol)
             .join("src/generated/mod.rs"),
         contents: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mod_file_gates_exactly_the_draft_revisions_behind_unstable() {
+        let sources: Sources = toml::from_str(
+            r#"
+            file = []
+            [[revision]]
+            protocol = "acp"
+            revision = "v1"
+            module = "v1"
+            front_end = "acp"
+            inputs = []
+            [[revision]]
+            protocol = "acp"
+            revision = "v2"
+            module = "v2"
+            front_end = "acp"
+            inputs = []
+            stability = "draft"
+            "#,
+        )
+        .unwrap();
+        let contents = mod_file(&sources, "acp").contents;
+        assert!(contents.contains("\npub mod v1;\n#[cfg(feature = \"unstable\")]\npub mod v2;\n"));
+        assert!(contents.contains(
+            "    (\"v1\", \"v1\"),\n    #[cfg(feature = \"unstable\")]\n    (\"v2\", \"v2\"),\n"
+        ));
     }
 }

@@ -50,8 +50,21 @@ pub enum FrontEnd {
     A2aProto,
 }
 
+/// Whether upstream has released a revision or still marks it draft.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stability {
+    #[default]
+    Stable,
+    Draft,
+}
+
+/// The Cargo feature a draft revision's module is compiled behind.
+pub const DRAFT_FEATURE: &str = "unstable";
+
 /// One generated revision module.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RevisionSpec {
     pub protocol: String,
     pub revision: String,
@@ -61,7 +74,20 @@ pub struct RevisionSpec {
     pub inputs: Vec<String>,
     #[serde(default)]
     pub include_dirs: Vec<String>,
-    pub feature: Option<String>,
+    /// `draft` when upstream labels the revision draft; stable when absent.
+    #[serde(default)]
+    pub stability: Stability,
+}
+
+impl RevisionSpec {
+    /// The Cargo feature the module is gated behind: [`DRAFT_FEATURE`] for a draft revision,
+    /// none for a stable one. The one place that rule lives.
+    pub fn feature(&self) -> Option<&'static str> {
+        match self.stability {
+            Stability::Stable => None,
+            Stability::Draft => Some(DRAFT_FEATURE),
+        }
+    }
 }
 
 impl Sources {
@@ -105,5 +131,47 @@ impl Layout {
     /// The crate a protocol's generated modules go to.
     pub fn protocol_crate(&self, protocol: &str) -> PathBuf {
         self.root.join("protocols").join(protocol)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revision(extra: &str) -> std::result::Result<RevisionSpec, toml::de::Error> {
+        toml::from_str(&format!(
+            "protocol = \"acp\"\nrevision = \"v2\"\nmodule = \"v2\"\nfront_end = \"acp\"\ninputs = []\n{extra}"
+        ))
+    }
+
+    #[test]
+    fn a_draft_revision_is_gated_behind_the_unstable_feature() {
+        let draft = revision("stability = \"draft\"").unwrap();
+        assert_eq!(draft.feature(), Some("unstable"));
+    }
+
+    #[test]
+    fn a_revision_without_stability_is_stable_and_ungated() {
+        let stable = revision("").unwrap();
+        assert_eq!(stable.stability, Stability::Stable);
+        assert_eq!(stable.feature(), None);
+    }
+
+    #[test]
+    fn a_revision_naming_its_own_feature_is_refused() {
+        // The gate follows from stability alone; a stray key must not be silently ignored.
+        assert!(revision("feature = \"unstable\"").is_err());
+    }
+
+    #[test]
+    fn the_pinned_acp_v2_and_unstable_revisions_are_draft_and_v1_is_not() {
+        let sources = Sources::load(&Layout::from_manifest_dir().sources_toml()).unwrap();
+        let draft: Vec<&str> = sources
+            .revisions
+            .iter()
+            .filter(|spec| spec.protocol == "acp" && spec.feature().is_some())
+            .map(|spec| spec.revision.as_str())
+            .collect();
+        assert_eq!(draft, ["v2", "v1-unstable", "v2-unstable"]);
     }
 }

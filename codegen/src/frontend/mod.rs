@@ -93,7 +93,7 @@ pub fn load_json(
             definitions: normalized,
             custom_types: Default::default(),
             methods,
-            feature: spec.feature.clone(),
+            feature: spec.feature().map(str::to_owned),
         },
         treatments,
     })
@@ -184,7 +184,7 @@ fn load_proto(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<Lo
                 message: e.to_string(),
             }
         })?;
-    model.feature = spec.feature.clone();
+    model.feature = spec.feature().map(str::to_owned);
     Ok(LoadedRevision {
         model,
         treatments: Treatments::new(),

@@ -86,7 +86,8 @@ pub fn is_extension(method: &str) -> bool {
     method.starts_with('_')
 }
 
-/// An ACP agent served on the runtime: version 1 always, version 2 when given.
+/// An ACP agent served on the runtime: version 1 always, version 2 when given (builds with the
+/// `unstable` feature only, as upstream marks version 2 draft).
 pub struct AcpAgentServer<V1, V2 = NotServed, E = NoExtensions> {
     v1: V1,
     v2: Option<V2>,
@@ -116,6 +117,7 @@ impl<V1: AcpService> AcpAgentServer<V1> {
 
 impl<V1: AcpService, V2: AcpService, E: Extensions> AcpAgentServer<V1, V2, E> {
     /// Also serves version 2, to clients that ask for it.
+    #[cfg(feature = "unstable")]
     pub fn with_v2<W: AcpService>(self, v2: W) -> AcpAgentServer<V1, W, E> {
         AcpAgentServer {
             v1: self.v1,
@@ -137,11 +139,12 @@ impl<V1: AcpService, V2: AcpService, E: Extensions> AcpAgentServer<V1, V2, E> {
 
     /// The revisions this server negotiates, oldest first.
     pub fn served(&self) -> Vec<Revision> {
-        let mut served = vec![Revision::V1];
-        if self.v2.is_some() {
-            served.push(Revision::V2);
-        }
-        served
+        let v1 = std::iter::once(Revision::V1);
+        #[cfg(feature = "unstable")]
+        let v2 = self.v2.as_ref().map(|_| Revision::V2);
+        #[cfg(not(feature = "unstable"))]
+        let v2 = None;
+        v1.chain(v2).collect()
     }
 
     async fn route(
@@ -151,6 +154,7 @@ impl<V1: AcpService, V2: AcpService, E: Extensions> AcpAgentServer<V1, V2, E> {
         cx: Context<AcpConnection>,
     ) -> Reply {
         match (revision, &self.v2) {
+            #[cfg(feature = "unstable")]
             (Revision::V2, Some(v2)) => v2.handle(request, cx).await,
             _ => self.v1.handle(request, cx).await,
         }
@@ -163,6 +167,7 @@ impl<V1: AcpService, V2: AcpService, E: Extensions> AcpAgentServer<V1, V2, E> {
         cx: Context<AcpConnection>,
     ) {
         match (revision, &self.v2) {
+            #[cfg(feature = "unstable")]
             (Revision::V2, Some(v2)) => v2.notify(notification, cx).await,
             _ => self.v1.notify(notification, cx).await,
         }

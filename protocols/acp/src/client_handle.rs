@@ -1,6 +1,7 @@
 //! The agent's typed handle on the client, from inside a running method: every agent→client
 //! request goes through [`ClientHandle::call`], which refuses, before anything is sent, a method
-//! whose capability the client did not advertise in `initialize`.
+//! whose capability the client did not advertise in `initialize`. Dropping a call's future
+//! before its answer cancels it at the client (`$/cancel_request`).
 
 use protocols_runtime::jsonrpc::ErrorObject;
 use protocols_runtime::method::{RpcMethod, RpcNotification};
@@ -8,6 +9,8 @@ use protocols_runtime::peer::{Peer, PeerError};
 
 use crate::connection::{Capability, ClientFeatures};
 use crate::generated::v1;
+#[cfg(feature = "unstable")]
+use crate::generated::v2;
 
 /// Why a call to the client failed.
 #[derive(Debug, thiserror::Error)]
@@ -120,5 +123,120 @@ impl ClientHandle {
         request: &v1::types::WriteTextFileRequest,
     ) -> Result<v1::types::WriteTextFileResponse, CallError> {
         self.call::<v1::methods::FsWriteTextFile>(request).await
+    }
+
+    /// `terminal/create` (v1), only if the client advertised `terminal`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn create_terminal(
+        &self,
+        request: &v1::types::CreateTerminalRequest,
+    ) -> Result<v1::types::CreateTerminalResponse, CallError> {
+        self.call::<v1::methods::TerminalCreate>(request).await
+    }
+
+    /// `terminal/output` (v1), only if the client advertised `terminal`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn terminal_output(
+        &self,
+        request: &v1::types::TerminalOutputRequest,
+    ) -> Result<v1::types::TerminalOutputResponse, CallError> {
+        self.call::<v1::methods::TerminalOutput>(request).await
+    }
+
+    /// `terminal/wait_for_exit` (v1), only if the client advertised `terminal`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn wait_for_terminal_exit(
+        &self,
+        request: &v1::types::WaitForTerminalExitRequest,
+    ) -> Result<v1::types::WaitForTerminalExitResponse, CallError> {
+        self.call::<v1::methods::TerminalWaitForExit>(request).await
+    }
+
+    /// `terminal/kill` (v1), only if the client advertised `terminal`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn kill_terminal(
+        &self,
+        request: &v1::types::KillTerminalRequest,
+    ) -> Result<v1::types::KillTerminalResponse, CallError> {
+        self.call::<v1::methods::TerminalKill>(request).await
+    }
+
+    /// `terminal/release` (v1), only if the client advertised `terminal`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn release_terminal(
+        &self,
+        request: &v1::types::ReleaseTerminalRequest,
+    ) -> Result<v1::types::ReleaseTerminalResponse, CallError> {
+        self.call::<v1::methods::TerminalRelease>(request).await
+    }
+
+    /// `elicitation/create` (v1), only if the client advertised `elicitation`.
+    ///
+    /// # Errors
+    /// See [`Self::call`].
+    pub async fn create_elicitation(
+        &self,
+        request: &v1::types::CreateElicitationRequest,
+    ) -> Result<v1::types::CreateElicitationResponse, CallError> {
+        self.call::<v1::methods::ElicitationCreate>(request).await
+    }
+
+    /// The client's v2 methods, typed, with the same capability gate.
+    #[cfg(feature = "unstable")]
+    pub fn v2(&self) -> ClientV2<'_> {
+        ClientV2(self)
+    }
+}
+
+/// The agent→client methods of ACP v2 on a [`ClientHandle`] (builds with `unstable`).
+#[cfg(feature = "unstable")]
+#[derive(Debug, Clone, Copy)]
+pub struct ClientV2<'a>(&'a ClientHandle);
+
+#[cfg(feature = "unstable")]
+impl ClientV2<'_> {
+    /// `session/update` (v2).
+    ///
+    /// # Errors
+    /// The update could not be sent.
+    pub fn session_update(
+        &self,
+        update: &v2::types::UpdateSessionNotification,
+    ) -> Result<(), CallError> {
+        self.0.notify::<v2::methods::SessionUpdate>(update)
+    }
+
+    /// `session/request_permission` (v2).
+    ///
+    /// # Errors
+    /// See [`ClientHandle::call`].
+    pub async fn request_permission(
+        &self,
+        request: &v2::types::RequestPermissionRequest,
+    ) -> Result<v2::types::RequestPermissionResponse, CallError> {
+        self.0
+            .call::<v2::methods::SessionRequestPermission>(request)
+            .await
+    }
+
+    /// `elicitation/create` (v2), only if the client advertised `elicitation`.
+    ///
+    /// # Errors
+    /// See [`ClientHandle::call`].
+    pub async fn create_elicitation(
+        &self,
+        request: &v2::types::CreateElicitationRequest,
+    ) -> Result<v2::types::CreateElicitationResponse, CallError> {
+        self.0.call::<v2::methods::ElicitationCreate>(request).await
     }
 }

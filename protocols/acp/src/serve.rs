@@ -1,14 +1,16 @@
 //! Adapters from the generated handler traits to [`AcpService`]: one per revision and side, so
 //! an agent (or a client) is written as typed methods receiving the runtime's
 //! `Context<AcpConnection>` (through which [`crate::AcpContext`] reaches the peer) and served by
-//! the generated dispatchers.
+//! the generated dispatchers. The v2 adapters exist with the `unstable` feature only.
 
 use protocols_runtime::handler::{Context, Reply};
 use protocols_runtime::jsonrpc::{Notification, Request};
 
 use crate::agent::AcpService;
 use crate::connection::AcpConnection;
-use crate::generated::{v1, v2};
+use crate::generated::v1;
+#[cfg(feature = "unstable")]
+use crate::generated::v2;
 
 /// What every generated method of a served ACP trait receives.
 pub type AcpCx = Context<AcpConnection>;
@@ -49,6 +51,7 @@ adapter!(
     /// Serves a [`v1::Agent`] (client→agent methods of ACP v1).
     AgentV1, v1::Agent, dispatch_agent_request, dispatch_agent_notification
 );
+#[cfg(feature = "unstable")]
 adapter!(
     /// Serves a [`v2::Agent`] (client→agent methods of ACP v2).
     AgentV2, v2::Agent, dispatch_agent_request, dispatch_agent_notification
@@ -56,4 +59,9 @@ adapter!(
 adapter!(
     /// Serves a [`v1::Client`] (agent→client methods of ACP v1), on the editor's side.
     ClientV1, v1::Client, dispatch_client_request, dispatch_client_notification
+);
+#[cfg(feature = "unstable")]
+adapter!(
+    /// Serves a [`v2::Client`] (agent→client methods of ACP v2), on the editor's side.
+    ClientV2, v2::Client, dispatch_client_request, dispatch_client_notification
 );

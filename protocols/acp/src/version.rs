@@ -1,6 +1,8 @@
 //! Protocol version negotiation: which ACP revision a connection speaks. The client names the
 //! latest version it supports; the agent answers with that version when it serves it, and
 //! otherwise with the latest version it does serve (the client then decides whether to stay).
+//! Version 2 exists only in builds with the `unstable` feature: upstream still marks it draft, so
+//! without the feature a client asking for 2 is answered with 1.
 
 use serde_json::Value;
 
@@ -8,6 +10,7 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Revision {
     V1,
+    #[cfg(feature = "unstable")]
     V2,
 }
 
@@ -16,6 +19,7 @@ impl Revision {
     pub const fn number(self) -> u16 {
         match self {
             Self::V1 => 1,
+            #[cfg(feature = "unstable")]
             Self::V2 => 2,
         }
     }
@@ -24,6 +28,7 @@ impl Revision {
     pub const fn from_number(number: u64) -> Option<Self> {
         match number {
             1 => Some(Self::V1),
+            #[cfg(feature = "unstable")]
             2 => Some(Self::V2),
             _ => None,
         }
@@ -49,6 +54,7 @@ pub fn requested_version(params: &Value) -> Option<u64> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "unstable")]
     #[test]
     fn a_served_requested_version_is_granted() {
         let served = [Revision::V1, Revision::V2];
@@ -59,11 +65,23 @@ mod tests {
     #[test]
     fn an_unserved_version_is_answered_with_the_latest_served() {
         assert_eq!(negotiate(Some(2), &[Revision::V1]), Revision::V1);
+        assert_eq!(negotiate(None, &[Revision::V1]), Revision::V1);
+    }
+
+    #[cfg(feature = "unstable")]
+    #[test]
+    fn an_unknown_version_is_answered_with_the_latest_served() {
         assert_eq!(
             negotiate(Some(99), &[Revision::V1, Revision::V2]),
             Revision::V2
         );
-        assert_eq!(negotiate(None, &[Revision::V1]), Revision::V1);
+    }
+
+    #[cfg(not(feature = "unstable"))]
+    #[test]
+    fn without_the_unstable_feature_version_2_is_unknown_and_1_is_answered() {
+        assert_eq!(Revision::from_number(2), None);
+        assert_eq!(negotiate(Some(2), &[Revision::V1]), Revision::V1);
     }
 
     #[test]

@@ -6,12 +6,11 @@
 
 mod acp_support;
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use acp_support::{FILE_TEXT, Harness};
+use acp_support::{FILE_TEXT, Harness, built_all_protocols};
 use protocols_acp::generated::v1::types::{SessionId, StopReason};
 use protocols_runtime::method::ClientError;
 
@@ -25,27 +24,6 @@ fn agent_command() -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&words[0]);
     command.args(&words[1..]);
     command
-}
-
-fn built_all_protocols() -> String {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "examples",
-            "--bin",
-            "all-protocols",
-        ])
-        .current_dir(&workspace)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building all-protocols failed");
-    let target =
-        std::env::var("CARGO_TARGET_DIR").map_or_else(|_| workspace.join("target"), PathBuf::from);
-    target.join("debug/all-protocols").display().to_string()
 }
 
 async fn started(read_text_file: bool) -> (Harness, tokio::process::Child, SessionId) {

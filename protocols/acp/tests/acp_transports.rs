@@ -11,10 +11,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use acp_support::{FILE_TEXT, Harness};
-use protocols_acp::generated::{v1, v2};
-use protocols_acp::serve::{AcpCx, AgentV1, AgentV2};
-use protocols_acp::{AcpAgentServer, CallError};
-use protocols_runtime::ErrorObject;
+use protocols_acp::CallError;
+use protocols_acp::generated::v1;
 use protocols_runtime::method::ClientError;
 use serde_json::{Value, json};
 
@@ -256,49 +254,6 @@ async fn dropping_a_prompt_call_sends_cancel_request_and_the_turn_stops() {
     let answer = &answers[0];
     assert!(answer["result"]["stopReason"] == "cancelled" || answer["error"]["code"] == -32800);
     h.wire.assert_valid();
-}
-
-/// A v2 agent: enough to prove version 2 is negotiated and then served by v2's methods.
-#[derive(Debug, Default)]
-struct V2Agent;
-
-impl v2::Agent for V2Agent {
-    type Context = AcpCx;
-
-    async fn initialize(
-        &self,
-        _: v2::types::InitializeRequest,
-        _: &AcpCx,
-    ) -> Result<v2::types::InitializeResponse, ErrorObject> {
-        Ok(serde_json::from_value(json!({
-            "protocolVersion": 2,
-            "info": {"name": "v2-test-agent", "version": "0"}
-        }))
-        .unwrap())
-    }
-}
-
-fn v2_initialize(version: u16) -> Value {
-    json!({"protocolVersion": version, "info": {"name": "acp-tests", "version": "0"}})
-}
-
-#[tokio::test]
-async fn version_2_is_negotiated_when_asked_for_and_served() {
-    let server =
-        AcpAgentServer::new(AgentV1(acp_support::TestAgent::default())).with_v2(AgentV2(V2Agent));
-    let h = Harness::stdio_with(server).await;
-    let answer = call(&h, "initialize", v2_initialize(2)).await.unwrap();
-    assert_eq!(answer["protocolVersion"], 2);
-    assert_eq!(answer["info"]["name"], "v2-test-agent");
-    // v2 has no session/load: the connection now speaks v2 only.
-    let refused = call(
-        &h,
-        "session/load",
-        json!({"sessionId": "s", "cwd": "/", "mcpServers": []}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(raw_code(&refused), Some(-32601));
 }
 
 #[tokio::test]

@@ -122,6 +122,7 @@ macro_rules! every_method_of_the_table_is_routed {
 
 every_method_of_the_table_is_routed! {
     every_method_of_v1_is_routed_to_its_side: v1, "v1";
+    #[cfg(feature = "unstable")]
     every_method_of_v2_is_routed_to_its_side: v2, "v2";
     #[cfg(feature = "unstable")]
     every_method_of_v1_unstable_is_routed_to_its_side: v1_unstable, "v1-unstable";

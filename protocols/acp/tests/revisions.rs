@@ -139,12 +139,14 @@ fn initialize(version: u64) -> Value {
 }
 
 /// v2 names the client in `initialize`.
+#[cfg(feature = "unstable")]
 fn initialize_v2() -> Value {
     json!({"method": "initialize", "params": {"protocolVersion": 2,
         "info": {"name": "example-editor", "version": "1.0.0"}}})
 }
 
 revision!(v1, "v1", "acp/v1/meta.json", super::initialize(1));
+#[cfg(feature = "unstable")]
 revision!(v2, "v2", "acp/v2/meta.json", super::initialize_v2());
 #[cfg(feature = "unstable")]
 revision!(

@@ -4,6 +4,7 @@
 //! Generated ACP revision modules, one per pinned revision.
 
 pub mod v1;
+#[cfg(feature = "unstable")]
 pub mod v2;
 #[cfg(feature = "unstable")]
 pub mod v1_unstable;
@@ -13,6 +14,7 @@ pub mod v2_unstable;
 /// Every generated revision as (revision, module name), oldest first.
 pub const REVISIONS: &[(&str, &str)] = &[
     ("v1", "v1"),
+    #[cfg(feature = "unstable")]
     ("v2", "v2"),
     #[cfg(feature = "unstable")]
     ("v1-unstable", "v1_unstable"),

@@ -1,7 +1,7 @@
 //! Shared by the ACP integration tests: a test agent implementing every v1 agent method, a test
 //! editor implementing the v1 client methods, harnesses that connect them over the stdio
-//! transport (a duplex pipe) and over HTTP, and a wire recorder that validates every message
-//! either side sent against the pinned ACP v1 schema.
+//! transport (a duplex pipe, a child's stdio) and over HTTP ([`Link`] for any editor), and a
+//! wire recorder that validates every message either side sent against a pinned ACP schema.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use protocols_acp::client::{AcpClient, WireDirection, WireObserver};
 use protocols_acp::generated::v1;
-use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 use protocols_acp::generated::v1::types as t;
+use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 use protocols_acp::serve::{AcpCx, AgentV1, ClientV1};
 use protocols_acp::updates::{
     ALLOW_ONCE, REJECT_ONCE, agent_text, allow_or_reject_once, chose, prompt_text,
 };
-use protocols_acp::{AcpAgentServer, AcpConnection, AcpContext, CallError, Extensions};
+use protocols_acp::{AcpAgentServer, AcpConnection, AcpContext, AcpService, CallError, Extensions};
+use protocols_runtime::RequestHandler;
 use protocols_runtime::handler::{Context, Reply};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::jsonrpc::{ErrorObject, to_raw};
@@ -386,7 +387,13 @@ impl Wire {
 
     /// Validates every message against the pinned ACP v1 schema; returns how many were checked.
     pub fn assert_valid(&self) -> usize {
-        let schema = Schema::load();
+        self.assert_valid_against("v1")
+    }
+
+    /// Validates every message against the pinned schema of `revision` (`v1`, `v2`: the cache
+    /// folder); returns how many were checked.
+    pub fn assert_valid_against(&self, revision: &str) -> usize {
+        let schema = Schema::load(revision);
         let from_client = self.sent_by_client();
         let from_agent = self.sent_by_agent();
         let client_calls = requests_by_id(&from_client);
@@ -441,18 +448,21 @@ impl Side {
     }
 }
 
-/// The pinned ACP v1 schema, as validators.
+/// A pinned ACP schema, as validators.
 pub struct Schema {
     root: Value,
 }
 
-pub fn schema_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema/cache/acp/v1/schema.json")
+pub fn schema_path(revision: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schema/cache/acp")
+        .join(revision)
+        .join("schema.json")
 }
 
 impl Schema {
-    pub fn load() -> Self {
-        let path = schema_path();
+    pub fn load(revision: &str) -> Self {
+        let path = schema_path(revision);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
             panic!(
                 "{}: {error}; fill the cache with `cargo run -p codegen -- sync --from ../shared/schema`",
@@ -603,12 +613,44 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tee<T> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The demo agent binary.
+
+/// The path of `all-protocols`, built once per test binary (a no-op when fresh). Built with the
+/// `unstable` feature when these tests have it, so every test binary of one run builds it alike
+/// and the demo serves v2 exactly when the v2 tests run.
+pub fn built_all_protocols() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_all_protocols).clone()
+}
+
+fn build_all_protocols() -> String {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build.args([
+        "build",
+        "--quiet",
+        "-p",
+        "examples",
+        "--bin",
+        "all-protocols",
+    ]);
+    if cfg!(feature = "unstable") {
+        build.args(["--features", "unstable"]);
+    }
+    let status = build.current_dir(&workspace).status().expect("cargo runs");
+    assert!(status.success(), "building all-protocols failed");
+    let target =
+        std::env::var("CARGO_TARGET_DIR").map_or_else(|_| workspace.join("target"), PathBuf::from);
+    target.join("debug/all-protocols").display().to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
 // Harnesses.
 
-/// A typed client connected to the test agent, the editor's state and the recorded wire.
-pub struct Harness {
+/// A typed client connected to an agent, with the recorded wire; generic over the editor side.
+pub struct Link {
     pub client: AcpClient,
-    pub editor: Arc<EditorState>,
     pub wire: Arc<Wire>,
     pub stop: StopOnDrop,
 }
@@ -622,13 +664,9 @@ impl Drop for StopOnDrop {
     }
 }
 
-impl Harness {
-    /// Over the stdio transport, on a duplex pipe.
-    pub async fn stdio() -> Self {
-        Self::stdio_with(test_server()).await
-    }
-
-    pub async fn stdio_with<H: protocols_runtime::RequestHandler>(server: H) -> Self {
+impl Link {
+    /// `editor` connected to `server` over the stdio transport, on a duplex pipe.
+    pub async fn stdio<H: RequestHandler, S: AcpService>(server: H, editor: S) -> Self {
         let (client_end, agent_end) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_end);
         let stop = CancellationToken::new();
@@ -640,88 +678,135 @@ impl Harness {
             }
         });
         let (client_read, client_write) = tokio::io::split(client_end);
-        let wire = Arc::new(Wire::default());
-        let editor = TestEditor::default();
-        let state = Arc::clone(&editor.0);
-        let reader = Tee {
-            inner: client_read,
-            wire: Arc::clone(&wire),
-            direction: WireDirection::FromAgent,
-        };
-        let writer = Tee {
-            inner: client_write,
-            wire: Arc::clone(&wire),
-            direction: WireDirection::ToAgent,
-        };
-        let client = AcpClient::connect_lines(ClientV1(editor), reader, writer)
-            .await
-            .unwrap();
+        let (client, wire) = Self::over_lines(editor, client_read, client_write).await;
         Self {
             client,
-            editor: state,
             wire,
             stop: StopOnDrop(stop),
         }
     }
 
-    /// Over the stdio of a spawned agent process.
-    pub async fn child(command: &mut tokio::process::Command) -> (Self, tokio::process::Child) {
+    /// `editor` connected over the stdio of a spawned agent process.
+    pub async fn child<S: AcpService>(
+        command: &mut tokio::process::Command,
+        editor: S,
+    ) -> (Self, tokio::process::Child) {
         let mut child = command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("the agent starts");
+        let reader = child.stdout.take().unwrap();
+        let writer = child.stdin.take().unwrap();
+        let (client, wire) = Self::over_lines(editor, reader, writer).await;
+        let link = Self {
+            client,
+            wire,
+            stop: StopOnDrop(CancellationToken::new()),
+        };
+        (link, child)
+    }
+
+    async fn over_lines<S: AcpService>(
+        editor: S,
+        reader: impl AsyncRead + Unpin + Send + 'static,
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> (AcpClient, Arc<Wire>) {
         let wire = Arc::new(Wire::default());
-        let editor = TestEditor::default();
-        let state = Arc::clone(&editor.0);
         let reader = Tee {
-            inner: child.stdout.take().unwrap(),
+            inner: reader,
             wire: Arc::clone(&wire),
             direction: WireDirection::FromAgent,
         };
         let writer = Tee {
-            inner: child.stdin.take().unwrap(),
+            inner: writer,
             wire: Arc::clone(&wire),
             direction: WireDirection::ToAgent,
         };
-        let client = AcpClient::connect_lines(ClientV1(editor), reader, writer)
+        let client = AcpClient::connect_lines(editor, reader, writer)
             .await
             .unwrap();
-        let harness = Self {
-            client,
-            editor: state,
-            wire,
-            stop: StopOnDrop(CancellationToken::new()),
-        };
-        (harness, child)
+        (client, wire)
     }
 
-    /// Over ACP's HTTP transport at `/acp`, hardened as a deployment would be.
-    pub async fn http() -> Self {
+    /// `editor` connected to `server` over ACP's HTTP transport at `/acp`, hardened as a
+    /// deployment would be.
+    pub async fn http<H: RequestHandler, S: AcpService>(server: H, editor: S) -> Self {
         let builder = Server::builder().hardening(HardeningConfig::new().rate_limit(None));
-        let endpoint = AcpEndpoint::new(test_server(), RemoteConfig::default())
+        let endpoint = AcpEndpoint::new(server, RemoteConfig::default())
             .with_shutdown(builder.shutdown_token());
-        let server = builder.routes(endpoint.into_routes("/acp")).build().unwrap();
+        let server = builder
+            .routes(endpoint.into_routes("/acp"))
+            .build()
+            .unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         tokio::spawn(server.serve_until(listener, async move { stopped.cancelled().await }));
+        let link = Self::http_at(&format!("http://{address}/acp"), editor);
+        Self {
+            stop: StopOnDrop(stop),
+            ..link
+        }
+    }
+
+    /// `editor` connected over HTTP to an agent already serving at `url`.
+    pub fn http_at<S: AcpService>(url: &str, editor: S) -> Self {
         let wire = Arc::new(Wire::default());
-        let editor = TestEditor::default();
-        let state = Arc::clone(&editor.0);
-        let client = AcpClient::connect_http_observed(
-            ClientV1(editor),
-            format!("http://{address}/acp"),
-            Some(wire.observer()),
-        );
+        let client = AcpClient::connect_http_observed(editor, url, Some(wire.observer()));
         Self {
             client,
-            editor: state,
             wire,
-            stop: StopOnDrop(stop),
+            stop: StopOnDrop(CancellationToken::new()),
         }
+    }
+}
+
+/// The test agent's typed client, the test editor's state and the recorded wire.
+pub struct Harness {
+    pub client: AcpClient,
+    pub editor: Arc<EditorState>,
+    pub wire: Arc<Wire>,
+    pub stop: StopOnDrop,
+}
+
+impl Harness {
+    fn of(link: Link, editor: Arc<EditorState>) -> Self {
+        let Link { client, wire, stop } = link;
+        Self {
+            client,
+            editor,
+            wire,
+            stop,
+        }
+    }
+
+    /// Over the stdio transport, on a duplex pipe.
+    pub async fn stdio() -> Self {
+        Self::stdio_with(test_server()).await
+    }
+
+    pub async fn stdio_with<H: RequestHandler>(server: H) -> Self {
+        let editor = TestEditor::default();
+        let state = Arc::clone(&editor.0);
+        Self::of(Link::stdio(server, ClientV1(editor)).await, state)
+    }
+
+    /// Over the stdio of a spawned agent process.
+    pub async fn child(command: &mut tokio::process::Command) -> (Self, tokio::process::Child) {
+        let editor = TestEditor::default();
+        let state = Arc::clone(&editor.0);
+        let (link, child) = Link::child(command, ClientV1(editor)).await;
+        (Self::of(link, state), child)
+    }
+
+    /// Over ACP's HTTP transport at `/acp`, hardened as a deployment would be.
+    pub async fn http() -> Self {
+        let editor = TestEditor::default();
+        let state = Arc::clone(&editor.0);
+        Self::of(Link::http(test_server(), ClientV1(editor)).await, state)
     }
 
     /// `initialize` advertising `fs.readTextFile` as told; returns the negotiated version.
