@@ -77,6 +77,8 @@ pub struct RequestContext {
     /// 2026-07-28: what the handler needs the client to answer first (see
     /// [`Self::require_input`]); the server turns it into an `InputRequiredResult`.
     input_required: Arc<Mutex<Option<InputRequests>>>,
+    /// The task this work runs as, named in the `_meta` of everything it sends.
+    related_task: Option<Arc<str>>,
 }
 
 impl RequestContext {
@@ -93,17 +95,39 @@ impl RequestContext {
             arrival: Arc::new(arrival),
             asked: Arc::new(AtomicUsize::new(0)),
             input_required: Arc::default(),
+            related_task: None,
         }
     }
 
-    /// The same request seen from work that outlives its answer (a task): messages go to
-    /// `peer` and `cancellation` stops it.
-    pub(crate) fn detached(&self, peer: Peer, cancellation: CancellationToken) -> Self {
+    /// The same request run as task `task_id`, outliving its answer: messages go to `peer`
+    /// and name the task, and `cancellation` stops it.
+    pub(crate) fn detached(
+        &self,
+        task_id: &str,
+        peer: Peer,
+        cancellation: CancellationToken,
+    ) -> Self {
         Self {
             peer,
             cancellation,
+            related_task: Some(Arc::from(task_id)),
             ..self.clone()
         }
+    }
+
+    /// `params` with the related-task `_meta` when this work runs as a task.
+    fn related(&self, mut params: Value) -> Value {
+        let (Some(task_id), Value::Object(fields)) = (&self.related_task, &mut params) else {
+            return params;
+        };
+        let meta = fields.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.insert(
+                crate::tasks::RELATED_TASK.to_owned(),
+                json!({ "taskId": &**task_id }),
+            );
+        }
+        params
     }
 
     /// 2026-07-28: answers this request with an `InputRequiredResult` asking `requests`
@@ -181,7 +205,7 @@ impl RequestContext {
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), PeerError> {
-        let params = wire::notification_for(self.revision, method, params);
+        let params = self.related(wire::notification_for(self.revision, method, params));
         self.peer.notify(method, &params)
     }
 
@@ -227,7 +251,7 @@ impl RequestContext {
         if self.revision.is_stateless() {
             return self.input_round(method, params);
         }
-        let params = wire::request_for(self.revision, method, params);
+        let params = self.related(wire::request_for(self.revision, method, params));
         let raw = self
             .peer
             .request(method, &params)

@@ -640,7 +640,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let peer = call.cx.peer().session_wide();
         let rcx = call
             .context()
-            .detached(peer.clone(), created.cancellation.clone());
+            .detached(&task_id, peer.clone(), created.cancellation.clone());
         let handler = Arc::clone(&self.inner.handler);
         let store = store.clone();
         params.task = None;

@@ -16,7 +16,8 @@ use futures::StreamExt;
 use mcp_common::{Client, Echo, Schemas, call, spawn};
 use protocols_mcp::content::{text, tool_result};
 use protocols_mcp::{
-    McpServer, NoArguments, Revision, TaskLimits, TaskStore, TaskSupport, ToolDefinition, ToolError,
+    Level, McpServer, NoArguments, Revision, TaskLimits, TaskStore, TaskSupport, ToolDefinition,
+    ToolError,
 };
 use protocols_runtime::{Clock, ManualClock};
 use serde_json::{Value, json};
@@ -72,6 +73,22 @@ fn task_server(fixture: &Fixture) -> McpServer {
                 |_: NoArguments, _| async { Ok(tool_result(vec![text("done")])) },
             )
             .task_support(TaskSupport::Required),
+        )
+        .tool(
+            ToolDefinition::new(
+                "reporting",
+                "Reports as it works",
+                |_: NoArguments, cx| async move {
+                    let report =
+                        |error: protocols_runtime::PeerError| ToolError::failed(error.to_string());
+                    cx.progress(1.0, Some(1.0), Some("all done"))
+                        .map_err(report)?;
+                    cx.log(Level::Info, Some("reporting"), json!("finished"))
+                        .map_err(report)?;
+                    Ok(tool_result(vec![text("reported")]))
+                },
+            )
+            .task_support(TaskSupport::Optional),
         )
         .tool(ToolDefinition::new(
             "plain",
@@ -408,4 +425,48 @@ async fn revisions_before_2025_11_25_know_no_tasks() {
     let refused = client.post(call(2, "tasks/list", json!({}))).await;
     assert_eq!(error_code(refused.answer(2)), Some(-32601));
     client.check_all(&Schemas::new(Revision::V2025_06_18));
+}
+
+#[tokio::test]
+async fn what_a_task_sends_while_it_runs_names_the_task_and_goes_to_the_session_stream() {
+    let fixture = Fixture::default();
+    let running = spawn(task_server(&fixture)).await;
+    let schemas = Schemas::new(Revision::V2025_11_25);
+    let client = session(running.url("/mcp"), "2025-11-25").await;
+    let mut stream = open_session_stream(&client).await;
+    let created = client
+        .post(call(
+            1,
+            "tools/call",
+            json!({"name": "reporting", "arguments": {}, "task": {}, "_meta": {"progressToken": "p1"}}),
+        ))
+        .await;
+    let id = task_id(created.answer(1));
+    let related = json!({ "taskId": id });
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let message = next_message(&mut stream).await;
+        schemas.check_emitted(&message, &Default::default());
+        seen.push(message);
+    }
+    let methods: Vec<&str> = seen
+        .iter()
+        .map(|message| message["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/progress",
+            "notifications/message",
+            "notifications/tasks/status"
+        ]
+    );
+    for message in &seen[..2] {
+        assert_eq!(
+            message["params"]["_meta"]["io.modelcontextprotocol/related-task"], related,
+            "{message}"
+        );
+    }
+    assert_eq!(seen[0]["params"]["progressToken"], "p1");
+    client.check_all(&schemas);
 }
