@@ -15,7 +15,8 @@
 # RMCP_TARGET (/work/bench-target: the comparator's own target dir, outside the repository).
 # `profile` runs each server under callgrind and reports instructions per request, the figure
 # a busy machine does not disturb (CALLS (20000) calls at PROFILE_CONCURRENCY (16), after a
-# warm-up); the profiles stay in $OUT for callgrind_annotate.
+# warm-up); the profiles stay in $OUT for callgrind_annotate. SERVERS may also name
+# `ours-boxed`, an experiment: our server with each request's handler future boxed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +64,7 @@ start_server() {
     rm -f "$port_file"
     case "$server" in
         ours) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" & ;;
+        ours-boxed) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" boxed & ;;
         rmcp) taskset -c "$SERVER_CPU" "$RMCP_EXE" "$mode" "$port_file" & ;;
     esac
     SERVER_PID=$!
@@ -130,6 +132,7 @@ instructions() {
             rm -f "$port_file" "$out"*
             case "$server" in
                 ours) exe=("$EXE" serve "$mode" "$port_file") ;;
+                ours-boxed) exe=("$EXE" serve "$mode" "$port_file" boxed) ;;
                 rmcp) exe=("$RMCP_EXE" "$mode" "$port_file") ;;
             esac
             valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \

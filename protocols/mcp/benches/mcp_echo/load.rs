@@ -279,25 +279,44 @@ async fn drive(
     Ok(tally)
 }
 
-/// The CPU time `pid` has used so far (user + system, every thread), in microseconds.
-fn cpu_us(pid: u32) -> Result<u64, String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|error| format!("/proc/{pid}/stat: {error}"))?;
-    // Fields after the parenthesised command name, which may itself hold spaces.
-    let after_name = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .ok_or("unreadable stat")?;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
-    let ticks = |index: usize| -> Result<u64, String> {
-        fields
-            .get(index)
-            .ok_or("short stat")?
-            .parse::<u64>()
-            .map_err(|error| error.to_string())
-    };
-    Ok((ticks(11)? + ticks(12)?) * 1_000_000 / TICKS_PER_SECOND)
+/// The CPU time `pid` has used so far (every thread), in microseconds.
+#[derive(Debug, Clone, Copy)]
+struct CpuTime {
+    user_us: u64,
+    system_us: u64,
+}
+
+impl CpuTime {
+    fn of(pid: u32) -> Result<Self, String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_err(|error| format!("/proc/{pid}/stat: {error}"))?;
+        // Fields after the parenthesised command name, which may itself hold spaces.
+        let after_name = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .ok_or("unreadable stat")?;
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+        let micros = |index: usize| -> Result<u64, String> {
+            let ticks: u64 = fields
+                .get(index)
+                .ok_or("short stat")?
+                .parse()
+                .map_err(|_| "unreadable stat field")?;
+            Ok(ticks * 1_000_000 / TICKS_PER_SECOND)
+        };
+        Ok(Self {
+            user_us: micros(11)?,
+            system_us: micros(12)?,
+        })
+    }
+
+    fn since(self, earlier: Self) -> Self {
+        Self {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            system_us: self.system_us.saturating_sub(earlier.system_us),
+        }
+    }
 }
 
 /// `load <port> <mode> <concurrency> <seconds> <server-pid>`: prints one JSON line.
@@ -321,9 +340,9 @@ pub fn run(
             .map(|worker| tokio::spawn(drive(port, mode, worker, measure_from, stop_at)))
             .collect();
         tokio::time::sleep_until(measure_from.into()).await;
-        let cpu_before = cpu_us(pid)?;
+        let cpu_before = CpuTime::of(pid)?;
         tokio::time::sleep_until(stop_at.into()).await;
-        let cpu_used = cpu_us(pid)?.saturating_sub(cpu_before);
+        let cpu_used = CpuTime::of(pid)?.since(cpu_before);
         let mut latencies = Vec::new();
         let mut errors = 0;
         for worker in workers {
@@ -336,7 +355,13 @@ pub fn run(
     })
 }
 
-fn report(concurrency: usize, measured: Duration, latencies: &mut [u32], errors: u64, cpu_us: u64) {
+fn report(
+    concurrency: usize,
+    measured: Duration,
+    latencies: &mut [u32],
+    errors: u64,
+    cpu: CpuTime,
+) {
     latencies.sort_unstable();
     let percentile = |p: f64| -> u32 {
         if latencies.is_empty() {
@@ -346,9 +371,11 @@ fn report(concurrency: usize, measured: Duration, latencies: &mut [u32], errors:
         latencies[rank.clamp(1, latencies.len()) - 1]
     };
     let requests = latencies.len();
-    let cpu_per_request = cpu_us as f64 / requests.max(1) as f64;
+    let per_request = |micros: u64| micros as f64 / requests.max(1) as f64;
+    let (user, system) = (per_request(cpu.user_us), per_request(cpu.system_us));
+    let cpu_per_request = user + system;
     println!(
-        "{{\"concurrency\":{concurrency},\"requests\":{requests},\"errors\":{errors},\"rps\":{:.0},\"p50_us\":{},\"p99_us\":{},\"cpu_us_per_req\":{cpu_per_request:.1}}}",
+        "{{\"concurrency\":{concurrency},\"requests\":{requests},\"errors\":{errors},\"rps\":{:.0},\"p50_us\":{},\"p99_us\":{},\"cpu_us_per_req\":{cpu_per_request:.1},\"user_us_per_req\":{user:.1},\"sys_us_per_req\":{system:.1}}}",
         requests as f64 / measured.as_secs_f64(),
         percentile(0.50),
         percentile(0.99),

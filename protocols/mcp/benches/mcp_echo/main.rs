@@ -5,7 +5,7 @@
 //! `cargo bench` it only prints how to.
 //!
 //! ```text
-//! mcp_echo serve <stateless|session> <port-file>
+//! mcp_echo serve <stateless|session> <port-file> [boxed]
 //! mcp_echo load <port> <stateless|session> <concurrency> <seconds> <server-pid>
 //! mcp_echo calls <port> <stateless|session> <concurrency> <count>   # for callgrind
 //! mcp_echo open <port> <sessions>        # initializes that many sessions and leaves them idle
@@ -15,14 +15,19 @@
 //! Modes: `stateless` sends 2026-07-28 requests (per-request `_meta` version, `Mcp-Method`,
 //! `Mcp-Name`) answered as JSON; `session` opens one session per connection (`initialize`, then
 //! `notifications/initialized`) on 2025-11-25 and gets every answer as an SSE stream.
+//!
+//! `serve … boxed` is an experiment, not a comparison: the same server with each request's
+//! handler future boxed, to show what moving that large future around costs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod boxed;
 mod load;
 mod summary;
 
 use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
+use protocols_runtime::RequestHandler;
 use protocols_runtime::hardening::{HardeningConfig, RateLimit};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::Server;
@@ -33,7 +38,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
-        ["serve", mode, port_file] => Mode::parse(mode).and_then(|mode| serve(mode, port_file)),
+        ["serve", mode, port_file] => {
+            Mode::parse(mode).and_then(|mode| serve(echo_server(), mode, port_file))
+        }
+        ["serve", mode, port_file, "boxed"] => Mode::parse(mode)
+            .and_then(|mode| serve(boxed::BoxedHandle(echo_server()), mode, port_file)),
         ["load", port, mode, concurrency, seconds, pid] => {
             load::run(port, mode, concurrency, seconds, pid)
         }
@@ -121,7 +130,7 @@ fn http_config(mode: Mode) -> HttpConfig {
 
 /// Serves the echo tool at `/mcp` with the default hardening, except a rate limit that is
 /// charged on every request but never refuses one at benchmark load.
-fn serve(mode: Mode, port_file: &str) -> Result<(), String> {
+fn serve(handler: impl RequestHandler, mode: Mode, port_file: &str) -> Result<(), String> {
     let port_file = PathBuf::from(port_file);
     runtime()?.block_on(async move {
         let listener = TcpListener::bind("127.0.0.1:0")
@@ -133,7 +142,7 @@ fn serve(mode: Mode, port_file: &str) -> Result<(), String> {
             .rate_limit(Some(RateLimit::new(1e9, u32::MAX)));
         let server = Server::builder()
             .hardening(hardening)
-            .streamable_http("/mcp", echo_server(), http_config(mode))
+            .streamable_http("/mcp", handler, http_config(mode))
             .build()
             .map_err(|error| error.to_string())?;
         std::fs::write(&port_file, address.port().to_string())

@@ -14,6 +14,8 @@ struct Run {
     p50_us: f64,
     p99_us: f64,
     cpu_us: f64,
+    user_us: f64,
+    system_us: f64,
     errors: f64,
 }
 
@@ -36,6 +38,8 @@ fn parse_line(line: &str) -> Result<Option<Run>, String> {
         p50_us: number("p50_us")?,
         p99_us: number("p99_us")?,
         cpu_us: number("cpu_us_per_req")?,
+        user_us: number("user_us_per_req")?,
+        system_us: number("sys_us_per_req")?,
         errors: number("errors")?,
     }))
 }
@@ -84,18 +88,20 @@ pub fn summarize(file: &str) -> Result<(), String> {
             .insert(run.round, run);
     }
     println!(
-        "| mode | conc. | server | rounds | req/s | p50 µs | p99 µs | server CPU µs/req | wrong answers |"
+        "| mode | conc. | server | rounds | req/s | p50 µs | p99 µs | server CPU µs/req (user + system) | wrong answers |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for ((mode, concurrency), servers) in &table {
         for (server, rounds) in servers {
             println!(
-                "| {mode} | {concurrency} | {server} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {:.0} |",
+                "| {mode} | {concurrency} | {server} | {} | {:.0} | {:.0} | {:.0} | {:.1} ({:.1} + {:.1}) | {:.0} |",
                 rounds.len(),
                 medians(rounds, |run| run.rps),
                 medians(rounds, |run| run.p50_us),
                 medians(rounds, |run| run.p99_us),
                 medians(rounds, |run| run.cpu_us),
+                medians(rounds, |run| run.user_us),
+                medians(rounds, |run| run.system_us),
                 rounds.values().map(|run| run.errors).sum::<f64>(),
             );
         }
