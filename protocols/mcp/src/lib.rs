@@ -29,6 +29,46 @@
 //!     server.serve(address).await
 //! }
 //! ```
+//!
+//! The builder is one implementation of the generated 2025-11-25 `Server` trait; a server can
+//! implement that trait itself instead (every method it leaves out answers -32601, and its
+//! `initialize` describes the server) and be served the same way, to every revision:
+//!
+//! ```no_run
+//! use protocols_mcp::generated::v2025_11_25::Server;
+//! use protocols_mcp::{McpServer, RequestContext, content, types};
+//! use protocols_runtime::ErrorObject;
+//!
+//! struct Clock;
+//!
+//! impl Server for Clock {
+//!     type Context = RequestContext;
+//!
+//!     async fn initialize(
+//!         &self,
+//!         params: types::InitializeRequestParams,
+//!         _cx: &RequestContext,
+//!     ) -> Result<types::InitializeResult, ErrorObject> {
+//!         serde_json::from_value(serde_json::json!({
+//!             "protocolVersion": params.protocol_version,
+//!             "capabilities": { "tools": {} },
+//!             "serverInfo": { "name": "clock", "version": "1.0.0" },
+//!         }))
+//!         .map_err(|_| ErrorObject::internal_error())
+//!     }
+//!
+//!     async fn tools_call(
+//!         &self,
+//!         _params: types::CallToolRequestParams,
+//!         _cx: &RequestContext,
+//!     ) -> Result<types::CallToolResult, ErrorObject> {
+//!         Ok(content::tool_result(vec![content::text("twelve o'clock")]))
+//!     }
+//! }
+//!
+//! let mcp = McpServer::new(Clock); // a `RequestHandler`, mounted like the builder's server
+//! # let _ = mcp;
+//! ```
 
 pub mod builder;
 pub mod catalog;
