@@ -9,11 +9,13 @@
 //! `GlobalConcurrencyLimit` behind `HandleError`, plus four `from_fn` middlewares) the hardening
 //! halved an echo server's throughput on loopback (≈25k → ≈12k req/s at 16 connections). These
 //! two services use the same primitives tower's layers do — `tokio::time::timeout` for the
-//! deadline, a `tokio::sync::Semaphore` acquired without waiting for load shedding — with one
-//! boxed future each.
+//! deadline, a `tokio::sync::Semaphore` acquired without waiting for load shedding — and
+//! [`Hardening::wrap`](super::Hardening::wrap) stacks them as one layer on the transport
+//! routes. `Guard` boxes one future per request; `Admit` boxes one only while an authenticator
+//! is awaited.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -21,6 +23,7 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
+use futures::future::Either;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -159,6 +162,10 @@ pub(crate) struct Admit<S> {
     admission: Arc<Admission>,
 }
 
+/// What [`Admit`] returns: the route's own future when admission needed no waiting (no box
+/// per request), a refusal at once, or a boxed future when an authenticator must be awaited.
+type AdmitFuture<F> = Either<Either<F, Ready<Result<Response, Infallible>>>, ResponseFuture>;
+
 impl<S> Service<Request> for Admit<S>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
@@ -166,30 +173,30 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = AdmitFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request) -> ResponseFuture {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         if !self.admission.authenticates() {
             // Nothing to wait for: admit now and call the service `poll_ready` readied.
-            return match self.admission.charge_and_bound(&mut request) {
-                Ok(()) => Box::pin(self.inner.call(request)),
-                Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_response()))),
-            };
+            return Either::Left(match self.admission.charge_and_bound(&mut request) {
+                Ok(()) => Either::Left(self.inner.call(request)),
+                Err(refusal) => Either::Right(std::future::ready(Ok(refusal.into_response()))),
+            });
         }
         // Authentication waits, so the readied service is kept for after it and a fresh clone
         // takes its place.
         let fresh = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, fresh);
         let admission = Arc::clone(&self.admission);
-        Box::pin(async move {
+        Either::Right(Box::pin(async move {
             match admission.admit(&mut request).await {
                 Ok(()) => inner.oneshot(request).await,
                 Err(refusal) => Ok(refusal.into_response()),
             }
-        })
+        }))
     }
 }

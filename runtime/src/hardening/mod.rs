@@ -16,6 +16,7 @@ mod origin;
 mod refusal;
 mod security_headers;
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use tokio::sync::Semaphore;
+use tower::Layer as _;
 
 pub use auth::{
     AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN, Principal,
@@ -378,14 +380,18 @@ impl Hardening {
     /// Anonymous callers are rate limited per peer address, which axum provides only when the
     /// app is served with `into_make_service_with_connect_info::<SocketAddr>()`.
     pub fn wrap(&self, router: Router) -> Router {
-        let admitted = router.layer(AdmitLayer(Arc::clone(&self.admission)));
+        // Each `Router::layer` puts another boxed, cloned-per-request route around every
+        // endpoint, so the transport routes get both services as one layer rather than two;
+        // the public routes (metadata, unknown paths) get the guard alone.
+        let guard = GuardLayer(Arc::clone(&self.guard));
+        let admitted = router.layer((guard.clone(), AdmitLayer(Arc::clone(&self.admission))));
         let public = match self.metadata_router() {
-            Some(metadata) => admitted.merge(metadata),
+            Some(metadata) => admitted.merge(metadata.layer(guard.clone())),
             None => admitted,
         };
-        public
-            .fallback(refuse_unknown_path)
-            .layer(GuardLayer(Arc::clone(&self.guard)))
+        public.fallback_service(guard.layer(tower::service_fn(|_: Request| async {
+            Ok::<_, Infallible>(refuse_unknown_path().await)
+        })))
     }
 
     /// The RFC 9728 document route alone, for an application that nests the wrapped router
