@@ -1,7 +1,8 @@
 //! The client (editor) side: [`AcpClient`] connects to an agent over stdio (a spawned child, or
-//! any line-oriented pair) or over HTTP, calls it with typed methods, and serves the agent's
-//! calls back (`session/update`, `session/request_permission`, `fs/*`, …) to an [`AcpService`]
-//! of the caller's, through the same runtime dispatch the agent side uses.
+//! any line-oriented pair), over Streamable HTTP or over WebSocket, calls it with typed
+//! methods, and serves the agent's calls back (`session/update`, `session/request_permission`,
+//! `fs/*`, …) to an [`AcpService`] of the caller's, through the same runtime dispatch the agent
+//! side uses.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -94,7 +95,23 @@ impl AcpClient {
         })
     }
 
-    /// Connects over ACP's HTTP transport to the endpoint at `url` (e.g. `http://host/acp`).
+    /// Connects over ACP's WebSocket transport to the endpoint at `url` (e.g.
+    /// `ws://host/acp`): the stdio conversation, one text frame per message.
+    ///
+    /// # Errors
+    /// The upgrade was refused, or the conversation ended before it started.
+    pub async fn connect_websocket<S: AcpService>(
+        service: S,
+        url: &str,
+    ) -> Result<Self, CallError> {
+        let (reader, writer) = crate::remote_client::websocket_lines(url).await?;
+        Self::connect_lines(service, reader, writer).await
+    }
+
+    /// Connects over ACP's Streamable HTTP transport to the endpoint at `url` (e.g.
+    /// `http://host/acp`), over HTTP/2: `initialize` opens the connection, answers and the
+    /// agent's calls arrive on the connection's and each session's `GET` stream, and a call
+    /// dropped before its answer is cancelled at the agent with `$/cancel_request`.
     pub fn connect_http<S: AcpService>(service: S, url: impl Into<String>) -> Self {
         Self::connect_http_observed(service, url, None)
     }

@@ -686,7 +686,7 @@ async fn write_line(input: &mut WriteHalf<DuplexStream>, text: &str) -> bool {
 }
 
 /// `text` as one newline-terminated line.
-fn one_line(text: &str) -> Vec<u8> {
+pub(crate) fn one_line(text: &str) -> Vec<u8> {
     text.bytes()
         .map(|byte| {
             if matches!(byte, b'\n' | b'\r') {

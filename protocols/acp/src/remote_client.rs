@@ -4,14 +4,15 @@
 //! the client) arrives on long-lived `GET` streams — the connection's, opened after
 //! `initialize`, and one per session the client works in. The agent's calls are served to the
 //! caller's service and answered with `POST`s; a call dropped before its answer sends
-//! `$/cancel_request`.
+//! `$/cancel_request`. Over WebSocket the conversation is the stdio one, a text frame per
+//! message: [`websocket_lines`] bridges a socket to a line-oriented pair.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::{SinkExt, StreamExt};
 use http::{HeaderValue, StatusCode, header};
 use protocols_runtime::jsonrpc::{
     DecodeLimits, ErrorObject, Message, Notification, Request, RequestId, Response, decode_message,
@@ -21,7 +22,11 @@ use protocols_runtime::peer::PeerError;
 use protocols_runtime::sse::SseDecoder;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf, duplex, split,
+};
 use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{WireDirection, WireObserver};
@@ -430,6 +435,59 @@ impl Shared {
     fn observe(&self, direction: WireDirection, bytes: &[u8]) {
         if let Some(observer) = &self.observer {
             observer(direction, bytes);
+        }
+    }
+}
+
+/// Upgrades to ACP's WebSocket transport at `url` (`ws://host/acp`) and returns a line-oriented
+/// pair carrying the socket's text frames, one message a line, for the stdio-style client.
+pub(crate) async fn websocket_lines(
+    url: &str,
+) -> Result<(ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), CallError> {
+    let (socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .map_err(|error| {
+            tracing::debug!(%error, "the WebSocket upgrade failed");
+            closed()
+        })?;
+    let (client_end, bridge_end) = duplex(1 << 16);
+    tokio::spawn(bridge(socket, bridge_end));
+    Ok(split(client_end))
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Moves frames to lines and lines to frames until either side closes; the other side then
+/// sees its end (a closing frame, or end of input).
+async fn bridge(mut socket: Socket, end: DuplexStream) {
+    let (read, mut write) = split(end);
+    let mut lines = BufReader::new(read).lines();
+    loop {
+        tokio::select! {
+            frame = socket.next() => match frame {
+                Some(Ok(WsMessage::Text(text))) => {
+                    let line = crate::remote::one_line(text.as_str());
+                    if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
+                        break;
+                    }
+                }
+                Some(Ok(WsMessage::Close(_)) | Err(_)) | None => break,
+                Some(Ok(_)) => {}
+            },
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => {
+                    if socket.send(WsMessage::Text(line.into())).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    if let Err(error) = socket.close(None).await {
+                        tracing::debug!(%error, "could not close the WebSocket");
+                    }
+                    break;
+                }
+            },
         }
     }
 }

@@ -568,3 +568,35 @@ async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
         "serve_until returned cleanly"
     );
 }
+
+#[tokio::test]
+async fn the_typed_client_over_websocket_asks_permission_and_reads_through_the_editor() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let editor = acp_support::TestEditor::default();
+    let state = Arc::clone(&editor.0);
+    let client = AcpClient::connect_websocket(ClientV1(editor), &ws_url(&running))
+        .await
+        .unwrap();
+    let initialize = json!({"protocolVersion": 1,
+                            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}});
+    client.call_raw("initialize", &initialize).await.unwrap();
+    let created = client
+        .call_raw("session/new", &json!({"cwd": "/", "mcpServers": []}))
+        .await
+        .unwrap();
+    let session: Value = serde_json::from_str(created.get()).unwrap();
+    let prompt = json!({"sessionId": session["sessionId"],
+                        "prompt": [{"type": "text", "text": "read /over/ws"}]});
+    let done: Value = serde_json::from_str(
+        client
+            .call_raw("session/prompt", &prompt)
+            .await
+            .unwrap()
+            .get(),
+    )
+    .unwrap();
+    assert_eq!(done["stopReason"], "end_turn");
+    assert_eq!(*state.reads.lock().unwrap(), ["/over/ws"]);
+    assert_eq!(state.texts(), [acp_support::FILE_TEXT]);
+    client.close().await.unwrap();
+}
