@@ -343,7 +343,12 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
     }
 
     fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
-        let removed = self.sessions.write().ok()?.remove(id)?;
+        let removed = {
+            let mut sessions = self.sessions.write().ok()?;
+            let removed = sessions.remove(id)?;
+            release_spare_capacity(&mut sessions);
+            removed
+        };
         removed.end();
         Some(removed)
     }
@@ -356,7 +361,9 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
                     .filter(|session| session.expired(now, &self.limits))
                     .map(|session| session.id().clone())
                     .collect();
-                ids.iter().filter_map(|id| sessions.remove(id)).collect()
+                let expired = ids.iter().filter_map(|id| sessions.remove(id)).collect();
+                release_spare_capacity(&mut sessions);
+                expired
             }
             Err(_) => Vec::new(),
         };
@@ -381,6 +388,16 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         for session in drained {
             session.end();
         }
+    }
+}
+
+/// Gives back most of a map's table once it is mostly empty, so a burst of sessions that
+/// expired leaves no peak-sized table behind; halving only below a quarter full keeps the cost
+/// amortised.
+pub(crate) fn release_spare_capacity<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+    const SMALL: usize = 64;
+    if map.capacity() > SMALL && map.len() * 4 < map.capacity() {
+        map.shrink_to(map.len() * 2);
     }
 }
 
@@ -546,6 +563,29 @@ mod tests {
         assert_eq!(store.reap(clock.now()), 1);
         assert!(events.is_empty());
         assert!(stream.publish(bytes::Bytes::from_static(b"{}")).is_err());
+    }
+
+    #[test]
+    fn a_store_emptied_by_expiry_gives_its_table_back() {
+        let clock = ManualClock::new();
+        let store = MemorySessionStore::new(SessionLimits {
+            max_live: 10_000,
+            ..limits()
+        });
+        for _ in 0..5_000 {
+            assert!(store.insert(session(&clock)).is_ok());
+        }
+        let peak = store
+            .sessions
+            .read()
+            .map_or(0, |sessions| sessions.capacity());
+        clock.advance(Duration::from_secs(61));
+        assert_eq!(store.reap(clock.now()), 5_000);
+        let after = store
+            .sessions
+            .read()
+            .map_or(usize::MAX, |sessions| sessions.capacity());
+        assert!(after * 16 < peak, "capacity {after} of a peak {peak}");
     }
 
     #[test]

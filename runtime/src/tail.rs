@@ -18,7 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::session::SessionId;
+use crate::session::{SessionId, release_spare_capacity};
 use crate::sse::EventId;
 
 /// Bits of an event id that number the event within its stream.
@@ -586,11 +586,11 @@ impl EventStore for MemoryEventStore {
     }
 
     fn close_session(&self, session: &SessionId) {
-        let removed = self
-            .sessions
-            .lock()
-            .ok()
-            .and_then(|mut sessions| sessions.remove(session));
+        let removed = self.sessions.lock().ok().and_then(|mut sessions| {
+            let removed = sessions.remove(session);
+            release_spare_capacity(&mut sessions);
+            removed
+        });
         if let Some(streams) = removed {
             streams.close_all();
         }
