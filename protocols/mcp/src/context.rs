@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::generated::v2025_11_25::types;
 use crate::logging::Level;
 use crate::revision::Revision;
+use crate::tasks::TaskLink;
 use crate::wire;
 
 /// JSON-RPC error codes MCP 2026-07-28 adds. Over HTTP each goes out with `400 Bad Request`
@@ -78,7 +79,7 @@ pub struct RequestContext {
     /// [`Self::require_input`]); the server turns it into an `InputRequiredResult`.
     input_required: Arc<Mutex<Option<InputRequests>>>,
     /// The task this work runs as, named in the `_meta` of everything it sends.
-    related_task: Option<Arc<str>>,
+    related_task: Option<TaskLink>,
 }
 
 impl RequestContext {
@@ -103,28 +104,38 @@ impl RequestContext {
     /// and name the task, and `cancellation` stops it.
     pub(crate) fn detached(
         &self,
-        task_id: &str,
+        task: TaskLink,
         peer: Peer,
         cancellation: CancellationToken,
     ) -> Self {
         Self {
             peer,
             cancellation,
-            related_task: Some(Arc::from(task_id)),
+            related_task: Some(task),
             ..self.clone()
+        }
+    }
+
+    /// A task waiting on the client is `input_required` until the answer comes, and the
+    /// client hears of each change.
+    fn task_awaits_input(&self, waiting: bool) {
+        if let Some(task) = &self.related_task
+            && let Some(snapshot) = task.store.awaiting_input(&task.id, waiting)
+        {
+            crate::tasks::notify_status(&self.peer, &snapshot);
         }
     }
 
     /// `params` with the related-task `_meta` when this work runs as a task.
     fn related(&self, mut params: Value) -> Value {
-        let (Some(task_id), Value::Object(fields)) = (&self.related_task, &mut params) else {
+        let (Some(task), Value::Object(fields)) = (&self.related_task, &mut params) else {
             return params;
         };
         let meta = fields.entry("_meta").or_insert_with(|| json!({}));
         if let Value::Object(meta) = meta {
             meta.insert(
                 crate::tasks::RELATED_TASK.to_owned(),
-                json!({ "taskId": &**task_id }),
+                json!({ "taskId": &*task.id }),
             );
         }
         params
@@ -252,11 +263,11 @@ impl RequestContext {
             return self.input_round(method, params);
         }
         let params = self.related(wire::request_for(self.revision, method, params));
-        let raw = self
-            .peer
-            .request(method, &params)
-            .await
-            .map_err(|error| ToolError::failed(format!("{method} failed: {error}")))?;
+        self.task_awaits_input(true);
+        let answered = self.peer.request(method, &params).await;
+        self.task_awaits_input(false);
+        let raw =
+            answered.map_err(|error| ToolError::failed(format!("{method} failed: {error}")))?;
         serde_json::from_str(raw.get()).map_err(|error| {
             ToolError::failed(format!(
                 "the client's {method} answer does not fit: {error}"

@@ -31,7 +31,7 @@ use crate::logging::Level;
 use crate::revision::Revision;
 use crate::session::{ClientDescription, McpSession};
 use crate::stateless::{self, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, params_of};
-use crate::tasks::{RELATED_TASK, TaskStore};
+use crate::tasks::{RELATED_TASK, TaskLink, TaskStore, notify_status};
 use crate::tools::{TaskSupport, task_support_of};
 use crate::wire;
 
@@ -638,9 +638,13 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let created = store.create(call.task_owner(), ttl)?;
         let task_id = created.task.task_id.clone();
         let peer = call.cx.peer().session_wide();
+        let link = TaskLink {
+            id: Arc::from(task_id.as_str()),
+            store: store.clone(),
+        };
         let rcx = call
             .context()
-            .detached(&task_id, peer.clone(), created.cancellation.clone());
+            .detached(link, peer.clone(), created.cancellation.clone());
         let handler = Arc::clone(&self.inner.handler);
         let store = store.clone();
         params.task = None;
@@ -775,14 +779,6 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 listener.peer.notify(method, &params).is_ok()
             })
             .count()
-    }
-}
-
-/// `notifications/tasks/status` with the task as it now is (tasks exist on 2025-11-25 only,
-/// the handler's own revision, so nothing is converted). Nobody listening is not an error.
-fn notify_status(peer: &Peer, task: &types::Task) {
-    if let Err(error) = peer.notify("notifications/tasks/status", task) {
-        tracing::debug!(%error, task = %task.task_id, "task status not delivered");
     }
 }
 

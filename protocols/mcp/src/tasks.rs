@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use protocols_runtime::{Clock, ErrorObject, SystemClock};
+use protocols_runtime::{Clock, ErrorObject, Peer, SystemClock};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -86,6 +86,21 @@ struct Entries {
 pub struct CreatedTask {
     pub task: Task,
     pub cancellation: CancellationToken,
+}
+
+/// What work running as a task knows of it: its id and where its status is kept.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskLink {
+    pub(crate) id: Arc<str>,
+    pub(crate) store: TaskStore,
+}
+
+/// `notifications/tasks/status` with the task as it now is (tasks exist on 2025-11-25 only,
+/// the handler's own revision, so nothing is converted). Nobody listening is not an error.
+pub(crate) fn notify_status(peer: &Peer, task: &Task) {
+    if let Err(error) = peer.notify("notifications/tasks/status", task) {
+        tracing::debug!(%error, task = %task.task_id, "task status not delivered");
+    }
 }
 
 /// The in-memory task store. Cheap to clone; clones share the tasks.
@@ -252,6 +267,25 @@ impl TaskStore {
             .map(|error| error.message.to_string());
         entry.updated_at = SystemTime::now();
         entry.outcome = Some(outcome);
+        entry.changed.send_replace(entry.status);
+        Some(self.snapshot(entry))
+    }
+
+    /// Moves a running task to `input_required` while it waits on the client (`waiting`) and
+    /// back to `working` after; `None` when the task is no longer running.
+    pub(crate) fn awaiting_input(&self, id: &str, waiting: bool) -> Option<Task> {
+        let mut entries = self.live().ok()?;
+        let sequence = entries.sequence_of.get(id).copied()?;
+        let entry = entries.by_sequence.get_mut(&sequence)?;
+        if entry.is_terminal() {
+            return None;
+        }
+        entry.status = if waiting {
+            TaskStatus::InputRequired
+        } else {
+            TaskStatus::Working
+        };
+        entry.updated_at = SystemTime::now();
         entry.changed.send_replace(entry.status);
         Some(self.snapshot(entry))
     }

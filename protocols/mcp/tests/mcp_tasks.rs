@@ -90,6 +90,15 @@ fn task_server(fixture: &Fixture) -> McpServer {
             )
             .task_support(TaskSupport::Optional),
         )
+        .tool(
+            ToolDefinition::new("ask_model", "Samples", |_: NoArguments, cx| async move {
+                let answer = cx
+                    .sample(&json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}))
+                    .await?;
+                Ok(tool_result(vec![text(format!("model said {}", answer.model))]))
+            })
+            .task_support(TaskSupport::Optional),
+        )
         .tool(ToolDefinition::new(
             "plain",
             "Never a task",
@@ -468,5 +477,59 @@ async fn what_a_task_sends_while_it_runs_names_the_task_and_goes_to_the_session_
         );
     }
     assert_eq!(seen[0]["params"]["progressToken"], "p1");
+    client.check_all(&schemas);
+}
+
+#[tokio::test]
+async fn a_task_waiting_on_the_client_is_input_required_until_it_answers() {
+    let fixture = Fixture::default();
+    let running = spawn(task_server(&fixture)).await;
+    let schemas = Schemas::new(Revision::V2025_11_25);
+    let client = session(running.url("/mcp"), "2025-11-25").await;
+    let mut stream = open_session_stream(&client).await;
+    let created = client
+        .post(as_task(1, "ask_model", json!({}), json!({})))
+        .await;
+    let id = task_id(created.answer(1));
+    let waiting = next_message(&mut stream).await;
+    assert_eq!(waiting["params"]["status"], "input_required", "{waiting}");
+    let asked = next_message(&mut stream).await;
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(id)
+    );
+    let polled = client
+        .post(call(2, "tasks/get", json!({"taskId": id})))
+        .await;
+    assert_eq!(polled.answer(2)["result"]["status"], "input_required");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "hi"},
+        "model": "test-model", "stopReason": "endTurn"}});
+    let mut reply = client
+        .http
+        .post(&client.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", client.session.clone().unwrap())
+        .body(answer.to_string());
+    if let Some(version) = &client.version_header {
+        reply = reply.header("mcp-protocol-version", version);
+    }
+    assert_eq!(reply.send().await.unwrap().status(), 202);
+    let working = next_message(&mut stream).await;
+    assert_eq!(working["params"]["status"], "working");
+    let completed = next_message(&mut stream).await;
+    assert_eq!(completed["params"]["status"], "completed");
+    for message in [&waiting, &asked, &working, &completed] {
+        schemas.check_emitted(message, &Default::default());
+    }
+    let result = client
+        .post(call(3, "tasks/result", json!({"taskId": id})))
+        .await;
+    assert_eq!(
+        result.answer(3)["result"]["content"][0]["text"],
+        "model said test-model"
+    );
     client.check_all(&schemas);
 }
