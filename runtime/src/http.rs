@@ -637,6 +637,18 @@ impl<H: RequestHandler> StreamableHttp<H> {
         meta: Arc<RequestMeta>,
     ) -> Response {
         let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        if !body.batch {
+            // One message (the common case): served without collecting an answer list.
+            let Some(message) = body.messages.into_iter().next() else {
+                return StatusCode::ACCEPTED.into_response();
+            };
+            let answer = serve_message(&self.handler, message, scope).await;
+            self.settle_opening(resolved, answer.as_slice());
+            return match answer {
+                Some(answer) => self.single_answer(&answer),
+                None => StatusCode::ACCEPTED.into_response(),
+            };
+        }
         let batch = body.batch;
         let answers = run_all(&self.handler, body, scope).await;
         self.settle_opening(resolved, &answers);

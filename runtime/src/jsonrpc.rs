@@ -586,17 +586,49 @@ fn decode_batch(text: &str) -> Result<Payload, DecodeError> {
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
+    jsonrpc: Option<Text<'a>>,
     #[serde(default)]
     id: IdField,
     #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
+    method: Option<Text<'a>>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     result: Option<Option<&'a RawValue>>,
     #[serde(default, deserialize_with = "present")]
     error: Option<Option<ErrorObject>>,
+}
+
+/// A string borrowed from the body when it holds no escapes, owned otherwise. serde borrows
+/// only a bare `Cow<str>` field; inside an `Option` its `Cow` always allocates.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(TextVisitor).map(Text)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(value))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(value.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, value: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(value))
+    }
 }
 
 fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
@@ -717,7 +749,7 @@ fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
             reason,
         })
     };
-    if envelope.jsonrpc.as_deref() != Some(VERSION) {
+    if envelope.jsonrpc.as_ref().map(|text| text.0.as_ref()) != Some(VERSION) {
         return Err(invalid("jsonrpc must be \"2.0\""));
     }
     let params = match envelope.params {
@@ -729,12 +761,12 @@ fn classify(envelope: Envelope<'_>) -> Result<Message, DecodeError> {
     match (envelope.method, envelope.result, envelope.error) {
         (Some(method), None, None) => match id {
             IdField::Absent => Ok(Message::Notification(Notification {
-                method: method.into_owned(),
+                method: method.0.into_owned(),
                 params,
             })),
             IdField::Valid(id) => Ok(Message::Request(Request {
                 id,
-                method: method.into_owned(),
+                method: method.0.into_owned(),
                 params,
             })),
             IdField::Null | IdField::Unusable => {
@@ -1126,6 +1158,17 @@ mod tests {
         }
         assert_eq!(batch_to_bytes(&messages), serde_json::to_vec(&messages)?);
         Ok(())
+    }
+
+    #[test]
+    fn escaped_version_and_method_strings_decode_like_plain_ones() {
+        let Message::Request(request) =
+            single(r#"{"jsonrpc":"2\u002e0","id":"\u0069d","method":"to\u006fls/call"}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(request.method, "tools/call");
+        assert_eq!(request.id, RequestId::from("id"));
     }
 
     #[test]
