@@ -19,6 +19,7 @@ use protocols_acp::generated::v1::types::{
     NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion,
     ReadTextFileRequest, SessionId, StopReason, ToolCallId, ToolCallStatus,
 };
+use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 #[cfg(feature = "unstable")]
 use protocols_acp::serve::AgentV2;
 use protocols_acp::serve::{AcpCx, AgentV1};
@@ -28,8 +29,8 @@ use protocols_acp::updates::{
 };
 use protocols_acp::{AcpAgentServer, AcpContext};
 use protocols_runtime::ErrorObject;
-use protocols_runtime::http::{HttpConfig, StreamableHttp};
 use protocols_runtime::stdio::StdioConfig;
+use tokio_util::sync::CancellationToken;
 
 use crate::core::{DemoAction, plan};
 
@@ -323,10 +324,13 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The demo agent at `/acp` (ACP's HTTP transport), unhardened: the composing server hardens
-/// every protocol's routes once.
-pub fn router() -> axum::Router {
-    StreamableHttp::new(server(), HttpConfig::default()).into_routes("/acp")
+/// The demo agent at `/acp` over ACP's remote transport (Streamable HTTP and WebSocket at one
+/// endpoint), unhardened: the composing server hardens every protocol's routes once. Its streams
+/// and connections end when `shutdown` fires.
+pub fn router(shutdown: CancellationToken) -> axum::Router {
+    AcpEndpoint::new(server(), RemoteConfig::default())
+        .with_shutdown(shutdown)
+        .into_routes("/acp")
 }
 
 /// The demo's v2 face: the same behaviour, told the v2 way — a prompt's answer only

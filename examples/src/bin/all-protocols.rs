@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::PushPolicy;
-use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -51,9 +50,8 @@ fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
 /// its streams and connections ended when the server shuts down.
 fn mount_acp(builder: ServerBuilder) -> ServerBuilder {
-    let endpoint = AcpEndpoint::new(acp_demo::server(), RemoteConfig::default())
-        .with_shutdown(builder.shutdown_token());
-    builder.routes(endpoint.into_routes("/acp"))
+    let routes = acp_demo::router(builder.shutdown_token());
+    builder.routes(routes)
 }
 
 #[tokio::main]
