@@ -12,11 +12,9 @@
 //! session_memory report <port>       # prints the report as one JSON line
 //! ```
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use axum::Router;
 use axum::routing::get;
@@ -28,63 +26,14 @@ use tokio::net::{TcpListener, TcpStream};
 
 #[allow(dead_code)] // each benchmark binary uses its own part of the shared support
 mod bench_support;
+mod counting_allocator;
+
+use counting_allocator::CountingAllocator;
 
 const REPORT_PATH: &str = "/bench/memory";
 
-/// Bytes currently allocated through [`CountingAllocator`]: allocations minus deallocations.
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-/// The system allocator, counting the bytes it holds for the program.
-struct CountingAllocator;
-
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-fn count(bytes: usize, sign: isize) {
-    LIVE_BYTES.fetch_add(
-        sign * isize::try_from(bytes).unwrap_or(isize::MAX),
-        Ordering::Relaxed,
-    );
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a counter update after a successful call.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `alloc`'s contract, which is `System.alloc`'s.
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            count(layout.size(), 1);
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            count(layout.size(), 1);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: `pointer` came from this allocator with `layout`, so from `System`.
-        unsafe { System.dealloc(pointer, layout) };
-        count(layout.size(), -1);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `pointer` came from this allocator with `layout`, so from `System`.
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            count(new_size, 1);
-            count(layout.size(), -1);
-        }
-        moved
-    }
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -133,7 +82,7 @@ fn serve(port_file: PathBuf) -> Result<(), String> {
 /// The live heap bytes, then the RSS as it stands and after the allocator returned what it
 /// can (`malloc_trim(0)` releases free pages of every arena, not only the top of the heap).
 async fn memory_report() -> String {
-    let live_heap_bytes = LIVE_BYTES.load(Ordering::Relaxed);
+    let live_heap_bytes = counting_allocator::live_bytes();
     let untrimmed_rss_kib = rss_kib();
     // SAFETY: `malloc_trim` only walks glibc's own free lists, and is safe to call from any
     // thread at any time.

@@ -70,6 +70,8 @@
 //! # let _ = mcp;
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod builder;
 pub mod catalog;
 pub mod client;
