@@ -111,18 +111,19 @@ async fn hardened_echo(
 }
 
 /// Closed loop: `concurrency` keep-alive connections, each sending the next request as soon as
-/// the previous answer is read. One warm-up second is discarded.
+/// the previous answer is read. One warm-up second is discarded. The generator speaks HTTP/1.1
+/// itself over raw sockets on a single-threaded runtime (see [`RawConnection`]), so on a
+/// shared core it stays cheaper than the servers it measures.
 fn load(port: &str, concurrency: &str, seconds: &str) -> Result<(), String> {
     let port: u16 = port.parse().map_err(|_| "port")?;
     let concurrency: usize = concurrency.parse().map_err(|_| "concurrency")?;
     let seconds: u64 = seconds.parse().map_err(|_| "seconds")?;
-    runtime(1)?.block_on(async move {
-        let address = SocketAddr::from(([127, 0, 0, 1], port));
+    generator_runtime()?.block_on(async move {
         let warmup = Duration::from_secs(1);
         let measured = Duration::from_secs(seconds);
         let start = Instant::now();
         let workers: Vec<_> = (0..concurrency)
-            .map(|_| tokio::spawn(worker(address, start + warmup, start + warmup + measured)))
+            .map(|_| tokio::spawn(worker(port, start + warmup, start + warmup + measured)))
             .collect();
         let (mut latencies, mut total) = (Vec::new(), 0);
         for worker in workers {
@@ -135,6 +136,14 @@ fn load(port: &str, concurrency: &str, seconds: &str) -> Result<(), String> {
     })
 }
 
+/// The generator's runtime: one thread, no work stealing, nothing to wake across threads.
+fn generator_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| error.to_string())
+}
+
 /// Sends exactly `requests` echo calls over `concurrency` connections and prints nothing but
 /// the count: the instruction-count runs (`scripts/bench-runtime.sh callgrind`) divide a
 /// server's instructions by it, so the count must not depend on timing.
@@ -142,14 +151,14 @@ fn exactly(port: &str, concurrency: &str, requests: &str) -> Result<(), String> 
     let port: u16 = port.parse().map_err(|_| "port")?;
     let concurrency: usize = concurrency.parse().map_err(|_| "concurrency")?;
     let requests: usize = requests.parse().map_err(|_| "requests")?;
-    runtime(1)?.block_on(async move {
+    generator_runtime()?.block_on(async move {
         let workers: Vec<_> = (0..concurrency)
             .map(|index| {
                 let share = requests / concurrency + usize::from(index < requests % concurrency);
                 tokio::spawn(async move {
-                    let mut sender = connect(port).await?;
+                    let mut connection = RawConnection::open(port).await?;
                     for _ in 0..share {
-                        echo_once(&mut sender, port).await?;
+                        connection.echo().await?;
                     }
                     Ok::<_, String>(())
                 })
@@ -165,11 +174,11 @@ fn exactly(port: &str, concurrency: &str, requests: &str) -> Result<(), String> 
 
 /// Returns the measured latencies and how many requests were sent in all, warm-up included.
 async fn worker(
-    address: SocketAddr,
+    port: u16,
     measure_from: Instant,
     stop_at: Instant,
 ) -> Result<(Vec<u32>, u64), String> {
-    let mut sender = connect(address.port()).await?;
+    let mut connection = RawConnection::open(port).await?;
     let mut samples = Vec::with_capacity(1 << 16);
     let mut total = 0;
     loop {
@@ -178,7 +187,7 @@ async fn worker(
             return Ok((samples, total));
         }
         total += 1;
-        echo_once(&mut sender, address.port()).await?;
+        connection.echo().await?;
         if sent >= measure_from {
             let micros = sent.elapsed().as_micros();
             samples.push(u32::try_from(micros).unwrap_or(u32::MAX));
@@ -186,14 +195,92 @@ async fn worker(
     }
 }
 
-/// One echo call, answered with a success and a body.
-async fn echo_once(sender: &mut Sender, port: u16) -> Result<(), String> {
-    let (status, _) = post_once(sender, port, REQUEST, None).await?;
-    if status.is_success() {
-        Ok(())
-    } else {
-        Err(format!("server answered {status}"))
+/// A keep-alive HTTP/1.1 connection that sends the echo request as pre-encoded bytes and reads
+/// each answer far enough to check it: status 200, a `Content-Length` body, and that body equal
+/// to [`ANSWER`]. A general HTTP client (hyper's) cost as much CPU per request as the bare
+/// server it drove, so on a shared machine it, not the server, could set the pace.
+struct RawConnection {
+    stream: TcpStream,
+    request: Vec<u8>,
+    buffer: Vec<u8>,
+}
+
+impl RawConnection {
+    async fn open(port: u16) -> Result<Self, String> {
+        let stream = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+            .await
+            .map_err(|error| error.to_string())?;
+        stream
+            .set_nodelay(true)
+            .map_err(|error| error.to_string())?;
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{REQUEST}",
+            REQUEST.len()
+        );
+        Ok(Self {
+            stream,
+            request: request.into_bytes(),
+            buffer: Vec::with_capacity(4096),
+        })
     }
+
+    /// One echo call, answered with a success and the expected body.
+    async fn echo(&mut self) -> Result<(), String> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        self.stream
+            .write_all(&self.request)
+            .await
+            .map_err(|error| error.to_string())?;
+        self.buffer.clear();
+        loop {
+            if let Some((body_start, length)) = answer_length(&self.buffer)?
+                && self.buffer.len() >= length
+            {
+                return check_answer(&self.buffer[..body_start], &self.buffer[body_start..length]);
+            }
+            if self.buffer.capacity() - self.buffer.len() < 1024 {
+                self.buffer.reserve(4096);
+            }
+            let read = self
+                .stream
+                .read_buf(&mut self.buffer)
+                .await
+                .map_err(|error| error.to_string())?;
+            if read == 0 {
+                return Err("the server closed the connection".into());
+            }
+        }
+    }
+}
+
+/// Where the answer's body starts and the whole answer's length, once its head is in `buffer`.
+fn answer_length(buffer: &[u8]) -> Result<Option<(usize, usize)>, String> {
+    let Some(head_end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") else {
+        return Ok(None);
+    };
+    let head = std::str::from_utf8(&buffer[..head_end]).map_err(|_| "answer head is not UTF-8")?;
+    let length = head
+        .split("\r\n")
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())
+                .flatten()
+        })
+        .ok_or("answer without a content-length")?;
+    Ok(Some((head_end + 4, head_end + 4 + length)))
+}
+
+fn check_answer(head: &[u8], body: &[u8]) -> Result<(), String> {
+    if !head.starts_with(b"HTTP/1.1 200 ") {
+        let line = head.split(|&byte| byte == b'\r').next().unwrap_or_default();
+        return Err(format!("server answered {}", String::from_utf8_lossy(line)));
+    }
+    if body != ANSWER.as_bytes() {
+        return Err(format!("wrong answer: {}", String::from_utf8_lossy(body)));
+    }
+    Ok(())
 }
 
 fn report(concurrency: usize, measured: Duration, latencies: &mut [u32], total: u64) {
