@@ -30,7 +30,7 @@ use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026
 use crate::logging::Level;
 use crate::revision::Revision;
 use crate::session::{ClientDescription, McpSession};
-use crate::stateless::{self, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, params_of};
+use crate::stateless::{self, RequestHead, params_of};
 use crate::tasks::{RELATED_TASK, TaskLink, TaskStore, notify_status};
 use crate::tools::{TaskSupport, task_support_of};
 use crate::wire;
@@ -45,9 +45,6 @@ pub const CANCELLATION: CancelConvention = CancelConvention {
 
 /// The `_meta` key naming the `subscriptions/listen` stream a message belongs to.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// The `_meta` key a 2026-07-28 request may describe its client with.
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
 /// How long a `subscriptions/listen` stream stays open before the server ends it and the
 /// client listens again.
@@ -196,43 +193,56 @@ fn insert(value: &mut Value, key: &str, field: Value) {
     }
 }
 
-/// One request on its way through the server.
+/// A JSON text as a value (`Null` when absent).
+fn json_of(raw: Option<&RawValue>) -> Value {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// One request on its way through the server. What every request needs from its params is
+/// read once into `head`; the rare paths that want the whole params parse them on demand.
 struct Call<'a> {
     revision: Revision,
-    params: Value,
+    params: Option<&'a RawValue>,
+    head: RequestHead<'a>,
     cx: &'a Context<McpSession>,
 }
 
-impl Call<'_> {
-    fn meta(&self) -> Option<&Value> {
-        self.params.get("_meta")
+impl<'a> Call<'a> {
+    fn new(revision: Revision, request: &'a Request, cx: &'a Context<McpSession>) -> Self {
+        Self {
+            revision,
+            params: request.params.as_deref(),
+            head: RequestHead::of(request),
+            cx,
+        }
+    }
+
+    /// The whole params as JSON (`Null` when absent).
+    fn params(&self) -> Value {
+        json_of(self.params)
     }
 
     fn context(&self) -> RequestContext {
-        let meta = self.meta();
+        let meta = &self.head.meta;
         let session = self.cx.state();
-        let client_capabilities = match (session.and_then(McpSession::client), meta) {
-            (Some(client), _) => client.capabilities.clone(),
-            (None, Some(meta)) => meta
-                .get(META_CLIENT_CAPABILITIES)
-                .cloned()
-                .unwrap_or(Value::Null),
-            (None, None) => Value::Null,
+        let client_capabilities = match session.and_then(McpSession::client) {
+            Some(client) => client.capabilities.clone(),
+            None => json_of(meta.client_capabilities),
         };
         let meta_level = meta
-            .and_then(|meta| meta.get(META_LOG_LEVEL))
-            .and_then(Value::as_str)
+            .log_level
+            .as_deref()
             .and_then(|level| level.parse::<Level>().ok());
+        let input_responses = match json_of(self.head.input_responses) {
+            Value::Object(responses) => responses,
+            _ => Map::new(),
+        };
         let arrival = Arrival {
-            progress_token: meta.and_then(|meta| meta.get("progressToken")).cloned(),
+            progress_token: meta.progress_token.map(|token| json_of(Some(token))),
             log_floor: session.and_then(McpSession::log_level).or(meta_level),
             client_capabilities,
-            input_responses: self
-                .params
-                .get("inputResponses")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+            input_responses,
         };
         RequestContext::new(
             self.revision,
@@ -249,16 +259,14 @@ impl Call<'_> {
 
     /// What a stateless request says about its client, as `initialize` params would.
     fn client_as_initialize(&self) -> Value {
-        let meta = self.meta();
-        let field = |key: &str, fallback: Value| {
-            meta.and_then(|meta| meta.get(key))
-                .cloned()
-                .unwrap_or(fallback)
+        let field = |raw: Option<&RawValue>, fallback: Value| {
+            raw.map_or(fallback, |raw| json_of(Some(raw)))
         };
+        let meta = &self.head.meta;
         json!({
             "protocolVersion": self.revision.as_str(),
-            "capabilities": field(META_CLIENT_CAPABILITIES, json!({})),
-            "clientInfo": field(META_CLIENT_INFO, json!({ "name": "unnamed", "version": "0" })),
+            "capabilities": field(meta.client_capabilities, json!({})),
+            "clientInfo": field(meta.client_info, json!({ "name": "unnamed", "version": "0" })),
         })
     }
 }
@@ -308,10 +316,10 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     fn revision_of(
         &self,
         request: &Request,
-        params: &Value,
+        head: &RequestHead<'_>,
         cx: &Context<McpSession>,
     ) -> Result<Revision, ErrorObject> {
-        if let Some(version) = stateless::meta_version(params) {
+        if let Some(version) = head.version() {
             return match version.parse::<Revision>() {
                 Ok(revision) if revision.is_stateless() => Ok(revision),
                 _ => Err(stateless::unsupported_version(version)),
@@ -329,17 +337,18 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     }
 
     async fn answer(&self, request: Request, cx: Context<McpSession>) -> Reply {
-        let params = params_of(&request);
         if request.method == "initialize" {
-            return self.initialize(params, &cx).await;
+            return self.initialize(&request, &cx).await;
         }
-        let revision = self.revision_of(&request, &params, &cx)?;
+        let head = RequestHead::of(&request);
+        let revision = self.revision_of(&request, &head, &cx)?;
         if !serves(revision, &request.method) {
             return Err(ErrorObject::method_not_found());
         }
         let call = Call {
             revision,
-            params,
+            params: request.params.as_deref(),
+            head,
             cx: &cx,
         };
         let tasks = self.inner.options.tasks.as_ref();
@@ -384,7 +393,14 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let Some(session) = call.cx.state() else {
             return;
         };
-        let text = |field: &str| call.params.get(field).and_then(Value::as_str);
+        if !matches!(
+            method,
+            "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe"
+        ) {
+            return;
+        }
+        let params = call.params();
+        let text = |field: &str| params.get(field).and_then(Value::as_str);
         match method {
             "logging/setLevel" => {
                 if let Some(level) = text("level").and_then(|level| level.parse().ok()) {
@@ -432,8 +448,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         Ok(value)
     }
 
-    async fn initialize(&self, params: Value, cx: &Context<McpSession>) -> Reply {
-        let typed: types::InitializeRequestParams = decode("initialize", &params)?;
+    async fn initialize(&self, request: &Request, cx: &Context<McpSession>) -> Reply {
+        let typed: types::InitializeRequestParams = decode("initialize", &params_of(request))?;
         let revision = Revision::negotiate(&typed.protocol_version);
         let Some(session) = cx.session() else {
             return Err(ErrorObject::invalid_request("initialize needs a session"));
@@ -446,11 +462,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             capabilities: to_json(&typed.capabilities)?,
             info: to_json(&typed.client_info)?,
         };
-        let call = Call {
-            revision,
-            params,
-            cx,
-        };
+        let call = Call::new(revision, request, cx);
         let mut result = self.describe(typed, &call.context()).await?;
         if !session.state().open(revision, client) {
             return Err(already());
@@ -490,7 +502,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     /// until the window closes or the client cancels.
     async fn listen(&self, call: &Call<'_>) -> Reply {
         let requested = call
-            .params
+            .params()
             .get("notifications")
             .cloned()
             .unwrap_or_else(|| json!({}));
@@ -588,7 +600,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     /// `tools/call` when tasks are served: the tool's declared task support decides whether
     /// the call runs now or as a task.
     async fn call_tool(&self, request: &Request, call: &Call<'_>, store: &TaskStore) -> Reply {
-        let params: types::CallToolRequestParams = decode("tools/call", &call.params)?;
+        let params: types::CallToolRequestParams = decode("tools/call", &call.params())?;
         let support = self.task_support(&params.name, call).await;
         let refuse = |why: &str| {
             Err(ErrorObject::new(
@@ -662,8 +674,9 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
 
     async fn task_request(&self, method: &str, call: &Call<'_>, store: &TaskStore) -> Reply {
         let owner = call.task_owner();
+        let params = call.params();
         let task_id = || -> Result<String, ErrorObject> {
-            let params: types::GetTaskRequestParams = decode("tasks/*", &call.params)?;
+            let params: types::GetTaskRequestParams = decode("tasks/*", &params)?;
             Ok(params.task_id)
         };
         match method {
@@ -674,7 +687,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 raw(&to_json(&task)?)
             }
             "tasks/list" => {
-                let cursor = call.params.get("cursor").and_then(Value::as_str);
+                let cursor = params.get("cursor").and_then(Value::as_str);
                 let (tasks, next) = store.list(owner, cursor)?;
                 let mut result = json!({ "tasks": to_json(&tasks)? });
                 if let Some(next) = next {
@@ -867,7 +880,8 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
             .unwrap_or(Revision::NEWEST_SESSION);
         let call = Call {
             revision,
-            params: Value::Null,
+            params: None,
+            head: RequestHead::default(),
             cx: &cx,
         };
         let outcome = handler_revision::dispatch_server_notification(

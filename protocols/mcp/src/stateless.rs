@@ -4,8 +4,13 @@
 //! `Mcp-Method`/`Mcp-Name` headers that must agree with the body (-32020, -32022, both 400);
 //! and the HTTP status each 2026-07-28 error code carries however it arises.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
 use http::{HeaderMap, HeaderName, StatusCode};
 use protocols_runtime::{ErrorObject, Message, Rejection, Request};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::context::codes;
@@ -31,6 +36,8 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The `_meta` key carrying a stateless request's log level.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The `_meta` key a stateless request may describe its client with.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
 /// A request's params as JSON (`Null` when absent or unreadable).
 pub(crate) fn params_of(request: &Request) -> Value {
@@ -41,9 +48,225 @@ pub(crate) fn params_of(request: &Request) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The protocol version a request names in its `_meta`, if it names one.
-pub(crate) fn meta_version(params: &Value) -> Option<&str> {
-    params.get("_meta")?.get(META_PROTOCOL_VERSION)?.as_str()
+/// What the server reads from a request's params before the handler sees them: the `_meta`
+/// fields of a stateless request and the target `Mcp-Name` must repeat. Read in one pass that
+/// borrows from the body and skips everything else, so the checks each request passes cost no
+/// tree of JSON values. A field of the wrong JSON type reads as absent, as it would through
+/// `Value::get(..).as_str()`; a repeated key keeps its last value, as a JSON map does.
+#[derive(Debug, Default)]
+pub(crate) struct RequestHead<'a> {
+    pub(crate) meta: MetaHead<'a>,
+    /// `params.name` (`tools/call`, `prompts/get`).
+    pub(crate) name: Option<Cow<'a, str>>,
+    /// `params.uri` (`resources/read`).
+    pub(crate) uri: Option<Cow<'a, str>>,
+    /// `params.inputResponses` (2026-07-28 retries), unread until a handler needs it.
+    pub(crate) input_responses: Option<&'a RawValue>,
+}
+
+/// The `_meta` keys of a request the server itself reads; others are left for the handler.
+#[derive(Debug, Default)]
+pub(crate) struct MetaHead<'a> {
+    pub(crate) protocol_version: Option<Cow<'a, str>>,
+    pub(crate) log_level: Option<Cow<'a, str>>,
+    pub(crate) client_capabilities: Option<&'a RawValue>,
+    pub(crate) client_info: Option<&'a RawValue>,
+    pub(crate) progress_token: Option<&'a RawValue>,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The head of `request`'s params (all absent when it has none or they are not an object).
+    pub(crate) fn of(request: &'a Request) -> Self {
+        request
+            .params
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default()
+    }
+
+    /// The protocol version the request names in its `_meta`, if it names one.
+    pub(crate) fn version(&self) -> Option<&str> {
+        self.meta.protocol_version.as_deref()
+    }
+
+    /// What `Mcp-Name` must repeat for methods that address one thing.
+    fn target(&self, method: &str) -> Option<&str> {
+        match method {
+            "tools/call" | "prompts/get" => self.name.as_deref(),
+            "resources/read" => self.uri.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A JSON value read as a string when it is one (borrowed when it holds no escapes) and as
+/// nothing otherwise.
+struct StringField<'a>(Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for StringField<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StringFieldVisitor)
+    }
+}
+
+struct StringFieldVisitor;
+
+impl<'de> Visitor<'de> for StringFieldVisitor {
+    type Value = StringField<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+        Ok(StringField(Some(Cow::Borrowed(text))))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(StringField(Some(Cow::Owned(text.to_owned()))))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+        Ok(StringField(Some(Cow::Owned(text))))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(StringField(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(StringField(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(StringField(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(StringField(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(StringField(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        skip_seq(seq).map(|()| StringField(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        skip_map(map).map(|()| StringField(None))
+    }
+}
+
+fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// A type read from the entries of a JSON object, one key at a time; anything other than an
+/// object reads as its default.
+trait ObjectFields<'de>: Default {
+    /// Reads the value of `key` (the map is positioned at it) into `self`.
+    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: ObjectFields<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let mut fields = T::default();
+        while let Some(StringField(key)) = map.next_key::<StringField<'de>>()? {
+            fields.read(key.as_deref().unwrap_or_default(), &mut map)?;
+        }
+        Ok(fields)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        skip_seq(seq).map(|()| T::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+}
+
+fn string_field<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
+    map.next_value::<StringField<'de>>().map(|field| field.0)
+}
+
+impl<'de> ObjectFields<'de> for RequestHead<'de> {
+    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "_meta" => self.meta = map.next_value()?,
+            "name" => self.name = string_field(map)?,
+            "uri" => self.uri = string_field(map)?,
+            "inputResponses" => self.input_responses = Some(map.next_value()?),
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> ObjectFields<'de> for MetaHead<'de> {
+    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            META_PROTOCOL_VERSION => self.protocol_version = string_field(map)?,
+            META_LOG_LEVEL => self.log_level = string_field(map)?,
+            META_CLIENT_CAPABILITIES => self.client_capabilities = Some(map.next_value()?),
+            META_CLIENT_INFO => self.client_info = Some(map.next_value()?),
+            "progressToken" => self.progress_token = Some(map.next_value()?),
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestHead<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ObjectVisitor(PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for MetaHead<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ObjectVisitor(PhantomData))
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
@@ -60,7 +283,7 @@ pub(crate) fn header_revision(headers: &HeaderMap) -> Result<Option<Revision>, S
 /// Whether the request stands alone under the stateless revision.
 pub(crate) fn is_stateless(request: &Request, headers: &HeaderMap) -> bool {
     request.method == "server/discover"
-        || meta_version(&params_of(request)).is_some()
+        || RequestHead::of(request).version().is_some()
         || matches!(header_revision(headers), Ok(Some(revision)) if revision.is_stateless())
 }
 
@@ -94,9 +317,9 @@ pub(crate) fn admit(
         let Message::Request(request) = message else {
             continue;
         };
-        let params = params_of(request);
-        match meta_version(&params) {
-            Some(version) => admit_stateless(request, &params, version, headers)?,
+        let head = RequestHead::of(request);
+        match head.version() {
+            Some(version) => admit_stateless(request, &head, version, headers)?,
             None if header_revision.is_some_and(Revision::is_stateless) && !in_session => {
                 return Err(mismatch(
                     "MCP-Protocol-Version names the stateless revision but the request has no _meta protocol version",
@@ -110,7 +333,7 @@ pub(crate) fn admit(
 
 fn admit_stateless(
     request: &Request,
-    params: &Value,
+    head: &RequestHead<'_>,
     version: &str,
     headers: &HeaderMap,
 ) -> Result<(), Rejection> {
@@ -128,7 +351,7 @@ fn admit_stateless(
         Some(_) => return Err(mismatch("Mcp-Method disagrees with the request's method")),
         None => return Err(mismatch("Mcp-Method is required")),
     }
-    let Some(named) = named_target(&request.method, params) else {
+    let Some(named) = head.target(&request.method) else {
         return Ok(());
     };
     match header(headers, &NAME_HEADER) {
@@ -136,16 +359,6 @@ fn admit_stateless(
         Some(_) => Err(mismatch("Mcp-Name disagrees with the request's target")),
         None => Err(mismatch("Mcp-Name is required for this method")),
     }
-}
-
-/// What `Mcp-Name` must repeat for methods that address one thing.
-fn named_target<'a>(method: &str, params: &'a Value) -> Option<&'a str> {
-    let field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return None,
-    };
-    params.get(field).and_then(Value::as_str)
 }
 
 #[cfg(test)]
@@ -232,5 +445,53 @@ mod tests {
             outcome.err().map(|rejection| rejection.status()),
             Some(StatusCode::BAD_REQUEST)
         );
+    }
+
+    fn head_of(params: &str) -> (Option<String>, Option<String>, Option<String>) {
+        let request = Request {
+            id: RequestId::Number(1),
+            method: "tools/call".to_owned(),
+            params: RawValue::from_string(params.to_owned()).ok(),
+        };
+        let head = RequestHead::of(&request);
+        (
+            head.version().map(str::to_owned),
+            head.name.as_deref().map(str::to_owned),
+            head.meta.log_level.as_deref().map(str::to_owned),
+        )
+    }
+
+    #[test]
+    fn the_head_reads_escaped_strings_as_their_text() {
+        let (version, name, _) = head_of(
+            r#"{"name":"e\u0063ho","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert_eq!(version.as_deref(), Some("2026-07-28"));
+        assert_eq!(name.as_deref(), Some("echo"));
+    }
+
+    #[test]
+    fn a_head_field_of_another_json_type_reads_as_absent_and_the_rest_still_reads() {
+        let (version, name, level) = head_of(
+            r#"{"name":{"nested":[1,2]},"_meta":{"io.modelcontextprotocol/logLevel":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert_eq!(version.as_deref(), Some("2026-07-28"));
+        assert_eq!(name, None);
+        assert_eq!(level, None);
+    }
+
+    #[test]
+    fn a_meta_that_is_not_an_object_names_no_version() {
+        assert_eq!(head_of(r#"{"_meta":["2026-07-28"],"name":"echo"}"#).0, None);
+        assert_eq!(head_of(r#"[{"_meta":{}}]"#), (None, None, None));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value_as_a_json_map_does() {
+        let (version, name, _) = head_of(
+            r#"{"name":"first","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"second","_meta":{}}"#,
+        );
+        assert_eq!(name.as_deref(), Some("second"));
+        assert_eq!(version, None);
     }
 }
