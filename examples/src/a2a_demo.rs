@@ -4,12 +4,13 @@
 //!
 //! Mounting: [`router`] returns unhardened routes — the card at
 //! `/.well-known/agent-card.json`, JSON-RPC at `/a2a`, HTTP+JSON under `/a2a/v1` — for a runtime
-//! `ServerBuilder::routes` (which hardens them with everything else):
+//! `ServerBuilder::routes` (which hardens them with everything else), their streams tied to the
+//! builder's shutdown:
 //!
 //! ```no_run
-//! let server = protocols_runtime::server::Server::builder()
-//!     .routes(examples::a2a_demo::router("http://127.0.0.1:8080"))
-//!     .build();
+//! let builder = protocols_runtime::server::Server::builder();
+//! let routes = examples::a2a_demo::router("http://127.0.0.1:8080", builder.shutdown_token());
+//! let server = builder.routes(routes).build();
 //! ```
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use protocols_a2a::server::A2aServer;
 use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
 use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
+use tokio_util::sync::CancellationToken;
 
 use crate::core::{DemoAction, plan};
 
@@ -112,9 +114,12 @@ pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor
 }
 
 /// The demo's routes, with interface URLs under `public_base_url` (e.g.
-/// `http://127.0.0.1:8080`); webhooks to private addresses are refused.
-pub fn router(public_base_url: &str) -> Router {
-    server(public_base_url, PushPolicy::default()).routes(JSONRPC_PATH, REST_PATH)
+/// `http://127.0.0.1:8080`); webhooks to private addresses are refused. Both bindings' streams
+/// end when `shutdown` fires.
+pub fn router(public_base_url: &str, shutdown: CancellationToken) -> Router {
+    server(public_base_url, PushPolicy::default())
+        .with_shutdown(shutdown)
+        .routes(JSONRPC_PATH, REST_PATH)
 }
 
 #[cfg(test)]

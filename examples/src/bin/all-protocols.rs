@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
-use protocols_a2a::push::PushPolicy;
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -38,13 +37,11 @@ fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
         .legacy_sse("/sse", "/message", server, HttpConfig::default())
 }
 
-/// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers end
-/// when the server shuts down.
+/// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
+/// bindings) end when the server shuts down.
 fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
-    let agent = a2a_demo::server(base_url, PushPolicy::default())
-        .with_shutdown(builder.shutdown_token())
-        .routes(a2a_demo::JSONRPC_PATH, a2a_demo::REST_PATH);
-    builder.routes(agent)
+    let routes = a2a_demo::router(base_url, builder.shutdown_token());
+    builder.routes(routes)
 }
 
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),

@@ -1,8 +1,9 @@
 //! The HTTP+JSON binding: every route of the generated method table's `google.api.http`
 //! annotations (the `/{tenant}/…` variants included) under one prefix. A request's path
 //! variables, query and body become the method's params; answers are
-//! `application/a2a+json`, streams are SSE with one `StreamResponse` per event, errors a
-//! `google.rpc.Status` body with the status [`A2aError::status`] gives.
+//! `application/a2a+json`, streams are SSE with one `StreamResponse` per event (ended cleanly
+//! when the server's shutdown token fires), errors a `google.rpc.Status` body with the status
+//! [`A2aError::status`] gives.
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use protocols_runtime::hardening::{BodyLimit, DEFAULT_MAX_BODY_BYTES, Refusal, r
 use protocols_runtime::method::{HttpRoute, MethodSpec};
 use protocols_runtime::sse::encode_event;
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::compat::{self, Revision, VERSION_HEADER};
 use crate::dispatch::Outcome;
@@ -271,7 +273,7 @@ async fn answer<E: AgentExecutor>(
     };
     match server.answer(revision, spec.name, params, caller).await? {
         Outcome::Single(value) => Ok(json_response(&value)),
-        Outcome::Stream(events) => Ok(sse_response(events)),
+        Outcome::Stream(events) => Ok(sse_response(events, server.shutdown.clone())),
     }
 }
 
@@ -349,10 +351,14 @@ fn json_response(value: &Value) -> Response {
     response
 }
 
+/// The events as an SSE body that ends when `shutdown` fires: the body then finishes like any
+/// other (its last chunk sent, the connection not reset), so a graceful shutdown is not held
+/// open by a task that streams for long.
 fn sse_response(
     events: futures::stream::BoxStream<'static, Result<Value, protocols_runtime::ErrorObject>>,
+    shutdown: CancellationToken,
 ) -> Response {
-    let body = events.map(|event| {
+    let body = events.take_until(shutdown.cancelled_owned()).map(|event| {
         let mut out = BytesMut::new();
         match event {
             Ok(event) => encode_event(&mut out, None, None, &event.to_string()),

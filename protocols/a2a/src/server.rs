@@ -67,8 +67,8 @@ pub struct A2aServer<E> {
     pub(crate) service: A2aService<E>,
     pub(crate) callers: CallerCheck,
     profile: Profile,
-    /// Ends the JSON-RPC binding's SSE streams when fired (the server's shutdown).
-    shutdown: CancellationToken,
+    /// Ends both bindings' SSE streams when fired (the server's shutdown).
+    pub(crate) shutdown: CancellationToken,
 }
 
 impl<E> Clone for A2aServer<E> {
@@ -98,7 +98,7 @@ impl<E: AgentExecutor> A2aServer<E> {
         }
     }
 
-    /// Ends the JSON-RPC binding's streaming answers cleanly when `shutdown` fires: pass the
+    /// Ends both bindings' streaming answers cleanly when `shutdown` fires: pass the
     /// `ServerBuilder`'s `shutdown_token()`, so a graceful shutdown is not held open by a
     /// long-running stream.
     #[must_use]

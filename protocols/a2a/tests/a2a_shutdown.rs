@@ -1,6 +1,7 @@
-//! Graceful shutdown over a real socket: a JSON-RPC streaming answer still running when the
-//! server shuts down ends as a complete response (the chunked body terminated, not reset), and
-//! `serve_until` returns instead of waiting for the task behind the stream to finish.
+//! Graceful shutdown over a real socket: a streaming answer still running when the server shuts
+//! down — JSON-RPC's, or HTTP+JSON's `message:stream` and `tasks/{id}:subscribe` — ends as a
+//! complete response (the chunked body terminated, not reset), and `serve_until` returns instead
+//! of waiting for the task behind the stream to finish.
 
 // Helpers of these tests fail the test the way an assertion does.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -16,6 +17,7 @@ use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
 use protocols_a2a::v1::types::*;
 use protocols_runtime::server::Server;
+use protocols_runtime::sse::SseDecoder;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -79,8 +81,15 @@ fn streaming_request() -> String {
     .to_string()
 }
 
-#[tokio::test]
-async fn a_streaming_json_rpc_answer_ends_cleanly_when_the_server_shuts_down() {
+/// The endless agent served on a loopback socket, its streams tied to the server's shutdown.
+struct Running {
+    base: String,
+    /// Fires the graceful shutdown `serving` waits for.
+    signal: CancellationToken,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn serve_endless_agent() -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let service = A2aService::new(
@@ -100,16 +109,32 @@ async fn a_streaming_json_rpc_answer_ends_cleanly_when_the_server_shuts_down() {
     let serving = tokio::spawn(server.serve_until(listener, async move {
         fire.cancelled().await;
     }));
+    Running {
+        base,
+        signal,
+        serving,
+    }
+}
 
-    let response = reqwest::Client::new()
-        .post(format!("{base}/a2a"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("A2A-Version", "1.0")
-        .body(streaming_request())
-        .send()
-        .await
-        .unwrap();
+impl Running {
+    /// Shuts the server down and checks `serve_until` returns cleanly well before the task
+    /// would have ended on its own.
+    async fn shut_down(self) {
+        self.signal.cancel();
+        let served = tokio::time::timeout(TASK_RUNS_FOR / 4, self.serving).await;
+        assert!(
+            matches!(served, Ok(Ok(Ok(())))),
+            "serve_until returned cleanly"
+        );
+    }
+}
+
+/// An open SSE answer.
+type OpenStream =
+    std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
+
+/// Checks `response` is an SSE stream and reads its first event's data.
+async fn open_stream(response: reqwest::Response) -> (OpenStream, String) {
     assert_eq!(response.status(), 200);
     assert!(
         response.headers()["content-type"]
@@ -117,26 +142,99 @@ async fn a_streaming_json_rpc_answer_ends_cleanly_when_the_server_shuts_down() {
             .unwrap()
             .starts_with("text/event-stream")
     );
-    let mut body = response.bytes_stream();
-    let first = body.next().await.expect("a first event").unwrap();
-    assert!(String::from_utf8_lossy(&first).contains("\"id\":7"));
-
-    signal.cancel();
-    // The stream must end well before the task would have finished on its own; the body's last
-    // chunk must arrive intact (a reset connection surfaces here as an error).
-    let rest = tokio::time::timeout(TASK_RUNS_FOR / 4, async {
-        let mut chunks = 0_usize;
-        while let Some(chunk) = body.next().await {
-            chunk.expect("the stream ends cleanly, not reset");
-            chunks += 1;
+    let mut body: OpenStream = Box::pin(response.bytes_stream());
+    let mut decoder = SseDecoder::new(1 << 20);
+    loop {
+        if let Some(event) = decoder.next_event() {
+            return (body, event.unwrap().into_data());
         }
-        chunks
+        let chunk = body.next().await.expect("a first event").unwrap();
+        decoder.push(&chunk);
+    }
+}
+
+/// Reads `body` to its end, which must come well before the task would have finished on its
+/// own; every chunk must arrive intact (a reset connection surfaces here as an error), and the
+/// body must end between events, not inside one.
+async fn assert_ends_cleanly(mut body: OpenStream) {
+    let rest = tokio::time::timeout(TASK_RUNS_FOR / 4, async {
+        let mut text = String::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.expect("the stream ends cleanly, not reset");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        text
     })
-    .await;
-    assert!(rest.is_ok(), "the stream ended at shutdown");
-    let served = tokio::time::timeout(TASK_RUNS_FOR / 4, serving).await;
+    .await
+    .expect("the stream ended at shutdown");
     assert!(
-        matches!(served, Ok(Ok(Ok(())))),
-        "serve_until returned cleanly"
+        rest.is_empty() || rest.ends_with("\n\n"),
+        "the body ended between events: {rest:?}"
     );
+}
+
+/// A request for `path` under the HTTP+JSON prefix, in 1.0.
+fn rest(method: reqwest::Method, base: &str, path: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .request(method, format!("{base}/a2a/v1{path}"))
+        .header("A2A-Version", "1.0")
+}
+
+#[tokio::test]
+async fn a_streaming_json_rpc_answer_ends_cleanly_when_the_server_shuts_down() {
+    let running = serve_endless_agent().await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/a2a", running.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("A2A-Version", "1.0")
+        .body(streaming_request())
+        .send()
+        .await
+        .unwrap();
+    let (body, first) = open_stream(response).await;
+    assert!(first.contains("\"id\":7"));
+
+    let stream_ends = tokio::spawn(assert_ends_cleanly(body));
+    running.shut_down().await;
+    stream_ends.await.unwrap();
+}
+
+#[tokio::test]
+async fn rest_message_stream_and_task_subscribe_end_cleanly_when_the_server_shuts_down() {
+    let running = serve_endless_agent().await;
+    let message = Message {
+        message_id: "m-rest".into(),
+        parts: vec![text_part("go")],
+        role: Role::RoleUser,
+        ..Message::default()
+    };
+    let request = json!({"message": message}).to_string();
+    let response = rest(reqwest::Method::POST, &running.base, "/message:stream")
+        .header("content-type", "application/a2a+json")
+        .body(request)
+        .send()
+        .await
+        .unwrap();
+    let (streamed, first) = open_stream(response).await;
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let task_id = first["task"]["id"].as_str().expect("the task first");
+
+    let subscribe = format!("/tasks/{task_id}:subscribe");
+    let response = rest(reqwest::Method::GET, &running.base, &subscribe)
+        .send()
+        .await
+        .unwrap();
+    let (subscribed, snapshot) = open_stream(response).await;
+    assert!(
+        snapshot.contains(task_id),
+        "the subscription is to the task"
+    );
+
+    let streams_end = tokio::spawn(async move {
+        assert_ends_cleanly(streamed).await;
+        assert_ends_cleanly(subscribed).await;
+    });
+    running.shut_down().await;
+    streams_end.await.unwrap();
 }

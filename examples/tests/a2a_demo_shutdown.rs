@@ -1,0 +1,67 @@
+//! The A2A demo's router ties its streams to the server's shutdown: a slow task's HTTP+JSON
+//! stream, open when the server shuts down, ends cleanly before the task completes, and the
+//! server stops serving instead of waiting out the task.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use examples::a2a_demo;
+use futures::StreamExt as _;
+use protocols_runtime::server::Server;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// A bound no correct run comes near: the demo's slow task alone takes about 8 s.
+const HANG: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_slow_rest_stream_of_the_demo_router_ends_at_shutdown_before_its_task_completes() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let builder = Server::builder();
+    let routes = a2a_demo::router(&base, builder.shutdown_token());
+    let server = builder.routes(routes).build().unwrap();
+    let signal = CancellationToken::new();
+    let fire = signal.clone();
+    let serving = tokio::spawn(server.serve_until(listener, async move {
+        fire.cancelled().await;
+    }));
+
+    let message = json!({
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "slow hello"}]}
+    });
+    let response = reqwest::Client::new()
+        .post(format!("{base}{}/message:stream", a2a_demo::REST_PATH))
+        .header("A2A-Version", "1.0")
+        .header("content-type", "application/a2a+json")
+        .body(message.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let first = body.next().await.expect("a first event").unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("\"task\""));
+
+    signal.cancel();
+    let rest = tokio::time::timeout(HANG, async {
+        let mut text = String::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.expect("the stream ends cleanly, not reset");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        text
+    })
+    .await
+    .expect("the stream ended");
+    assert!(
+        !rest.contains("TASK_STATE_COMPLETED"),
+        "the stream ended at shutdown, not when the task completed: {rest}"
+    );
+    let served = tokio::time::timeout(HANG, serving).await;
+    assert!(
+        matches!(served, Ok(Ok(Ok(())))),
+        "serve_until returned cleanly"
+    );
+}
