@@ -6,7 +6,7 @@
 #   scripts/bench-runtime.sh [all|http|sessions|sse|layers|callgrind]
 #
 # Tunables: ROUNDS (default 3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
-# LOAD_CPU (1), KINDS ("bare hardened runtime runtime-auto"), CONCURRENCY ("1 16 64"),
+# LOAD_CPU (1), KINDS ("bare bare-headers hardened runtime runtime-auto"), CONCURRENCY ("1 16 64"),
 # CALLGRIND_REQUESTS (4000).
 #
 # `callgrind` (needs valgrind; not part of `all`) counts each server's instructions per request:
@@ -20,7 +20,7 @@ SECONDS_PER_RUN="${SECONDS_PER_RUN:-3}"
 SESSIONS="${SESSIONS:-10000}"
 SERVER_CPU="${SERVER_CPU:-0}"
 LOAD_CPU="${LOAD_CPU:-1}"
-KINDS="${KINDS:-bare hardened runtime runtime-auto}"
+KINDS="${KINDS:-bare bare-headers hardened runtime runtime-auto}"
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
 OUT="${OUT:-target/bench-runtime}"
 mkdir -p "$OUT"

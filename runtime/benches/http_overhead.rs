@@ -5,7 +5,7 @@
 //! directly by `cargo bench` it only prints how to.
 //!
 //! ```text
-//! http_overhead serve <bare|hardened|runtime|runtime-auto|sessions> <port-file>
+//! http_overhead serve <bare|bare-headers|hardened|runtime|runtime-auto|sessions> <port-file>
 //! http_overhead load <port> <concurrency> <seconds>
 //! http_overhead exactly <port> <concurrency> <requests>  # a fixed count, for instruction counts
 //! http_overhead open <port> <sessions>      # against `serve sessions`: prints one id opened
@@ -85,6 +85,7 @@ fn serve(kind: &str, port_file: PathBuf) -> Result<(), String> {
 fn app(kind: &str, address: SocketAddr) -> Result<Router, String> {
     match kind {
         "bare" => Ok(Router::new().route("/mcp", post(bare_echo))),
+        "bare-headers" => Ok(Router::new().route("/mcp", post(bare_echo_with_security_headers))),
         "hardened" => {
             let hardening = bench_support::bench_hardening(address)
                 .build()
@@ -101,6 +102,32 @@ fn app(kind: &str, address: SocketAddr) -> Result<Router, String> {
 async fn bare_echo(body: Bytes) -> ([(header::HeaderName, &'static str); 1], &'static str) {
     let _ = body;
     ([(header::CONTENT_TYPE, "application/json")], ANSWER)
+}
+
+/// A second baseline: the bare handler answering with the security headers the hardening
+/// stamps (the defaults), to show how much of the runtime's cost is those headers alone.
+async fn bare_echo_with_security_headers(
+    body: Bytes,
+) -> ([(header::HeaderName, &'static str); 7], &'static str) {
+    let _ = body;
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; frame-ancestors 'none'",
+            ),
+            (
+                header::STRICT_TRANSPORT_SECURITY,
+                "max-age=63072000; includeSubDomains",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        ANSWER,
+    )
 }
 
 async fn hardened_echo(
