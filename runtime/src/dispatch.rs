@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::handler::{Context, RequestHandler, RequestMeta};
@@ -63,9 +62,7 @@ pub(crate) async fn answer_request<H: RequestHandler>(
         .conversation
         .as_ref()
         .map(|conversation| conversation.start(&id));
-    let token = running
-        .as_ref()
-        .map_or_else(CancellationToken::new, |running| running.token().clone());
+    let token = running.as_ref().map(|running| running.token().clone());
     let profile = handler.profile();
     let cx = Context::new(
         Some(id.clone()),
@@ -76,9 +73,14 @@ pub(crate) async fn answer_request<H: RequestHandler>(
         scope.peer,
     );
     let span = tracing::debug_span!("request", method = %request.method, id = %id);
+    let reply = handler.handle(request, cx).instrument(span);
+    // Without a conversation nothing can cancel the request: it runs to its answer.
+    let Some(token) = token else {
+        return Some(Response::answering(id, reply.await));
+    };
     tokio::select! {
         biased;
-        reply = handler.handle(request, cx).instrument(span) => Some(Response::answering(id, reply)),
+        reply = reply => Some(Response::answering(id, reply)),
         () = token.cancelled() => {
             tracing::debug!(%id, "request cancelled by the peer");
             match profile.cancellation().map(|convention| convention.reply) {
@@ -110,7 +112,7 @@ pub(crate) async fn take_notification<H: RequestHandler>(
         scope.session,
         scope.meta,
         handler.profile(),
-        CancellationToken::new(),
+        None,
         scope.peer,
     );
     handler.notify(notification, cx).await;

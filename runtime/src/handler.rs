@@ -5,7 +5,7 @@
 //! a method means is the handler's.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -236,7 +236,9 @@ pub struct Context<S> {
     session: Option<Arc<Session<S>>>,
     meta: Arc<RequestMeta>,
     version_header: Option<HeaderName>,
-    cancellation: CancellationToken,
+    /// The token the peer can fire; a request nothing can cancel (no conversation) gets one
+    /// only if the handler asks, so the common stateless call allocates none.
+    cancellation: OnceLock<CancellationToken>,
     peer: Peer,
 }
 
@@ -258,7 +260,7 @@ impl<S> Context<S> {
         session: Option<Arc<Session<S>>>,
         meta: Arc<RequestMeta>,
         profile: &Profile,
-        cancellation: CancellationToken,
+        cancellation: Option<CancellationToken>,
         peer: Peer,
     ) -> Self {
         Self {
@@ -266,7 +268,7 @@ impl<S> Context<S> {
             session,
             meta,
             version_header: profile.version_header().cloned(),
-            cancellation,
+            cancellation: cancellation.map_or_else(OnceLock::new, OnceLock::from),
             peer,
         }
     }
@@ -311,7 +313,7 @@ impl<S> Context<S> {
 
     /// Fires when the peer cancels this request or the conversation ends.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancellation
+        self.cancellation.get_or_init(CancellationToken::new)
     }
 
     /// Talks back to the peer on this request's stream.

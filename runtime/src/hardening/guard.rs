@@ -11,8 +11,9 @@
 //! two services use the same primitives tower's layers do — `tokio::time::timeout` for the
 //! deadline, a `tokio::sync::Semaphore` acquired without waiting for load shedding — and
 //! [`Hardening::wrap`](super::Hardening::wrap) stacks them as one layer on the transport
-//! routes. `Guard` boxes one future per request; `Admit` boxes one only while an authenticator
-//! is awaited.
+//! routes. Neither boxes a future per request (axum's route already does); `Admit` boxes one
+//! only while an authenticator is awaited, and the deadline's timer is allocated only for an
+//! answer that has to wait.
 
 use std::convert::Infallible;
 use std::future::{Future, Ready};
@@ -25,6 +26,7 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Sleep;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::Admission;
@@ -55,20 +57,6 @@ impl GuardPolicy {
                 .map(Some)
                 .map_err(|_| Refusal::Overloaded),
             None => Ok(None),
-        }
-    }
-
-    /// Waits for the inner answer within the deadline.
-    async fn answer<F>(&self, answer: F) -> Response
-    where
-        F: Future<Output = Result<Response, Infallible>>,
-    {
-        let Some(deadline) = self.deadline else {
-            return into_response(answer.await);
-        };
-        match tokio::time::timeout(deadline, answer).await {
-            Ok(result) => into_response(result),
-            Err(_elapsed) => Refusal::DeadlineExceeded.into_response(),
         }
     }
 
@@ -110,32 +98,97 @@ pub(crate) struct Guard<S> {
 impl<S> Service<Request> for Guard<S>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S::Future: Unpin + Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = GuardFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> ResponseFuture {
+    fn call(&mut self, request: Request) -> Self::Future {
         let policy = Arc::clone(&self.policy);
         let permit = match policy.screen(&request) {
             Ok(permit) => permit,
             Err(refusal) => {
                 let refused = policy.finish(refusal.into_response());
-                return Box::pin(std::future::ready(Ok(refused)));
+                return GuardFuture(GuardState::Refused(Some(refused)));
             }
         };
         // `poll_ready` readied `inner`, so it is called directly rather than cloned.
         let answer = self.inner.call(request);
-        Box::pin(async move {
-            let response = policy.answer(answer).await;
-            drop(permit);
-            Ok(policy.finish(response))
-        })
+        GuardFuture(GuardState::Answering(Answering {
+            answer,
+            policy,
+            permit,
+            timer: None,
+        }))
+    }
+}
+
+/// What [`Guard`] returns. A named future rather than a boxed one: axum boxes each route's
+/// future once already, and a second box per request (with a copy of the whole route future
+/// into it) bought nothing.
+pub(crate) struct GuardFuture<F>(GuardState<F>);
+
+enum GuardState<F> {
+    /// Refused before the inner service ran; the finished refusal, until it is taken.
+    Refused(Option<Response>),
+    Answering(Answering<F>),
+}
+
+/// The inner service's answer in progress, with what finishing it needs.
+struct Answering<F> {
+    answer: F,
+    policy: Arc<GuardPolicy>,
+    /// Held until the response head exists; a stream's body is not counted.
+    permit: Option<OwnedSemaphorePermit>,
+    /// The deadline's timer, armed only once the answer has to wait: most answers are ready
+    /// at their first poll, and those never touch the timer wheel. The first poll follows the
+    /// call at once, so the deadline still runs from the request's arrival.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl<F> Answering<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    /// The response head: the inner answer, or a refusal once the deadline passes.
+    fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<Response> {
+        if let Poll::Ready(result) = Pin::new(&mut self.answer).poll(cx) {
+            return Poll::Ready(into_response(result));
+        }
+        let Some(deadline) = self.policy.deadline else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Refusal::DeadlineExceeded.into_response()),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<F> Future for GuardFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().0 {
+            // Polled again after completion: an empty response rather than a panic.
+            GuardState::Refused(refused) => Poll::Ready(Ok(refused.take().unwrap_or_default())),
+            GuardState::Answering(answering) => {
+                let response = std::task::ready!(answering.poll_head(cx));
+                answering.permit = None;
+                Poll::Ready(Ok(answering.policy.finish(response)))
+            }
+        }
     }
 }
 

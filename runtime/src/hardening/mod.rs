@@ -389,8 +389,8 @@ impl Hardening {
             Some(metadata) => admitted.merge(metadata.layer(guard.clone())),
             None => admitted,
         };
-        public.fallback_service(guard.layer(tower::service_fn(|_: Request| async {
-            Ok::<_, Infallible>(refuse_unknown_path().await)
+        public.fallback_service(guard.layer(tower::service_fn(|_: Request| {
+            std::future::ready(Ok::<_, Infallible>(refuse_unknown_path()))
         })))
     }
 

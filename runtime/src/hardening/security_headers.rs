@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::body::HttpBody as _;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderName, HeaderValue, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use super::HardeningError;
 use super::refusal::Refusal;
@@ -25,16 +25,24 @@ pub struct SecurityHeaders {
     pub referrer_policy: Option<String>,
 }
 
+/// The default values, as constants so the parsed headers can share static storage.
+const DEFAULT_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
+const DEFAULT_STRICT_TRANSPORT_SECURITY: &str = "max-age=63072000; includeSubDomains";
+const DEFAULT_X_FRAME_OPTIONS: &str = "DENY";
+const DEFAULT_X_CONTENT_TYPE_OPTIONS: &str = "nosniff";
+const DEFAULT_CACHE_CONTROL: &str = "no-store";
+const DEFAULT_REFERRER_POLICY: &str = "no-referrer";
+
 impl Default for SecurityHeaders {
     /// A JSON/SSE API serves nothing a browser should render, frame, cache or refer from.
     fn default() -> Self {
         Self {
-            content_security_policy: Some("default-src 'none'; frame-ancestors 'none'".into()),
-            strict_transport_security: Some("max-age=63072000; includeSubDomains".into()),
-            x_frame_options: Some("DENY".into()),
-            x_content_type_options: Some("nosniff".into()),
-            cache_control: Some("no-store".into()),
-            referrer_policy: Some("no-referrer".into()),
+            content_security_policy: Some(DEFAULT_CONTENT_SECURITY_POLICY.into()),
+            strict_transport_security: Some(DEFAULT_STRICT_TRANSPORT_SECURITY.into()),
+            x_frame_options: Some(DEFAULT_X_FRAME_OPTIONS.into()),
+            x_content_type_options: Some(DEFAULT_X_CONTENT_TYPE_OPTIONS.into()),
+            cache_control: Some(DEFAULT_CACHE_CONTROL.into()),
+            referrer_policy: Some(DEFAULT_REFERRER_POLICY.into()),
         }
     }
 }
@@ -46,42 +54,81 @@ impl SecurityHeaders {
             (
                 header::CONTENT_SECURITY_POLICY,
                 &self.content_security_policy,
+                DEFAULT_CONTENT_SECURITY_POLICY,
             ),
             (
                 header::STRICT_TRANSPORT_SECURITY,
                 &self.strict_transport_security,
+                DEFAULT_STRICT_TRANSPORT_SECURITY,
             ),
-            (header::X_FRAME_OPTIONS, &self.x_frame_options),
-            (header::X_CONTENT_TYPE_OPTIONS, &self.x_content_type_options),
-            (header::CACHE_CONTROL, &self.cache_control),
-            (header::REFERRER_POLICY, &self.referrer_policy),
+            (
+                header::X_FRAME_OPTIONS,
+                &self.x_frame_options,
+                DEFAULT_X_FRAME_OPTIONS,
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                &self.x_content_type_options,
+                DEFAULT_X_CONTENT_TYPE_OPTIONS,
+            ),
+            (
+                header::CACHE_CONTROL,
+                &self.cache_control,
+                DEFAULT_CACHE_CONTROL,
+            ),
+            (
+                header::REFERRER_POLICY,
+                &self.referrer_policy,
+                DEFAULT_REFERRER_POLICY,
+            ),
         ];
-        let mut parsed = Vec::with_capacity(configured.len());
-        for (name, value) in configured {
+        let mut template = HeaderMap::with_capacity(configured.len() + SPARE_HEADERS);
+        for (name, value, default) in configured {
             let Some(text) = value else { continue };
-            let value = HeaderValue::from_str(text)
-                .map_err(|_| HardeningError::InvalidSecurityHeader(name.as_str().to_owned()))?;
-            parsed.push((name, value));
+            // A default value is sent from static storage: cloning it per response then
+            // touches no reference count.
+            let value = if text == default {
+                HeaderValue::from_static(default)
+            } else {
+                HeaderValue::from_str(text)
+                    .map_err(|_| HardeningError::InvalidSecurityHeader(name.as_str().to_owned()))?
+            };
+            template.insert(name, value);
         }
-        Ok(ParsedSecurityHeaders(Arc::from(parsed)))
+        Ok(ParsedSecurityHeaders(Arc::new(template)))
     }
 }
 
-/// The validated headers, shared by every response.
+/// Room a stamped response's header map has beyond the security headers for the response's
+/// own (content type, session id, allow, retry-after) before it must grow.
+const SPARE_HEADERS: usize = 4;
+
+/// The validated headers, as a header map every response's headers start from.
 #[derive(Debug, Clone)]
-pub(crate) struct ParsedSecurityHeaders(Arc<[(HeaderName, HeaderValue)]>);
+pub(crate) struct ParsedSecurityHeaders(Arc<HeaderMap>);
 
 impl ParsedSecurityHeaders {
     /// Stamps the headers on `response`.
     ///
-    /// `insert`, not `append`: these are policies about the response as a whole, and a
-    /// handler's own copy must not leave a client choosing between two.
+    /// The response's headers are moved into a copy of the prepared map rather than the six
+    /// inserted into the response's map, which would grow it and hash every name again. A
+    /// header of the response's own with a security header's name is dropped: these are
+    /// policies about the response as a whole, and a handler's copy must not leave a client
+    /// choosing between two.
     pub(crate) fn stamp(&self, mut response: Response) -> Response {
+        let own = std::mem::replace(response.headers_mut(), HeaderMap::clone(&self.0));
         let out = response.headers_mut();
-        // One growth of the map for all of them rather than one per insert as it fills up.
-        out.reserve(self.0.len());
-        for (name, value) in self.0.iter() {
-            out.insert(name.clone(), value.clone());
+        let mut current: Option<HeaderName> = None;
+        for (name, value) in own {
+            // Later values of a multi-valued header come without their name.
+            if name.is_some() {
+                current = name;
+            }
+            if let Some(name) = &current
+                && !self.0.contains_key(name)
+            {
+                out.append(name.clone(), value);
+            }
         }
         response
     }
@@ -113,7 +160,7 @@ pub(crate) fn refuse_bare_error(response: Response) -> Response {
 }
 
 /// The router's fallback: an unknown path is a [`Refusal::NotFound`].
-pub(crate) async fn refuse_unknown_path() -> Response {
+pub(crate) fn refuse_unknown_path() -> Response {
     Refusal::NotFound.into_response()
 }
 
@@ -147,7 +194,7 @@ mod tests {
             deadline: None,
         };
         router
-            .fallback(refuse_unknown_path)
+            .fallback(|| async { refuse_unknown_path() })
             .layer(GuardLayer(Arc::new(policy)))
     }
 
