@@ -394,7 +394,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
 /// Gives back most of a map's table once it is mostly empty, so a burst of sessions that
 /// expired leaves no peak-sized table behind; halving only below a quarter full keeps the cost
 /// amortised.
-pub(crate) fn release_spare_capacity<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+pub fn release_spare_capacity<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
     const SMALL: usize = 64;
     if map.capacity() > SMALL && map.len() * 4 < map.capacity() {
         map.shrink_to(map.len() * 2);

@@ -12,11 +12,12 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::session::{SessionId, release_spare_capacity};
 use crate::sse::EventId;
@@ -175,8 +176,12 @@ pub struct EventTail {
     /// The tail itself, so a reader can be handed out from `&self`.
     this: std::sync::Weak<EventTail>,
     ring: Mutex<Ring>,
-    /// Bumped on every publish and on close, so waiting readers wake.
-    changes: watch::Sender<u64>,
+    /// Bumped on every change a reader may care about (publish, close, release, takeover), so
+    /// a reader can tell whether anything happened since it last looked.
+    version: AtomicU64,
+    /// Wakes readers waiting for `version` to move. Held inline (a watch channel would be a
+    /// separate allocation several times the size of an empty tail, for every stream).
+    changes: Notify,
 }
 
 impl fmt::Debug for EventTail {
@@ -202,7 +207,8 @@ impl EventTail {
                 generation: 0,
                 release: None,
             }),
-            changes: watch::channel(0).0,
+            version: AtomicU64::new(0),
+            changes: Notify::new(),
         })
     }
 
@@ -217,12 +223,15 @@ impl EventTail {
         self.stream
     }
 
-    /// Wakes waiting readers; with none, there is nobody to wake (later readers read the ring).
+    /// Marks a change and wakes waiting readers; one not waiting sees the new version the next
+    /// time it looks.
     fn wake_readers(&self) {
-        if self.changes.receiver_count() > 0 {
-            self.changes
-                .send_modify(|count| *count = count.wrapping_add(1));
-        }
+        self.version.fetch_add(1, Ordering::Release);
+        self.changes.notify_waiters();
+    }
+
+    fn current_version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     /// The cursor before the first event (what a priming event carries).
@@ -299,7 +308,7 @@ impl EventTail {
             tail: self.this.upgrade().unwrap_or_else(Self::closed),
             cursor: sequence,
             generation,
-            changes: self.changes.subscribe(),
+            seen: self.current_version(),
         }
     }
 
@@ -393,7 +402,8 @@ pub struct Subscription {
     tail: Arc<EventTail>,
     cursor: u64,
     generation: u64,
-    changes: watch::Receiver<u64>,
+    /// The tail's version when this reader last looked.
+    seen: u64,
 }
 
 impl fmt::Debug for Subscription {
@@ -408,7 +418,8 @@ impl fmt::Debug for Subscription {
 impl Subscription {
     /// What comes next, without waiting.
     pub fn poll_next(&mut self) -> Next {
-        self.changes.mark_unchanged();
+        // Read before the ring: a change after this read makes the next `changed` return.
+        self.seen = self.tail.current_version();
         let next = self.tail.next_after(self.cursor, self.generation);
         if let Next::Event(id, _) = &next
             && let Some(cursor) = EventCursor::from_event_id(*id)
@@ -418,11 +429,20 @@ impl Subscription {
         next
     }
 
-    /// Waits for the tail to change after an `Idle`.
+    /// Waits for the tail to change since this reader last looked (at its creation or its
+    /// latest poll).
     pub async fn changed(&mut self) {
-        if self.changes.changed().await.is_err() {
-            // The tail is gone; the next poll reports what is left.
-            std::future::pending::<()>().await;
+        loop {
+            // Registered before the version is read, so a change between the two still wakes.
+            let notified = self.tail.changes.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            let now = self.tail.current_version();
+            if now != self.seen {
+                self.seen = now;
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -822,6 +842,42 @@ mod tests {
         let mut second = store.standalone(&session).subscribe(Start::Unread);
         assert_eq!(drain(second.as_mut()), vec![payload(2)]);
         assert_eq!(first.poll_next(), Next::Superseded);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_publish_between_an_idle_poll_and_the_wait_is_not_missed() -> Result<(), StreamClosed>
+    {
+        let tail = EventTail::new(1, 8);
+        let mut reader = tail.subscribe(Start::Beginning);
+        assert_eq!(reader.poll_next(), Next::Idle);
+        tail.publish(payload(1))?;
+        tokio::time::timeout(std::time::Duration::from_secs(5), reader.changed())
+            .await
+            .map_err(|_| StreamClosed)?;
+        assert!(matches!(reader.poll_next(), Next::Event(..)));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_saw_everything_waits_until_the_next_change() -> Result<(), StreamClosed>
+    {
+        let tail = EventTail::new(1, 8);
+        let mut reader = tail.subscribe(Start::Beginning);
+        tail.publish(payload(1))?;
+        assert!(matches!(reader.poll_next(), Next::Event(..)));
+        assert_eq!(reader.poll_next(), Next::Idle);
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_millis(20), reader.changed()).await;
+        assert!(
+            waited.is_err(),
+            "nothing changed, so the reader kept waiting"
+        );
+        tail.close();
+        tokio::time::timeout(std::time::Duration::from_secs(5), reader.changed())
+            .await
+            .map_err(|_| StreamClosed)?;
+        assert_eq!(reader.poll_next(), Next::Closed);
         Ok(())
     }
 
