@@ -422,9 +422,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         if revision == Revision::NEWEST_SESSION {
             return Ok(result);
         }
-        let value: Value =
-            serde_json::from_str(result.get()).map_err(|_| ErrorObject::internal_error())?;
-        raw(&wire::result_for(revision, method, value))
+        wire::encoded_result_for(revision, method, &result)
+            .map_err(|_| ErrorObject::internal_error())
     }
 
     /// The handler's description of the server (its `initialize` answer) as JSON, with the

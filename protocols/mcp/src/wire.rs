@@ -5,6 +5,7 @@
 //! every field the revision does not define. Tool schemas are JSON Schema documents the
 //! generated types cannot hold verbatim, so they are carried across unchanged.
 
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2026_07_28};
@@ -20,6 +21,69 @@ enum Payload {
 
 /// `result` (2025-11-25 shape) of `method`, as `revision` defines it.
 pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
+    let result = with_result_fields(revision, method, result);
+    let schemas = tool_schemas(method, &result);
+    let mut converted = convert(revision, Payload::Result, method, result);
+    restore_tool_schemas(revision, &mut converted, schemas);
+    converted
+}
+
+/// [`result_for`] from JSON text to JSON text, the way a handler's typed answer leaves: where
+/// nothing needs rewriting as a tree (no tool schemas to carry, no content kinds to
+/// downgrade) the value decoded into the revision's type is encoded straight to text, without
+/// a copy kept for the rare answer that does not fit or a second tree built from the type.
+pub fn encoded_result_for(
+    revision: Revision,
+    method: &str,
+    result: &RawValue,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    if revision == Revision::NEWEST_SESSION {
+        return Ok(result.to_owned());
+    }
+    if method == "tools/list" || !revision.has_every_content_kind() {
+        return result_for_text(revision, method, result);
+    }
+    let value: Value = serde_json::from_str(result.get())?;
+    let value = with_result_fields(revision, method, value);
+    match reencode_to_text(revision, method, value) {
+        Some(encoded) => Ok(encoded),
+        // Does not fit, or the revision has no such method: `result_for` sends it as
+        // produced (and says why), from a fresh copy since the decode consumed this one.
+        None => result_for_text(revision, method, result),
+    }
+}
+
+fn result_for_text(
+    revision: Revision,
+    method: &str,
+    result: &RawValue,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    let value = serde_json::from_str(result.get())?;
+    to_raw_value(&result_for(revision, method, value))
+}
+
+/// Decodes `value` into the revision's generated result type for `method` and encodes that
+/// as text; `None` when the revision has no such method or the value does not fit it.
+fn reencode_to_text(revision: Revision, method: &str, value: Value) -> Option<Box<RawValue>> {
+    macro_rules! through {
+        ($module:ident) => {
+            $module::ServerResult::decode_result(method, value)
+                .ok()
+                .and_then(|typed| to_raw_value(&typed).ok())
+        };
+    }
+    match revision {
+        Revision::V2024_11_05 => through!(v2024_11_05),
+        Revision::V2025_03_26 => through!(v2025_03_26),
+        Revision::V2025_06_18 => through!(v2025_06_18),
+        Revision::V2025_11_25 => to_raw_value(&value).ok(),
+        Revision::V2026_07_28 => through!(v2026_07_28),
+    }
+}
+
+/// The fields a revision adds to every result: 2026-07-28's `resultType`, and its cache hints
+/// on the results a client may reuse.
+fn with_result_fields(revision: Revision, method: &str, result: Value) -> Value {
     let mut result = result;
     if revision.has_result_type()
         && let Value::Object(fields) = &mut result
@@ -36,10 +100,7 @@ pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
                 .or_insert_with(|| Value::from(hint.ttl_ms));
         }
     }
-    let schemas = tool_schemas(method, &result);
-    let mut converted = convert(revision, Payload::Result, method, result);
-    restore_tool_schemas(revision, &mut converted, schemas);
-    converted
+    result
 }
 
 /// How long a 2026-07-28 client may reuse a cacheable result, and with whom.
@@ -286,5 +347,38 @@ mod tests {
     fn results_on_2026_07_28_say_they_are_complete() {
         let out = result_for(Revision::V2026_07_28, "tools/list", json!({"tools": []}));
         assert_eq!(out["resultType"], "complete");
+    }
+
+    #[test]
+    fn the_text_path_gives_what_the_value_path_gives_on_every_revision() {
+        let results = [
+            (
+                "tools/call",
+                json!({"content": [{"type": "text", "text": "7"}], "structuredContent": {"sum": 7}, "_meta": {"k": 1}}),
+            ),
+            (
+                "tools/call",
+                json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}, {"type": "resource_link", "uri": "file:///a", "name": "a"}]}),
+            ),
+            (
+                "tools/list",
+                json!({"tools": [{"name": "t", "inputSchema": {"type": "object", "$defs": {}}}]}),
+            ),
+            ("resources/read", json!({"contents": []})),
+            // Does not fit its type: sent as produced.
+            ("tools/call", json!({"content": "not a list"})),
+            ("no/such/method", json!({"anything": [1, 2]})),
+        ];
+        for revision in Revision::ALL {
+            for (method, result) in &results {
+                let text = to_raw_value(result).ok();
+                let encoded = text
+                    .as_deref()
+                    .and_then(|text| encoded_result_for(revision, method, text).ok())
+                    .and_then(|encoded| serde_json::from_str::<Value>(encoded.get()).ok());
+                let expected = result_for(revision, method, result.clone());
+                assert_eq!(encoded, Some(expected), "{revision} {method}");
+            }
+        }
     }
 }
