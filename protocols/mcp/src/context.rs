@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::generated::v2025_11_25::types;
 use crate::logging::Level;
 use crate::revision::Revision;
+use crate::session::ClientCapabilities;
 use crate::tasks::TaskLink;
 use crate::wire;
 
@@ -62,7 +63,7 @@ pub struct InputRequests(pub Map<String, Value>);
 pub(crate) struct Arrival {
     pub(crate) progress_token: Option<Value>,
     pub(crate) log_floor: Option<Level>,
-    pub(crate) client_capabilities: Value,
+    pub(crate) client_capabilities: ClientCapabilities,
     /// 2026-07-28: answers to the input requests of an earlier round.
     pub(crate) input_responses: Map<String, Value>,
 }
@@ -171,7 +172,7 @@ impl RequestContext {
 
     /// Whether the client declared `capability` (a top-level key of its capabilities).
     pub fn client_supports(&self, capability: &str) -> bool {
-        self.arrival.client_capabilities.get(capability).is_some()
+        self.arrival.client_capabilities.contains(capability)
     }
 
     /// Reports progress when the request carried a progress token; otherwise does nothing.

@@ -14,7 +14,6 @@ use http::HeaderMap;
 use protocols_runtime::handler::Context;
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::Direction;
-use protocols_runtime::session::Session;
 use protocols_runtime::{
     BatchPolicy, CancelConvention, CancelReply, ErrorObject, Message, Notification, Peer, Profile,
     Rejection, Reply, Request, RequestHandler, Unsessioned,
@@ -29,7 +28,7 @@ use crate::generated::v2025_11_25::{self as handler_revision, Server, types};
 use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28};
 use crate::logging::Level;
 use crate::revision::Revision;
-use crate::session::{ClientDescription, McpSession};
+use crate::session::{ClientCapabilities, ClientDescription, LiveSessions, McpSession};
 use crate::stateless::{self, RequestHead, params_of};
 use crate::tasks::{RELATED_TASK, TaskLink, TaskStore, notify_status};
 use crate::tools::{TaskSupport, task_support_of};
@@ -100,7 +99,7 @@ struct Inner<H> {
     options: ServeOptions,
     profile: Profile,
     /// Sessions that completed `initialize`, for notifications not tied to a request.
-    live: Mutex<Vec<Weak<Session<McpSession>>>>,
+    live: Arc<LiveSessions>,
     listeners: Mutex<Vec<Listener>>,
 }
 
@@ -227,8 +226,8 @@ impl<'a> Call<'a> {
         let meta = &self.head.meta;
         let session = self.cx.state();
         let client_capabilities = match session.and_then(McpSession::client) {
-            Some(client) => client.capabilities.clone(),
-            None => json_of(meta.client_capabilities),
+            Some(client) => client.capabilities().clone(),
+            None => ClientCapabilities::from_json(meta.client_capabilities),
         };
         let meta_level = meta
             .log_level
@@ -296,7 +295,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 handler: Arc::new(handler),
                 options,
                 profile,
-                live: Mutex::new(Vec::new()),
+                live: Arc::default(),
                 listeners: Mutex::new(Vec::new()),
             }),
         }
@@ -457,19 +456,13 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         if session.state().revision().is_some() {
             return Err(already());
         }
-        let client = ClientDescription {
-            capabilities: to_json(&typed.capabilities)?,
-            info: to_json(&typed.client_info)?,
-        };
+        let client = ClientDescription::from_initialize(&typed);
         let call = Call::new(revision, request, cx);
         let mut result = self.describe(typed, &call.context()).await?;
         if !session.state().open(revision, client) {
             return Err(already());
         }
-        if let Ok(mut live) = self.inner.live.lock() {
-            live.retain(|session| session.strong_count() > 0);
-            live.push(Arc::downgrade(session));
-        }
+        self.inner.live.add(session);
         insert(&mut result, "protocolVersion", json!(revision.as_str()));
         raw(&wire::result_for(revision, "initialize", result))
     }
@@ -743,14 +736,9 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         params: &Value,
         wanted: impl Fn(&McpSession) -> bool,
     ) -> usize {
-        let sessions: Vec<Arc<Session<McpSession>>> = match self.inner.live.lock() {
-            Ok(mut live) => {
-                live.retain(|session| session.strong_count() > 0);
-                live.iter().filter_map(Weak::upgrade).collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        sessions
+        self.inner
+            .live
+            .snapshot()
             .iter()
             .filter(|session| !session.ended().is_cancelled() && wanted(session.state()))
             .filter(|session| {

@@ -1,22 +1,164 @@
 //! What the server remembers about one MCP session: the revision `initialize` negotiated, what
 //! the client declared, the log level it asked for and the resources it subscribed to. Held by
 //! the runtime's session (one per Streamable HTTP session, legacy SSE stream or stdio
-//! connection); filled by the opening `initialize` through interior mutability.
+//! connection); filled by the opening `initialize` through interior mutability. Kept compact:
+//! an idle session costs what it holds here times every session a server keeps open, so the
+//! client's description is reduced to what the server consults.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use serde_json::Value;
+use protocols_runtime::session::{Session, release_spare_capacity};
 
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::generated::v2025_11_25::types;
 use crate::logging::Level;
 use crate::revision::Revision;
 
-/// The client as `initialize` described it.
-#[derive(Debug, Clone)]
+/// The capability names MCP defines at the top level of a client's capabilities, one bit each.
+const KNOWN_CAPABILITIES: [&str; 6] = [
+    "elicitation",
+    "experimental",
+    "extensions",
+    "roots",
+    "sampling",
+    "tasks",
+];
+
+/// Which top-level capabilities a client declared (what [`crate::RequestContext`]'s
+/// `client_supports` asks): MCP's own names as bits, any other name as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientCapabilities {
+    known: u8,
+    others: Box<[Box<str>]>,
+}
+
+impl ClientCapabilities {
+    /// Whether the client declared `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        match KNOWN_CAPABILITIES.iter().position(|known| *known == name) {
+            Some(bit) => self.known & (1 << bit) != 0,
+            None => self.others.iter().any(|other| &**other == name),
+        }
+    }
+
+    /// What an `initialize` declared.
+    pub(crate) fn declared(capabilities: &types::ClientCapabilities) -> Self {
+        let present = [
+            ("elicitation", capabilities.elicitation.is_some()),
+            ("experimental", capabilities.experimental.is_some()),
+            ("roots", capabilities.roots.is_some()),
+            ("sampling", capabilities.sampling.is_some()),
+            ("tasks", capabilities.tasks.is_some()),
+        ];
+        let mut names = Names::default();
+        present
+            .into_iter()
+            .filter(|(_, present)| *present)
+            .for_each(|(name, _)| names.add(name));
+        names.finish()
+    }
+
+    /// The top-level names of a JSON object (a 2026-07-28 request's declared capabilities);
+    /// none when the text is absent or not an object.
+    pub(crate) fn from_json(raw: Option<&RawValue>) -> Self {
+        let Some(raw) = raw else {
+            return Self::default();
+        };
+        let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+        deserializer
+            .deserialize_map(NamesVisitor)
+            .unwrap_or_default()
+    }
+}
+
+/// Collects capability names into a [`ClientCapabilities`].
+#[derive(Default)]
+struct Names {
+    known: u8,
+    others: Vec<Box<str>>,
+}
+
+impl Names {
+    fn add(&mut self, name: &str) {
+        match KNOWN_CAPABILITIES.iter().position(|known| *known == name) {
+            Some(bit) => self.known |= 1 << bit,
+            None if !self.others.iter().any(|other| &**other == name) => {
+                self.others.push(name.into());
+            }
+            None => {}
+        }
+    }
+
+    fn finish(self) -> ClientCapabilities {
+        ClientCapabilities {
+            known: self.known,
+            others: self.others.into_boxed_slice(),
+        }
+    }
+}
+
+/// Reads an object's keys and skips its values.
+struct NamesVisitor;
+
+impl<'de> Visitor<'de> for NamesVisitor {
+    type Value = ClientCapabilities;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a capabilities object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Names::default();
+        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            map.next_value::<IgnoredAny>()?;
+            names.add(&name);
+        }
+        Ok(names.finish())
+    }
+}
+
+/// The client as `initialize` described it: its capabilities and its `clientInfo` name and
+/// version (one allocation for both).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientDescription {
-    pub capabilities: Value,
-    pub info: Value,
+    capabilities: ClientCapabilities,
+    /// The name followed by the version.
+    name_and_version: Box<str>,
+    name_len: usize,
+}
+
+impl ClientDescription {
+    pub(crate) fn from_initialize(params: &types::InitializeRequestParams) -> Self {
+        let info = &params.client_info;
+        Self {
+            capabilities: ClientCapabilities::declared(&params.capabilities),
+            name_and_version: format!("{}{}", info.name, info.version).into_boxed_str(),
+            name_len: info.name.len(),
+        }
+    }
+
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
+    }
+
+    /// `clientInfo.name`.
+    pub fn name(&self) -> &str {
+        self.name_and_version
+            .get(..self.name_len)
+            .unwrap_or_default()
+    }
+
+    /// `clientInfo.version`.
+    pub fn version(&self) -> &str {
+        self.name_and_version
+            .get(self.name_len..)
+            .unwrap_or_default()
+    }
 }
 
 /// Per-session MCP state.
@@ -27,7 +169,12 @@ pub struct McpSession {
     initialized: AtomicBool,
     /// `Level as u8 + 1`; 0 means the client never set a level.
     log_level: AtomicU8,
-    subscriptions: Mutex<HashSet<String>>,
+    /// Allocated on the first subscription: most sessions never subscribe, and a boxed set
+    /// costs them one pointer where an empty set is six words.
+    #[allow(clippy::box_collection)]
+    subscriptions: Mutex<Option<Box<HashSet<String>>>>,
+    /// This session's entry among the server's live sessions, dropped with the session.
+    listed: OnceLock<Listing>,
 }
 
 impl McpSession {
@@ -72,20 +219,185 @@ impl McpSession {
 
     pub(crate) fn subscribe(&self, uri: &str) {
         if let Ok(mut subscriptions) = self.subscriptions.lock() {
-            subscriptions.insert(uri.to_owned());
+            subscriptions.get_or_insert_default().insert(uri.to_owned());
         }
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        if let Ok(mut subscriptions) = self.subscriptions.lock() {
-            subscriptions.remove(uri);
+        if let Ok(mut subscriptions) = self.subscriptions.lock()
+            && let Some(uris) = subscriptions.as_mut()
+        {
+            uris.remove(uri);
         }
     }
 
     /// Whether the client subscribed to updates of `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions
-            .lock()
-            .is_ok_and(|subscriptions| subscriptions.contains(uri))
+        self.subscriptions.lock().is_ok_and(|subscriptions| {
+            subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.contains(uri))
+        })
+    }
+}
+
+/// The sessions a server has opened and that still live, for messages not tied to a request
+/// (list changes, resource updates). Each entry is a `Weak` so the list keeps no session
+/// alive, and a session takes its entry out as it is dropped: after a burst of sessions
+/// expires, neither the entries nor the session records they would pin are left behind.
+#[derive(Debug, Default)]
+pub(crate) struct LiveSessions {
+    sessions: Mutex<HashMap<u64, Weak<Session<McpSession>>>>,
+    next_key: AtomicU64,
+}
+
+impl LiveSessions {
+    /// Lists `session` (once; an already listed session stays as it is).
+    pub(crate) fn add(self: &Arc<Self>, session: &Arc<Session<McpSession>>) {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let listing = Listing {
+            list: Arc::downgrade(self),
+            key,
+        };
+        if session.state().listed.set(listing).is_err() {
+            return;
+        }
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(key, Arc::downgrade(session));
+        }
+    }
+
+    /// Every listed session still alive.
+    pub(crate) fn snapshot(&self) -> Vec<Arc<Session<McpSession>>> {
+        // Upgraded under the lock, dropped after it: dropping the last handle of a session
+        // takes the lock again (its `Listing`).
+        let sessions = self.sessions.lock();
+        sessions.map_or_else(
+            |_| Vec::new(),
+            |sessions| sessions.values().filter_map(Weak::upgrade).collect(),
+        )
+    }
+
+    fn remove(&self, key: u64) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.remove(&key);
+            release_spare_capacity(&mut sessions);
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.sessions.lock().map_or(0, |sessions| sessions.len())
+    }
+}
+
+/// A session's entry in [`LiveSessions`]; dropping it (with the session) removes the entry.
+#[derive(Debug)]
+struct Listing {
+    list: Weak<LiveSessions>,
+    key: u64,
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.upgrade() {
+            list.remove(self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocols_runtime::session::SessionId;
+
+    fn raw(text: &str) -> Result<Box<RawValue>, serde_json::Error> {
+        RawValue::from_string(text.to_owned())
+    }
+
+    #[test]
+    fn a_requests_declared_capabilities_are_the_top_level_names_of_its_object()
+    -> Result<(), serde_json::Error> {
+        let declared = raw(r#"{"sampling":{"tools":{}},"roots":{"listChanged":true},"x-own":1}"#)?;
+        let capabilities = ClientCapabilities::from_json(Some(&declared));
+        for name in ["sampling", "roots", "x-own"] {
+            assert!(capabilities.contains(name), "{name}");
+        }
+        for name in ["elicitation", "tasks", "listChanged", "tools", "x-other"] {
+            assert!(!capabilities.contains(name), "{name}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn capabilities_that_are_absent_or_not_an_object_declare_nothing()
+    -> Result<(), serde_json::Error> {
+        for text in ["[]", "null", "\"sampling\"", "3"] {
+            let declared = raw(text)?;
+            assert_eq!(
+                ClientCapabilities::from_json(Some(&declared)),
+                ClientCapabilities::default()
+            );
+        }
+        assert!(!ClientCapabilities::from_json(None).contains("sampling"));
+        Ok(())
+    }
+
+    #[test]
+    fn an_initialize_leaves_the_declared_capabilities_and_the_client_name_and_version()
+    -> Result<(), serde_json::Error> {
+        let params: types::InitializeRequestParams = serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": { "elicitation": {}, "experimental": {} },
+            "clientInfo": { "name": "inspector", "version": "0.9.1" },
+        }))?;
+        let client = ClientDescription::from_initialize(&params);
+        assert_eq!((client.name(), client.version()), ("inspector", "0.9.1"));
+        assert!(client.capabilities().contains("elicitation"));
+        assert!(client.capabilities().contains("experimental"));
+        assert!(!client.capabilities().contains("sampling"));
+        assert!(!client.capabilities().contains("roots"));
+        Ok(())
+    }
+
+    #[test]
+    fn subscriptions_are_remembered_until_unsubscribed() {
+        let session = McpSession::default();
+        assert!(!session.is_subscribed("file:///a"));
+        session.subscribe("file:///a");
+        assert!(session.is_subscribed("file:///a"));
+        session.unsubscribe("file:///a");
+        session.unsubscribe("file:///never");
+        assert!(!session.is_subscribed("file:///a"));
+    }
+
+    #[test]
+    fn a_dropped_session_leaves_the_live_list() {
+        let live = Arc::new(LiveSessions::default());
+        let now = std::time::Instant::now();
+        let kept = Arc::new(Session::new(
+            SessionId::random(),
+            McpSession::default(),
+            now,
+            4,
+        ));
+        let dropped = Arc::new(Session::new(
+            SessionId::random(),
+            McpSession::default(),
+            now,
+            4,
+        ));
+        live.add(&kept);
+        live.add(&dropped);
+        live.add(&kept);
+        assert_eq!(live.len(), 2, "a session is listed once");
+        drop(dropped);
+        assert_eq!(live.len(), 1);
+        let listed = live.snapshot();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id(), kept.id());
+        drop(listed);
+        drop(kept);
+        assert_eq!(live.len(), 0);
     }
 }
