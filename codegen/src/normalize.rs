@@ -54,6 +54,10 @@ pub fn normalize(definitions: &mut Definitions) -> Result<Treatments, RewriteErr
         order_unions_by_specificity(definitions),
     );
     record("anyof-as-oneof", any_of_as_one_of(definitions));
+    record(
+        "distribute-object-over-nested-union",
+        distribute_object_over_nested_union(definitions),
+    );
     record("request-keeps-its-id", request_id_property(definitions));
     Ok(treatments)
 }
@@ -515,6 +519,48 @@ pub fn any_of_as_one_of(definitions: &mut Definitions) -> BTreeSet<String> {
     })
 }
 
+/// `{properties: P, required: R, oneOf: [M1, …]}` where some inline member `Mi` holds a union
+/// of its own → `{oneOf: [P∧R∧M1, …]}`: typify merges the siblings into each member together with
+/// the negation of every other member, and its `not` cannot subtract a member that is itself a
+/// union (ACP `CreateElicitationRequest`: form ∧ ¬(other mode ∧ (session ∨ request))), so the
+/// form and url members came out as empty enums that lost `requestedSchema`. Merged here, each
+/// member is a plain object-with-union typify renders whole, tried in schema order.
+pub fn distribute_object_over_nested_union(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let Some(Value::Array(members)) = object.get("oneOf") else {
+            return false;
+        };
+        let all_inline_objects = members
+            .iter()
+            .all(|m| m.as_object().is_some_and(|m| !m.contains_key("$ref")));
+        let some_member_nests_a_union = members
+            .iter()
+            .any(|m| m.get("oneOf").is_some() || m.get("anyOf").is_some());
+        let has_siblings = object.contains_key("properties") || object.contains_key("required");
+        if !(all_inline_objects && some_member_nests_a_union && has_siblings) {
+            return false;
+        }
+        let mut siblings = object.clone();
+        let Some(Value::Array(members)) = siblings.remove("oneOf") else {
+            return false;
+        };
+        let distributed: Option<Vec<Value>> = members
+            .into_iter()
+            .map(|member| {
+                let mut merged = siblings.clone();
+                merge_into(&mut merged, member.as_object()?.clone()).ok()?;
+                Some(Value::Object(merged))
+            })
+            .collect();
+        // A member that cannot be merged leaves the union as upstream wrote it.
+        let Some(distributed) = distributed else {
+            return false;
+        };
+        *object = Map::from_iter([("oneOf".to_string(), Value::Array(distributed))]);
+        true
+    })
+}
+
 /// A request definition without an `id` property (MCP's `…Request` bodies) gets an optional
 /// `id: RequestId`, so a full JSON-RPC request (upstream's own examples carry the id) survives a
 /// round trip instead of losing its id.
@@ -772,6 +818,45 @@ mod tests {
         let after_label = &code[label..];
         let label_end = after_label.find('}').unwrap();
         assert!(!after_label[..label_end].contains(flatten), "{code}");
+    }
+
+    #[test]
+    fn a_union_member_holding_its_own_union_keeps_its_fields() {
+        let scope = json!({"oneOf": [{"$ref": "#/definitions/SessionScope"},
+            {"$ref": "#/definitions/RequestScope"}]});
+        let mut form = json!({"type": "object", "properties": {
+            "mode": {"const": "form"}, "requestedSchema": {"type": "object"}},
+            "required": ["mode", "requestedSchema"]});
+        form["oneOf"] = scope["oneOf"].clone();
+        let mut other = json!({"type": "object", "properties": {"mode": {"type": "string"}},
+            "required": ["mode"], "not": {"properties": {"mode": {"const": "form"}}}});
+        other["oneOf"] = scope["oneOf"].clone();
+        let (treatments, code) = generate(json!({
+            "SessionScope": {"type": "object", "properties": {"sessionId": {"type": "string"}},
+                "required": ["sessionId"]},
+            "RequestScope": {"type": "object", "properties": {"requestId": {"type": "string"}},
+                "required": ["requestId"]},
+            "Elicit": {"type": "object", "properties": {"message": {"type": "string"}},
+                "required": ["message"], "anyOf": [form, other]}
+        }));
+        assert!(treatments["distribute-object-over-nested-union"].contains("Elicit"));
+        let code = squash(&code);
+        let empty_enum = code.split("pub enum ").skip(1).find(|rest| {
+            rest.split_once(' ')
+                .is_some_and(|(_, body)| body.starts_with("{}"))
+        });
+        assert!(empty_enum.is_none(), "an empty enum remains: {code}");
+        let form_variant = code.find("pub enum ElicitVariant0 {").unwrap();
+        let form_code = &code[form_variant..];
+        let form_code = &form_code[..form_code.find("} }").unwrap()];
+        for field in [
+            "message:",
+            "requested_schema:",
+            "session_id:",
+            "request_id:",
+        ] {
+            assert!(form_code.contains(field), "{field} missing: {form_code}");
+        }
     }
 
     #[test]

@@ -35,6 +35,30 @@ fn every_pinned_revision_generates() {
     }
 }
 
+/// An empty enum in the types of a revision is a union member typify found unsatisfiable: a
+/// definition that silently lost its fields (ACP `CreateElicitationRequest` once did).
+#[test]
+fn no_generated_definition_type_is_an_empty_enum() {
+    let sources = sources();
+    let generation = generate(&sources, &layout().cache(), &Selection::default()).unwrap();
+    for file in generation
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("protocols"))
+    {
+        let Some(start) = file.contents.find("pub mod types {") else {
+            continue;
+        };
+        let types = &file.contents[start..];
+        let types = &types[..types.find("\n}\n").unwrap_or(types.len())];
+        let empty: Vec<&str> = types
+            .lines()
+            .filter(|line| line.trim_start().starts_with("pub enum ") && line.ends_with(" {}"))
+            .collect();
+        assert!(empty.is_empty(), "{}: {empty:?}", file.path.display());
+    }
+}
+
 #[test]
 fn two_generator_runs_are_byte_identical() {
     let sources = sources();

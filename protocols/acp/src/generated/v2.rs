@@ -1110,6 +1110,45 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum CreateElicitationRequestVariant0 {
+        Variant0 {
+            message: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            mode: CreateElicitationRequestVariant0Variant0Mode,
+            #[serde(rename = "requestedSchema")]
+            requested_schema: ElicitationSchema,
+            #[serde(rename = "sessionId")]
+            session_id: SessionId,
+            #[serde(
+                rename = "toolCallId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            tool_call_id: ::std::option::Option<ToolCallId>,
+        },
+        Variant1 {
+            message: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            mode: CreateElicitationRequestVariant0Variant1Mode,
+            #[serde(rename = "requestId")]
+            request_id: RequestId,
+            #[serde(rename = "requestedSchema")]
+            requested_schema: ElicitationSchema,
+        },
+    }
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1122,8 +1161,45 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    #[serde(deny_unknown_fields)]
-    pub enum CreateElicitationRequestVariant0 {}
+    pub enum CreateElicitationRequestVariant0Variant0Mode {
+        #[serde(rename = "form")]
+        Form,
+    }
+    impl ::std::fmt::Display for CreateElicitationRequestVariant0Variant0Mode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Form => f.write_str("form"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for CreateElicitationRequestVariant0Variant0Mode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "form" => Ok(Self::Form),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CreateElicitationRequestVariant0Variant0Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for CreateElicitationRequestVariant0Variant0Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1136,8 +1212,188 @@ pub mod types {
         PartialEq,
         PartialOrd
     )]
-    #[serde(deny_unknown_fields)]
-    pub enum CreateElicitationRequestVariant1 {}
+    pub enum CreateElicitationRequestVariant0Variant1Mode {
+        #[serde(rename = "form")]
+        Form,
+    }
+    impl ::std::fmt::Display for CreateElicitationRequestVariant0Variant1Mode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Form => f.write_str("form"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for CreateElicitationRequestVariant0Variant1Mode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "form" => Ok(Self::Form),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CreateElicitationRequestVariant0Variant1Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for CreateElicitationRequestVariant0Variant1Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum CreateElicitationRequestVariant1 {
+        Variant0 {
+            #[serde(rename = "elicitationId")]
+            elicitation_id: ElicitationId,
+            message: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            mode: CreateElicitationRequestVariant1Variant0Mode,
+            #[serde(rename = "sessionId")]
+            session_id: SessionId,
+            #[serde(
+                rename = "toolCallId",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            tool_call_id: ::std::option::Option<ToolCallId>,
+            url: ::std::string::String,
+        },
+        Variant1 {
+            #[serde(rename = "elicitationId")]
+            elicitation_id: ElicitationId,
+            message: ::std::string::String,
+            #[serde(
+                rename = "_meta",
+                skip_serializing_if = "::std::option::Option::is_none"
+            )]
+            meta: ::std::option::Option<
+                ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+            >,
+            mode: CreateElicitationRequestVariant1Variant1Mode,
+            #[serde(rename = "requestId")]
+            request_id: RequestId,
+            url: ::std::string::String,
+        },
+    }
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum CreateElicitationRequestVariant1Variant0Mode {
+        #[serde(rename = "url")]
+        Url,
+    }
+    impl ::std::fmt::Display for CreateElicitationRequestVariant1Variant0Mode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Url => f.write_str("url"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for CreateElicitationRequestVariant1Variant0Mode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "url" => Ok(Self::Url),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CreateElicitationRequestVariant1Variant0Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for CreateElicitationRequestVariant1Variant0Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum CreateElicitationRequestVariant1Variant1Mode {
+        #[serde(rename = "url")]
+        Url,
+    }
+    impl ::std::fmt::Display for CreateElicitationRequestVariant1Variant1Mode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Url => f.write_str("url"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for CreateElicitationRequestVariant1Variant1Mode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "url" => Ok(Self::Url),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CreateElicitationRequestVariant1Variant1Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for CreateElicitationRequestVariant1Variant1Mode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant2 {
