@@ -9,21 +9,18 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use common::{SESSION_HEADER, SseReader, TestProtocol, request, serve, test_hardening};
+use common::{SESSION_HEADER, TestProtocol, request, serve, test_hardening};
 use protocols_runtime::hardening::{AuthPolicy, BearerAuthenticator, Principal};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::sse::EventName;
+use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 async fn post_json(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::Response {
-    client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string())
+    json_rpc_post(client, url, ACCEPT_EITHER, [], body)
         .send()
         .await
         .unwrap()

@@ -9,16 +9,15 @@ mod common;
 use std::time::Duration;
 
 use common::{TestServer, request, serve, test_hardening};
-use futures::StreamExt;
 use http::{HeaderMap, HeaderName, StatusCode};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::server::ServerBuilder;
-use protocols_runtime::sse::SseDecoder;
 use protocols_runtime::{
     BatchPolicy, Context, ErrorObject, Message, Notification, Profile, Reply, Request,
     RequestHandler, Unsessioned,
 };
+use protocols_testkit::{ACCEPT_EITHER, drain, event_stream_get, json_rpc_post};
 use serde_json::{Value, json};
 
 const SESSION: &str = "hooks-session";
@@ -123,24 +122,20 @@ impl Caller {
     }
 
     async fn post(&self, body: &Value, accept: &str) -> reqwest::Response {
-        let mut builder = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", accept)
-            .body(body.to_string());
-        if let Some(session) = &self.session {
-            builder = builder.header(SESSION, session);
-        }
-        builder.send().await.unwrap()
+        let session = self.session.as_deref().map(|session| (SESSION, session));
+        json_rpc_post(&self.http, &self.url, accept, session, body)
+            .send()
+            .await
+            .unwrap()
     }
 
-    async fn resume(&self, last_event_id: &str) -> reqwest::Response {
-        self.http
-            .get(&self.url)
-            .header("accept", EVENT_STREAM)
-            .header(SESSION, self.session.as_deref().unwrap())
-            .header("last-event-id", last_event_id)
+    async fn resume(&self, last_event_id: u64) -> reqwest::Response {
+        let cursor = last_event_id.to_string();
+        let headers = [
+            (SESSION, self.session.as_deref().unwrap()),
+            ("last-event-id", cursor.as_str()),
+        ];
+        event_stream_get(&self.http, &self.url, headers)
             .send()
             .await
             .unwrap()
@@ -148,47 +143,6 @@ impl Caller {
 }
 
 const JSON: &str = "application/json";
-const EVENT_STREAM: &str = "text/event-stream";
-const EITHER: &str = "application/json, text/event-stream";
-
-/// Everything an SSE response carried until it ended: the JSON messages, the last event id and
-/// the reconnection delay it asked for.
-struct Drained {
-    messages: Vec<Value>,
-    last_event_id: Option<String>,
-    retry: Option<Duration>,
-}
-
-async fn drain(response: reqwest::Response) -> Drained {
-    assert_eq!(
-        response.headers()["content-type"],
-        EVENT_STREAM,
-        "expected an SSE answer"
-    );
-    let mut body = response.bytes_stream();
-    let mut decoder = SseDecoder::new(1 << 20);
-    let mut messages = Vec::new();
-    loop {
-        while let Some(event) = decoder.next_event() {
-            let event = event.unwrap();
-            if !event.data().is_empty() {
-                messages.push(serde_json::from_str(event.data()).unwrap());
-            }
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .expect("the stream ends");
-        match chunk {
-            Some(chunk) => decoder.push(&chunk.unwrap()),
-            None => break,
-        }
-    }
-    Drained {
-        messages,
-        last_event_id: decoder.last_event_id().map(|id| id.to_string()),
-        retry: decoder.retry(),
-    }
-}
 
 fn steps(messages: &[Value]) -> Vec<&str> {
     messages
@@ -258,7 +212,7 @@ async fn a_mapped_error_answered_on_an_auto_framed_request_still_carries_its_sta
     let answered = caller
         .post(
             &request(1, "fail", json!({"code": MISSING_CAPABILITY})),
-            EITHER,
+            ACCEPT_EITHER,
         )
         .await;
     assert_eq!(answered.status(), StatusCode::BAD_REQUEST);
@@ -270,7 +224,12 @@ async fn a_stream_closed_early_ends_with_a_retry_and_the_resume_delivers_the_res
     let server = start().await;
     let caller = Caller::open(&server).await;
 
-    let first = drain(caller.post(&request(7, "poll", json!({})), EITHER).await).await;
+    let first = drain(
+        caller
+            .post(&request(7, "poll", json!({})), ACCEPT_EITHER)
+            .await,
+    )
+    .await;
     assert_eq!(steps(&first.messages), ["before"]);
     assert!(
         answer(&first.messages, 7).is_none(),
@@ -279,7 +238,7 @@ async fn a_stream_closed_early_ends_with_a_retry_and_the_resume_delivers_the_res
     assert_eq!(first.retry, Some(RETRY));
     let last_event_id = first.last_event_id.expect("an id to resume from");
 
-    let resumed = drain(caller.resume(&last_event_id).await).await;
+    let resumed = drain(caller.resume(last_event_id).await).await;
     assert_eq!(steps(&resumed.messages), ["after"]);
     let answer = answer(&resumed.messages, 7).expect("the answer on the resumed stream");
     assert_eq!(answer["result"]["closed"], true);
@@ -304,7 +263,7 @@ async fn a_stateless_request_cannot_close_its_stream_since_nobody_could_resume_i
     };
     let drained = drain(
         caller
-            .post(&request(3, "stateless/poll", json!({})), EITHER)
+            .post(&request(3, "stateless/poll", json!({})), ACCEPT_EITHER)
             .await,
     )
     .await;

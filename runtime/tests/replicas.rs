@@ -12,15 +12,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{SESSION_HEADER, SseReader, TestProtocol, TestServer, request, serve, test_hardening};
+use common::{SESSION_HEADER, TestProtocol, TestServer, request, serve, test_hardening};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::{Session, SessionId, SessionLimitReached, SessionStore};
 use protocols_runtime::tail::{EventStore, MemoryEventStore};
+use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
-
-const BOTH: &str = "application/json, text/event-stream";
 
 /// What every replica sees: the ids of the live sessions.
 #[derive(Default)]
@@ -143,15 +142,11 @@ async fn post(
     session: Option<&str>,
     body: &Value,
 ) -> reqwest::Response {
-    let mut builder = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", BOTH)
-        .body(body.to_string());
-    if let Some(session) = session {
-        builder = builder.header(SESSION_HEADER, session);
-    }
-    builder.send().await.expect("request sent")
+    let session = session.map(|session| (SESSION_HEADER, session));
+    json_rpc_post(client, url, ACCEPT_EITHER, session, body)
+        .send()
+        .await
+        .expect("request sent")
 }
 
 async fn open(client: &Client, url: &str) -> String {

@@ -8,16 +8,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{SESSION_HEADER, SseReader, TestProtocol, request, serve_handler, serve_protocol};
+use common::{SESSION_HEADER, TestProtocol, request, serve_handler, serve_protocol};
 use protocols_runtime::ManualClock;
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SessionLimits;
 use protocols_runtime::stream::StreamPolicy;
+use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
-
-const BOTH: &str = "application/json, text/event-stream";
 
 fn client() -> Client {
     Client::builder().build().expect("client")
@@ -30,15 +29,11 @@ async fn post(
     accept: &str,
     body: &Value,
 ) -> reqwest::Response {
-    let mut builder = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", accept)
-        .body(body.to_string());
-    if let Some(session) = session {
-        builder = builder.header(SESSION_HEADER, session);
-    }
-    builder.send().await.expect("request sent")
+    let session = session.map(|session| (SESSION_HEADER, session));
+    json_rpc_post(client, url, accept, session, body)
+        .send()
+        .await
+        .expect("request sent")
 }
 
 /// Opens a session and returns its id.
@@ -69,7 +64,7 @@ async fn a_plain_request_is_answered_with_json_echoing_its_id() {
         &client,
         &server.url("/rpc"),
         None,
-        BOTH,
+        ACCEPT_EITHER,
         &request(41, "stateless/echo", json!({"text": "a\nb"})),
     )
     .await;
@@ -96,7 +91,7 @@ async fn notifications_travel_on_the_request_stream_before_its_answer() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(2, "notify-then-answer", json!({"count": 3})),
     )
     .await;
@@ -129,7 +124,7 @@ async fn json_mode_answers_json_even_when_the_handler_notifies() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(3, "notify-then-answer", json!({"count": 2})),
     )
     .await;
@@ -154,7 +149,7 @@ async fn sse_mode_streams_even_a_plain_answer() {
         &client(),
         &server.url("/rpc"),
         None,
-        BOTH,
+        ACCEPT_EITHER,
         &request(4, "stateless/echo", json!({"x": 1})),
     )
     .await;
@@ -211,7 +206,14 @@ async fn notifications_alone_are_accepted_with_202_and_reach_the_handler() {
     let client = client();
     let session = open(&client, &server.url("/rpc")).await;
     let note = json!({"jsonrpc": "2.0", "method": "hello"});
-    let response = post(&client, &server.url("/rpc"), Some(&session), BOTH, &note).await;
+    let response = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        ACCEPT_EITHER,
+        &note,
+    )
+    .await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     assert_eq!(response.content_length(), Some(0));
     assert_eq!(*seen.lock().unwrap(), vec!["hello".to_owned()]);
@@ -224,7 +226,7 @@ async fn a_request_needing_a_session_without_one_is_refused_with_400_echoing_its
         &client(),
         &server.url("/rpc"),
         None,
-        BOTH,
+        ACCEPT_EITHER,
         &request(9, "echo", json!({})),
     )
     .await;
@@ -242,7 +244,7 @@ async fn an_unknown_session_is_404_and_a_malformed_one_is_400() {
         &client,
         &server.url("/rpc"),
         Some("no-such-session"),
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "echo", json!({})),
     )
     .await;
@@ -251,7 +253,7 @@ async fn an_unknown_session_is_404_and_a_malformed_one_is_400() {
         &client,
         &server.url("/rpc"),
         Some("has space"),
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "echo", json!({})),
     )
     .await;
@@ -283,7 +285,7 @@ async fn after_delete_the_session_id_is_404() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "echo", json!({})),
     )
     .await;
@@ -299,7 +301,7 @@ async fn after_delete_the_session_id_is_404() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(2, "echo", json!({})),
     )
     .await;
@@ -334,7 +336,7 @@ async fn an_idle_session_expires_under_the_injected_clock_without_any_delete() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "echo", json!({})),
     )
     .await;
@@ -344,7 +346,7 @@ async fn an_idle_session_expires_under_the_injected_clock_without_any_delete() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(2, "echo", json!({})),
     )
     .await;
@@ -368,7 +370,7 @@ async fn the_session_cap_refuses_new_sessions_with_503() {
         &client,
         &server.url("/rpc"),
         None,
-        BOTH,
+        ACCEPT_EITHER,
         &request(0, "open", json!({})),
     )
     .await;
@@ -434,7 +436,7 @@ async fn resume_from_evicted_event_id_is_refused_with_410() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(5, "burst", json!({"count": 20})),
     )
     .await;
@@ -488,7 +490,7 @@ async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(7, "burst", json!({"count": COUNT})),
     )
     .await;
@@ -538,7 +540,7 @@ async fn a_server_to_client_request_is_answered_by_a_later_post() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(11, "ask-client", json!({"q": "name?"})),
     )
     .await;
@@ -547,7 +549,14 @@ async fn a_server_to_client_request_is_answered_by_a_later_post() {
     assert_eq!(asked["method"], "client/ask");
     assert_eq!(asked["params"]["q"], "name?");
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"name": "tester"}});
-    let ack = post(&client, &server.url("/rpc"), Some(&session), BOTH, &answer).await;
+    let ack = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        ACCEPT_EITHER,
+        &answer,
+    )
+    .await;
     assert_eq!(ack.status(), StatusCode::ACCEPTED);
     let (_, reply) = events.next_json().await.expect("the final answer");
     assert_eq!(reply["id"], 11);
@@ -563,7 +572,7 @@ async fn a_server_to_client_request_that_times_out_is_cancelled_at_the_client() 
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(12, "ask-client-briefly", json!({})),
     )
     .await;
@@ -597,7 +606,14 @@ async fn a_cancellation_from_the_client_stops_the_running_request() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let cancel =
         json!({"jsonrpc": "2.0", "method": common::CANCEL_METHOD, "params": {"requestId": 13}});
-    let ack = post(&client, &server.url("/rpc"), Some(&session), BOTH, &cancel).await;
+    let ack = post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        ACCEPT_EITHER,
+        &cancel,
+    )
+    .await;
     assert_eq!(ack.status(), StatusCode::ACCEPTED);
     let answered = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
@@ -628,7 +644,7 @@ async fn the_session_stream_carries_messages_sent_while_answering_json() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(3, "notify-then-answer", json!({"count": 2})),
     )
     .await;
@@ -689,7 +705,7 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(21, "ask-client", json!({})),
     )
     .await;
@@ -703,7 +719,14 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
     );
     let cursor = events.last_event_id().expect("a cursor");
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": "yes"});
-    post(&client, &server.url("/rpc"), Some(&session), BOTH, &answer).await;
+    post(
+        &client,
+        &server.url("/rpc"),
+        Some(&session),
+        ACCEPT_EITHER,
+        &answer,
+    )
+    .await;
     let resumed = client
         .get(server.url("/rpc"))
         .header("accept", "text/event-stream")
@@ -764,7 +787,7 @@ async fn a_wrong_content_type_is_415() {
     let response = client()
         .post(server.url("/rpc"))
         .header("content-type", "text/plain")
-        .header("accept", BOTH)
+        .header("accept", ACCEPT_EITHER)
         .body(request(1, "stateless/echo", json!({})).to_string())
         .send()
         .await
@@ -789,7 +812,7 @@ async fn a_session_wide_peer_reaches_the_session_stream_after_the_request_answer
         &client,
         &server.url("/rpc"),
         Some(&session),
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "notify-later", json!({})),
     )
     .await;
@@ -875,7 +898,7 @@ async fn a_protocol_without_sessions_serves_post_and_answers_get_and_delete_with
         &client,
         &server.url("/rpc"),
         None,
-        BOTH,
+        ACCEPT_EITHER,
         &request(1, "echo", json!({"k": 1})),
     )
     .await;
@@ -895,7 +918,7 @@ async fn a_protocol_without_sessions_serves_post_and_answers_get_and_delete_with
 async fn a_batch_to_a_protocol_refusing_batches_is_refused_with_400() {
     let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
     let batch = json!([request(1, "echo", json!({})), request(2, "echo", json!({}))]);
-    let response = post(&client(), &server.url("/rpc"), None, BOTH, &batch).await;
+    let response = post(&client(), &server.url("/rpc"), None, ACCEPT_EITHER, &batch).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);

@@ -11,8 +11,9 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{SESSION_HEADER, SseReader, request, serve_protocol};
+use common::{SESSION_HEADER, request, serve_protocol};
 use protocols_runtime::http::HttpConfig;
+use protocols_testkit::SseReader;
 use reqwest::{Client, StatusCode};
 use serde_json::json;
 use tracing::field::{Field, Visit};

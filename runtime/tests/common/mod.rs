@@ -1,5 +1,5 @@
-//! A minimal protocol for the transport tests, a server harness on a real loopback socket, and
-//! an SSE reader over reqwest's byte stream.
+//! A minimal protocol for the transport tests and a server harness on a real loopback socket;
+//! the SSE reader and request builder come from the workspace's testkit.
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -7,13 +7,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use http::{HeaderMap, HeaderName};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::server::{Server, ServerBuilder};
-use protocols_runtime::sse::{SseDecoder, SseEvent};
 use protocols_runtime::{
     BatchPolicy, CancelConvention, CancelReply, Context, ErrorObject, Message, Notification,
     Profile, Rejection, Reply, Request, RequestHandler, Unsessioned,
@@ -248,50 +246,4 @@ pub async fn serve_handler(handler: TestProtocol, config: HttpConfig) -> TestSer
     serve(server).await
 }
 
-pub fn request(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// Reads SSE events from a streaming response.
-pub struct SseReader {
-    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    decoder: SseDecoder,
-}
-
-impl SseReader {
-    pub fn new(response: reqwest::Response) -> Self {
-        Self {
-            body: response.bytes_stream().boxed(),
-            decoder: SseDecoder::new(1 << 20),
-        }
-    }
-
-    /// The next event, or `None` when the stream ends (or nothing arrives within 10 s).
-    pub async fn next(&mut self) -> Option<SseEvent> {
-        loop {
-            if let Some(event) = self.decoder.next_event() {
-                return Some(event.expect("well-formed SSE"));
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
-                .await
-                .ok()??;
-            self.decoder.push(&chunk.ok()?);
-        }
-    }
-
-    /// The next event that carries data, parsed as JSON.
-    pub async fn next_json(&mut self) -> Option<(Option<u64>, Value)> {
-        loop {
-            let event = self.next().await?;
-            if event.data().is_empty() {
-                continue;
-            }
-            let value = serde_json::from_str(event.data()).expect("JSON event data");
-            return Some((event.id().map(|id| id.get()), value));
-        }
-    }
-
-    pub fn last_event_id(&self) -> Option<u64> {
-        self.decoder.last_event_id().map(|id| id.get())
-    }
-}
+pub use protocols_testkit::request;
