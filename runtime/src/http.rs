@@ -226,22 +226,35 @@ impl Denial {
 }
 
 /// What the client's `Accept` admits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Accepts {
     json: bool,
     sse: bool,
 }
 
 impl Accepts {
+    const BOTH: Self = Self {
+        json: true,
+        sse: true,
+    };
+
     /// An absent `Accept` admits anything.
     fn read(headers: &HeaderMap, json_type: &str) -> Self {
-        let mut values = headers.get_all(header::ACCEPT).iter().peekable();
-        if values.peek().is_none() {
-            return Self {
-                json: true,
-                sse: true,
-            };
+        let mut values = headers.get_all(header::ACCEPT).iter();
+        let Some(first) = values.next() else {
+            return Self::BOTH;
+        };
+        let mut values = values.peekable();
+        if values.peek().is_none()
+            && let Some(accepts) = Self::common(first.as_bytes(), json_type.as_bytes())
+        {
+            return accepts;
         }
+        Self::parse(std::iter::once(first).chain(values), json_type)
+    }
+
+    /// The general parse of every `Accept` value.
+    fn parse<'a>(values: impl Iterator<Item = &'a HeaderValue>, json_type: &str) -> Self {
         let mut accepts = Self {
             json: false,
             sse: false,
@@ -256,6 +269,26 @@ impl Accepts {
             }
         }
         accepts
+    }
+
+    /// The values clients send most (the media type alone, or with the event stream on either
+    /// side), recognised whole before the general parse, which would give the same answer.
+    fn common(value: &[u8], json_type: &[u8]) -> Option<Self> {
+        const SSE_AFTER: &[u8] = b", text/event-stream";
+        const SSE_BEFORE: &[u8] = b"text/event-stream, ";
+        if value == json_type {
+            return Some(Self {
+                json: true,
+                sse: false,
+            });
+        }
+        let both = value
+            .strip_prefix(json_type)
+            .is_some_and(|rest| rest == SSE_AFTER)
+            || value
+                .strip_prefix(SSE_BEFORE)
+                .is_some_and(|rest| rest == json_type);
+        both.then_some(Self::BOTH)
     }
 }
 
@@ -302,12 +335,13 @@ fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
 
 /// Whether the request's `Content-Type` is `media_type` (parameters aside).
 pub(crate) fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .filter(|value| value.to_str().is_ok())
-        .is_some_and(|value| {
-            bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes())
-        })
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    // The exact media type, as nearly every client sends it, needs no parsing.
+    value.as_bytes() == media_type.as_bytes()
+        || (value.to_str().is_ok()
+            && bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes()))
 }
 
 /// The session the header names, if it names one.
@@ -341,16 +375,45 @@ impl<S> Resolved<S> {
 
 /// A decoded body: its valid messages, and the invalid entries of a batch.
 struct Inbound {
-    messages: Vec<Message>,
+    messages: Messages,
     invalid: Vec<InvalidMessage>,
     batch: bool,
+}
+
+/// A body's valid messages: a single message held inline (the common case, no allocation), or
+/// a batch's.
+enum Messages {
+    One(Message),
+    Many(Vec<Message>),
+}
+
+impl Messages {
+    fn as_slice(&self) -> &[Message] {
+        match self {
+            Self::One(message) => std::slice::from_ref(message),
+            Self::Many(messages) => messages,
+        }
+    }
+}
+
+impl IntoIterator for Messages {
+    type Item = Message;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Message>, std::vec::IntoIter<Message>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, many) = match self {
+            Self::One(message) => (Some(message), Vec::new()),
+            Self::Many(messages) => (None, messages),
+        };
+        one.into_iter().chain(many)
+    }
 }
 
 impl Inbound {
     fn from_payload(payload: Payload) -> Self {
         match payload {
             Payload::Single(message) => Self {
-                messages: vec![message],
+                messages: Messages::One(message),
                 invalid: Vec::new(),
                 batch: false,
             },
@@ -363,7 +426,7 @@ impl Inbound {
                     }
                 }
                 Self {
-                    messages,
+                    messages: Messages::Many(messages),
                     invalid,
                     batch: true,
                 }
@@ -373,13 +436,14 @@ impl Inbound {
 
     fn has_requests(&self) -> bool {
         self.messages
+            .as_slice()
             .iter()
             .any(|message| matches!(message, Message::Request(_)))
     }
 
     /// The id a refusal of the whole body echoes: the single request's.
     fn echo_id(&self) -> Option<&RequestId> {
-        match (self.batch, self.messages.first()) {
+        match (self.batch, self.messages.as_slice().first()) {
             (false, Some(Message::Request(request))) => Some(&request.id),
             _ => None,
         }
@@ -539,7 +603,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             )));
         }
         self.handler
-            .admit(&body.messages, headers, state)
+            .admit(body.messages.as_slice(), headers, state)
             .map_err(Denial::Rejected)
     }
 
@@ -559,7 +623,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if !body.has_requests() {
             return Ok(Resolved::None);
         }
-        match self.handler.unsessioned(&body.messages, headers) {
+        match self.handler.unsessioned(body.messages.as_slice(), headers) {
             Unsessioned::Stateless => Ok(Resolved::None),
             Unsessioned::NeedsSession => Err(Refusal::MissingSession),
             Unsessioned::Opens => self.open_session().map(Resolved::Opening),
@@ -620,7 +684,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     async fn take_without_answer(
         &self,
-        messages: Vec<Message>,
+        messages: Messages,
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
     ) {
@@ -898,4 +962,58 @@ fn spawn_stream_work(
         }
         .in_current_span(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_common_accept_values_read_as_the_general_parse_reads_them() {
+        let json = "application/json";
+        for text in [
+            "application/json",
+            "application/json, text/event-stream",
+            "text/event-stream, application/json",
+        ] {
+            let value = HeaderValue::from_static(text);
+            let parsed = Accepts::parse(std::iter::once(&value), json);
+            assert_eq!(
+                Accepts::common(text.as_bytes(), json.as_bytes()),
+                Some(parsed)
+            );
+        }
+    }
+
+    #[test]
+    fn other_accept_values_are_left_to_the_general_parse() {
+        let json = b"application/json";
+        for text in [
+            "Application/JSON, text/event-stream",
+            "application/json,text/event-stream",
+            "text/event-stream",
+            "*/*",
+            "application/json; q=0.5, text/event-stream",
+        ] {
+            assert_eq!(Accepts::common(text.as_bytes(), json), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_content_type_with_parameters_or_other_case_is_still_the_media_type() {
+        let mut headers = HeaderMap::new();
+        for (text, expected) in [
+            ("application/json", true),
+            ("Application/JSON; charset=utf-8", true),
+            ("application/jsonx", false),
+            ("text/plain", false),
+        ] {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(text));
+            assert_eq!(
+                content_type_is(&headers, "application/json"),
+                expected,
+                "{text}"
+            );
+        }
+    }
 }
