@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Runtime benchmarks (not tests): HTTP overhead of the runtime against a bare axum handler,
 # memory per idle session and after expiry, and SSE codec throughput. Servers and the load
-# generator run as separate processes pinned to separate cores.
+# generator run as separate processes pinned to separate cores. The generator writes
+# pre-encoded requests on raw sockets from one thread and checks every answer, so it stays
+# cheaper per request than the servers it measures (a hyper client cost as much as the bare
+# server). `bare-headers` is a second baseline: the bare handler answering with the six
+# security headers the hardening stamps; the headline ratios stay against `bare`.
 #
 #   scripts/bench-runtime.sh [all|http|sessions|sse|layers|callgrind]
 #
 # Tunables: ROUNDS (default 3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
 # LOAD_CPU (1), KINDS ("bare bare-headers hardened runtime runtime-auto"), CONCURRENCY ("1 16 64"),
-# CALLGRIND_REQUESTS (4000).
+# CALLGRIND_REQUESTS (4000), EXE (a prebuilt http_overhead binary).
 #
 # `callgrind` (needs valgrind; not part of `all`) counts each server's instructions per request:
 # unlike wall-clock figures, it does not move when other work shares the machine.
@@ -179,7 +183,8 @@ instructions_per_request() {
     done
 }
 
-EXE="$(bench_exe http_overhead)"
+# EXE may name an already built http_overhead binary (cargo waits while others build).
+EXE="${EXE:-$(bench_exe http_overhead)}"
 case "$WHAT" in
     http) http_overhead ;;
     sessions) session_memory ;;
