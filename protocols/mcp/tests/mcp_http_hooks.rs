@@ -9,11 +9,10 @@ mod mcp_common;
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use mcp_common::{Client, Observed, Schemas, call, fixture_server, spawn};
 use protocols_mcp::content::{text, tool_result};
 use protocols_mcp::{McpServer, NoArguments, Revision, ToolDefinition, ToolError};
-use protocols_runtime::sse::SseDecoder;
+use protocols_testkit::{drain, event_stream_get};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -76,40 +75,6 @@ fn polling_server() -> McpServer {
         .build()
 }
 
-/// What one SSE response carried until it ended.
-struct Drained {
-    messages: Vec<Value>,
-    last_event_id: Option<String>,
-    retry: Option<Duration>,
-}
-
-async fn drain(response: reqwest::Response) -> Drained {
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut body = response.bytes_stream();
-    let mut decoder = SseDecoder::new(1 << 20);
-    let mut messages = Vec::new();
-    loop {
-        while let Some(event) = decoder.next_event() {
-            let event = event.unwrap();
-            if !event.data().is_empty() {
-                messages.push(serde_json::from_str(event.data()).unwrap());
-            }
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .expect("the stream ends");
-        match chunk {
-            Some(chunk) => decoder.push(&chunk.unwrap()),
-            None => break,
-        }
-    }
-    Drained {
-        messages,
-        last_event_id: decoder.last_event_id().map(|id| id.to_string()),
-        retry: decoder.retry(),
-    }
-}
-
 fn progress_messages(messages: &[Value]) -> Vec<&str> {
     messages
         .iter()
@@ -124,37 +89,28 @@ async fn a_tool_that_closes_its_stream_answers_on_the_stream_the_client_resumes(
     let mut client = Client::new(running.url("/mcp"));
     client.initialize("2025-11-25").await;
     let session = client.session.clone().expect("a session");
-    let http = reqwest::Client::new();
 
-    let posted = http
-        .post(running.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(
-            call(
-                5,
-                "tools/call",
-                json!({"name": "poll", "_meta": {"progressToken": "p"}}),
-            )
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let poll = call(
+        5,
+        "tools/call",
+        json!({"name": "poll", "_meta": {"progressToken": "p"}}),
+    );
+    let posted = client.request(&poll).send().await.unwrap();
     let first = drain(posted).await;
     assert_eq!(progress_messages(&first.messages), ["before"]);
     assert!(first.messages.iter().all(|message| message["id"] != 5));
     assert_eq!(first.retry, Some(RETRY));
-    let last_event_id = first.last_event_id.expect("an id to resume from");
+    let last_event_id = first
+        .last_event_id
+        .expect("an id to resume from")
+        .to_string();
 
-    let resumed = http
-        .get(running.url("/mcp"))
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .header("last-event-id", &last_event_id)
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("last-event-id", last_event_id.as_str()),
+    ];
+    let resumed = event_stream_get(&client.http, &running.url("/mcp"), headers)
         .send()
         .await
         .unwrap();

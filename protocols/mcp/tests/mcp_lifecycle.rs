@@ -8,9 +8,9 @@ mod mcp_common;
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use mcp_common::{Client, Observed, Schemas, call, fixture_server, spawn};
 use protocols_mcp::Revision;
+use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -121,14 +121,10 @@ async fn a_foreign_host_or_origin_is_refused_and_the_own_host_accepted() {
         "initialize",
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
+    let url = running.url("/mcp");
     let send = |host: String, origin: String| {
-        http.post(running.url("/mcp"))
-            .header("host", host)
-            .header("origin", origin)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(initialize.to_string())
-            .send()
+        let headers = [("host", host.as_str()), ("origin", origin.as_str())];
+        json_rpc_post(&http, &url, ACCEPT_EITHER, headers, &initialize).send()
     };
     let foreign = send(
         "evil.example.com".to_owned(),
@@ -284,37 +280,14 @@ async fn a_stateless_client_that_probes_discover_can_fall_back_to_initialize() {
     assert!(fallback.session.is_some());
 }
 
-/// Reads SSE events from a legacy stream until `wanted` returns a value.
-async fn next_event(
-    stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
-    buffer: &mut String,
-) -> (String, String) {
-    loop {
-        if let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let name = event
-                .lines()
-                .find_map(|line| line.strip_prefix("event:"))
-                .unwrap_or("message")
-                .trim()
-                .to_owned();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            if !data.is_empty() {
-                return (name, data.join("\n"));
-            }
-            continue;
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(5), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-    }
+/// The next event of a legacy stream: its name (`message` when unnamed) and its data.
+async fn next_event(events: &mut SseReader) -> (String, String) {
+    let event = events.next().await.expect("an event");
+    let name = event
+        .name()
+        .map_or("message", |name| name.as_str())
+        .to_owned();
+    (name, event.into_data())
 }
 
 #[tokio::test]
@@ -328,9 +301,8 @@ async fn a_2024_11_05_client_is_served_over_legacy_http_and_sse_and_its_messages
         .await
         .unwrap();
     assert!(stream.status().is_success());
-    let mut events = stream.bytes_stream();
-    let mut buffer = String::new();
-    let (name, endpoint) = next_event(&mut events, &mut buffer).await;
+    let mut events = SseReader::new(stream);
+    let (name, endpoint) = next_event(&mut events).await;
     assert_eq!(name, "endpoint");
     let post_url = running.url(&endpoint);
     let schemas = Schemas::new(Revision::V2024_11_05);
@@ -362,7 +334,7 @@ async fn a_2024_11_05_client_is_served_over_legacy_http_and_sse_and_its_messages
             .await
             .unwrap();
         assert_eq!(accepted.status().as_u16(), 202);
-        let (name, data) = next_event(&mut events, &mut buffer).await;
+        let (name, data) = next_event(&mut events).await;
         assert_eq!(name, "message");
         let message: Value = serde_json::from_str(&data).unwrap();
         assert_eq!(message["id"], request["id"]);
@@ -398,11 +370,10 @@ async fn a_subscribed_session_hears_resource_updates_on_its_get_stream() {
         .await
         .unwrap();
     assert!(stream.status().is_success());
-    let mut events = stream.bytes_stream();
+    let mut events = SseReader::new(stream);
     assert_eq!(server.notify_resource_updated("test://unwatched"), 0);
     assert_eq!(server.notify_resource_updated("test://a"), 1);
-    let mut buffer = String::new();
-    let (_, data) = next_event(&mut events, &mut buffer).await;
+    let (_, data) = next_event(&mut events).await;
     let message: Value = serde_json::from_str(&data).unwrap();
     assert_eq!(message["method"], "notifications/resources/updated");
     assert_eq!(message["params"]["uri"], "test://a");

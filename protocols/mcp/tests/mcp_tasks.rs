@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use mcp_common::{Client, Echo, Schemas, call, spawn};
 use protocols_mcp::content::{text, tool_result};
 use protocols_mcp::{
@@ -20,6 +19,7 @@ use protocols_mcp::{
     ToolError,
 };
 use protocols_runtime::{Clock, ManualClock};
+use protocols_testkit::{SseReader, event_stream_get};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
@@ -149,32 +149,25 @@ fn error_code(answer: &Value) -> Option<i64> {
 
 /// The session's standalone GET stream, message by message.
 async fn open_session_stream(client: &Client) -> mpsc::UnboundedReceiver<Value> {
-    let mut request = client
-        .http
-        .get(&client.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", client.session.clone().unwrap());
-    if let Some(version) = &client.version_header {
-        request = request.header("mcp-protocol-version", version);
-    }
-    let response = request.send().await.unwrap();
+    let session = client.session.as_deref().map(|id| ("mcp-session-id", id));
+    let version = client.version_header.as_deref();
+    let version = version.map(|version| ("mcp-protocol-version", version));
+    let response = event_stream_get(
+        &client.http,
+        &client.url,
+        session.into_iter().chain(version),
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(response.status(), 200);
     let (sender, receiver) = mpsc::unbounded_channel();
+    let mut events = SseReader::new(response);
+    // Read ahead on its own task, so the stream is drained while the test waits on other calls.
     tokio::spawn(async move {
-        let mut body = response.bytes_stream();
-        let mut buffer = String::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buffer.find("\n\n") {
-                let event: String = buffer.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
-                    let _ = sender.send(message);
-                }
+        while let Some((_, message)) = events.next_json().await {
+            if sender.send(message).is_err() {
+                return;
             }
         }
     });
@@ -506,17 +499,8 @@ async fn a_task_waiting_on_the_client_is_input_required_until_it_answers() {
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
         "role": "assistant", "content": {"type": "text", "text": "hi"},
         "model": "test-model", "stopReason": "endTurn"}});
-    let mut reply = client
-        .http
-        .post(&client.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", client.session.clone().unwrap())
-        .body(answer.to_string());
-    if let Some(version) = &client.version_header {
-        reply = reply.header("mcp-protocol-version", version);
-    }
-    assert_eq!(reply.send().await.unwrap().status(), 202);
+    let reply = client.request(&answer).send().await.unwrap();
+    assert_eq!(reply.status(), 202);
     let working = next_message(&mut stream).await;
     assert_eq!(working["params"]["status"], "working");
     let completed = next_message(&mut stream).await;

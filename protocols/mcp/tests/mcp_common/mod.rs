@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use protocols_mcp::content::{
     audio, prompt, prompt_result, read_result, resource, resource_template, text, text_contents,
     tool_result, user_message,
@@ -21,6 +20,7 @@ use protocols_mcp::{Level, McpServer, NoArguments, Revision, ToolDefinition, Too
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::Server;
+use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -389,23 +389,16 @@ impl Client {
         }
     }
 
-    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(session) = &self.session {
-            builder = builder.header("mcp-session-id", session);
-        }
-        if let Some(version) = &self.version_header {
-            builder = builder.header("mcp-protocol-version", version);
-        }
-        for (name, value) in &self.extra_headers {
-            builder = builder.header(name, value);
-        }
-        builder
+    /// `body` POSTed with this client's session, version and extra headers, unsent (for a test
+    /// that reads the raw answer).
+    pub fn request(&self, body: &Value) -> reqwest::RequestBuilder {
+        let session = self.session.as_deref().map(|id| ("mcp-session-id", id));
+        let version = self.version_header.as_deref();
+        let version = version.map(|version| ("mcp-protocol-version", version));
+        let extra = self.extra_headers.iter();
+        let extra = extra.map(|(name, value)| (name.as_str(), value.as_str()));
+        let headers = session.into_iter().chain(version).chain(extra);
+        json_rpc_post(&self.http, &self.url, ACCEPT_EITHER, headers, body)
     }
 
     fn remember(&self, body: &Value) {
@@ -465,42 +458,25 @@ impl Client {
     /// Reads SSE events until the stream ends, answering server→client requests on the way.
     async fn read_stream(&self, response: reqwest::Response) -> Vec<Value> {
         let mut messages = Vec::new();
-        let mut buffer = String::new();
-        let mut body = response.bytes_stream();
-        while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .expect("stream stalled")
-        {
-            buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            while let Some(end) = buffer.find("\n\n") {
-                let event: String = buffer.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if data.is_empty() || data.iter().all(|line| line.is_empty()) {
-                    continue;
-                }
-                let message: Value = serde_json::from_str(&data.join("\n")).unwrap();
-                if let (Some(id), Some(method)) = (
-                    message.get("id"),
-                    message.get("method").and_then(Value::as_str),
-                ) {
-                    let result =
-                        (self.responder)(method, message.get("params").unwrap_or(&Value::Null));
-                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-                    let status = self
-                        .request(&answer)
-                        .send()
-                        .await
-                        .unwrap()
-                        .status()
-                        .as_u16();
-                    assert_eq!(status, 202, "answering {method}");
-                }
-                messages.push(message);
+        let mut events = SseReader::new(response);
+        while let Some((_, message)) = events.next_json().await {
+            if let (Some(id), Some(method)) = (
+                message.get("id"),
+                message.get("method").and_then(Value::as_str),
+            ) {
+                let result =
+                    (self.responder)(method, message.get("params").unwrap_or(&Value::Null));
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                let status = self
+                    .request(&answer)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16();
+                assert_eq!(status, 202, "answering {method}");
             }
+            messages.push(message);
         }
         messages
     }
