@@ -32,6 +32,8 @@ SERVERS="${SERVERS:-ours rmcp}"
 RMCP_TARGET="${RMCP_TARGET:-/work/bench-target}"
 OUT="${OUT:-target/bench-mcp}"
 mkdir -p "$OUT"
+# Each run's servers announce their port in a file of the run's own, so two runs sharing OUT
+# never drive each other's servers.
 
 # Our side: the bench executable (server and load generator), built in the bench profile.
 EXE="$(cargo bench -q -p protocols-mcp --bench mcp_echo --no-run --message-format=json 2>/dev/null |
@@ -60,7 +62,7 @@ trap stop_server EXIT
 
 # Starts <server> in <mode> pinned to SERVER_CPU; sets SERVER_PID and PORT.
 start_server() {
-    local server="$1" mode="$2" port_file="$OUT/port"
+    local server="$1" mode="$2" port_file="$OUT/port.$$"
     rm -f "$port_file"
     case "$server" in
         ours) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" & ;;
@@ -128,7 +130,7 @@ instructions() {
     echo "|---|---|---|---|"
     for mode in $MODES; do
         for server in $SERVERS; do
-            local out="$OUT/callgrind.$server.$mode" port_file="$OUT/port" exe
+            local out="$OUT/callgrind.$server.$mode" port_file="$OUT/port.$$" exe
             rm -f "$port_file" "$out"*
             case "$server" in
                 ours) exe=("$EXE" serve "$mode" "$port_file") ;;
