@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::dispatch::{Scope, serve_message};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, RequestHandler, RequestMeta};
 use crate::jsonrpc::{Message, Response};
-use crate::peer::{Peer, PeerError, Route};
+use crate::peer::{Conversation, Peer, PeerError, Route};
 use crate::session::Session;
 use crate::stdio::{StdioConfig, serve_lines_exposing};
 
@@ -105,11 +105,31 @@ pub async fn serve_detached<H: RequestHandler>(
     message: Message,
     session: &Arc<Session<H::Session>>,
 ) -> Option<Response> {
-    let scope = Scope {
+    serve_message(handler, message, detached_scope(session, None)).await
+}
+
+/// [`serve_detached`] within `conversation`: a request runs registered there from its first
+/// poll, so the peer's cancel notification, served later in the same conversation, reaches the
+/// handler's cancellation token (the other side of `$/cancel_request` over a transport of the
+/// protocol's own).
+pub async fn serve_detached_in<H: RequestHandler>(
+    handler: &H,
+    message: Message,
+    session: &Arc<Session<H::Session>>,
+    conversation: &Arc<Conversation>,
+) -> Option<Response> {
+    let scope = detached_scope(session, Some(Arc::clone(conversation)));
+    serve_message(handler, message, scope).await
+}
+
+fn detached_scope<S>(
+    session: &Arc<Session<S>>,
+    conversation: Option<Arc<Conversation>>,
+) -> Scope<S> {
+    Scope {
         session: Some(Arc::clone(session)),
-        conversation: None,
+        conversation,
         meta: Arc::new(RequestMeta::default()),
         peer: Peer::new(Route::Nowhere, None, DEFAULT_PEER_TIMEOUT, None),
-    };
-    serve_message(handler, message, scope).await
+    }
 }

@@ -7,10 +7,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use protocols_runtime::connect::{LinesConnection, connect_lines, serve_detached};
+use protocols_runtime::connect::{LinesConnection, connect_lines, serve_detached_in};
 use protocols_runtime::handler::{Context, Profile, Reply, RequestHandler};
 use protocols_runtime::jsonrpc::{Notification, Request};
 use protocols_runtime::method::{ClientError, RpcClient, RpcMethod, RpcNotification};
+use protocols_runtime::peer::Conversation;
 use protocols_runtime::session::{Session, SessionId};
 use protocols_runtime::stdio::StdioConfig;
 use serde::Serialize;
@@ -104,7 +105,19 @@ impl AcpClient {
         service: S,
         url: &str,
     ) -> Result<Self, CallError> {
-        let (reader, writer) = crate::remote_client::websocket_lines(url).await?;
+        Self::connect_websocket_observed(service, url, None).await
+    }
+
+    /// [`Self::connect_websocket`], showing every message to `observer`.
+    ///
+    /// # Errors
+    /// The upgrade was refused, or the conversation ended before it started.
+    pub async fn connect_websocket_observed<S: AcpService>(
+        service: S,
+        url: &str,
+        observer: Option<WireObserver>,
+    ) -> Result<Self, CallError> {
+        let (reader, writer) = crate::remote_client::websocket_lines(url, observer).await?;
         Self::connect_lines(service, reader, writer).await
     }
 
@@ -132,10 +145,15 @@ impl AcpClient {
             Instant::now(),
             1,
         ));
+        // The agent's calls run registered here, so its `$/cancel_request` reaches them.
+        let conversation = Arc::new(Conversation::new());
         let inbound: Inbound = Arc::new(move |message| {
             let side = Arc::clone(&side);
             let session = Arc::clone(&session);
-            Box::pin(async move { serve_detached(side.as_ref(), message, &session).await })
+            let conversation = Arc::clone(&conversation);
+            Box::pin(async move {
+                serve_detached_in(side.as_ref(), message, &session, &conversation).await
+            })
         });
         Self {
             link: Link::Http(HttpLink::new(url.into(), inbound, observer)),

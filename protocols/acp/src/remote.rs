@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -34,7 +34,8 @@ use tokio::sync::{OwnedMutexGuard, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::profile::{CONNECTION_HEADER, SESSION_HEADER, session_header_conflict};
+use crate::profile::{CANCEL_REQUEST, CONNECTION_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::version::Revision;
 
 /// Methods that open or attach a session: answered on the connection-scoped stream, since the
 /// client cannot be listening on the session's stream before it knows (or has attached) it.
@@ -221,13 +222,18 @@ enum Destination {
     Stream(StreamKey),
 }
 
-/// One HTTP connection: the agent task's input, its output routed to streams, and the requests
-/// whose answers are still owed.
+/// One HTTP connection: the agent task's input, its output routed to streams, the client's
+/// requests whose answers are still owed, and the agent's calls awaiting the client's answer.
 struct Connection {
     id: String,
     input: tokio::sync::Mutex<Option<WriteHalf<DuplexStream>>>,
     streams: Mutex<HashMap<StreamKey, Arc<Outbox>>>,
     pending: Mutex<HashMap<RequestId, Destination>>,
+    /// The agent's calls to the client, by id, with the stream each went out on: the answer
+    /// must name that stream's session, and a `$/cancel_request` follows its call there.
+    agent_calls: Mutex<HashMap<RequestId, StreamKey>>,
+    /// The protocol version `initialize` negotiated, which `Acp-Protocol-Version` must name.
+    version: OnceLock<u64>,
     ended: CancellationToken,
     last_active: Mutex<Instant>,
     open_streams: AtomicUsize,
@@ -289,6 +295,31 @@ impl Connection {
         self.pending.lock().ok()?.remove(id)
     }
 
+    /// The session of the client's request `id` still running at the agent, when its answer
+    /// goes to that session's stream.
+    fn running_request_session(&self, id: &RequestId) -> Option<String> {
+        match self.pending.lock().ok()?.get(id)? {
+            Destination::Stream(key) => key.clone(),
+            Destination::Reply(_) => None,
+        }
+    }
+
+    fn agent_called(&self, id: RequestId, key: StreamKey) {
+        if let Ok(mut calls) = self.agent_calls.lock() {
+            calls.insert(id, key);
+        }
+    }
+
+    /// The session of the agent's call `id` still awaiting the client's answer.
+    fn agent_call_session(&self, id: &RequestId) -> Option<String> {
+        self.agent_calls.lock().ok()?.get(id)?.clone()
+    }
+
+    /// Forgets the agent's call `id` (answered or cancelled); the stream it went out on.
+    fn settle_agent_call(&self, id: &RequestId) -> Option<StreamKey> {
+        self.agent_calls.lock().ok()?.remove(id)
+    }
+
     /// Ends the connection: streams close and the agent sees end of input.
     async fn end(&self) {
         self.ended.cancel();
@@ -343,29 +374,50 @@ impl Outbox {
 
 /// What one line of the agent's output is, as far as routing goes.
 struct Routed {
-    /// The id of a response (the answer to one of the client's requests).
-    answers: Option<RequestId>,
+    kind: AgentMessage,
     /// The session the message's params (or a response's result) name.
     session: Option<String>,
+}
+
+enum AgentMessage {
+    /// The answer to the client's request with this id.
+    Answer(RequestId),
+    /// The agent's call to the client, with its id.
+    Call(RequestId),
+    /// `$/cancel_request` for the agent's call with this id.
+    CancelCall(RequestId),
+    Notification,
 }
 
 impl Routed {
     fn read(line: &[u8]) -> Option<Self> {
         let value: Value = serde_json::from_slice(line).ok()?;
-        let is_response = value.get("method").is_none();
-        let answers = if is_response {
-            value.get("id").and_then(RequestId::from_json)
-        } else {
-            None
+        let id = value.get("id").and_then(RequestId::from_json);
+        let method = value.get("method").and_then(Value::as_str);
+        let carrier = if method.is_some() { "params" } else { "result" };
+        let body = value.get(carrier);
+        let kind = match (method, id) {
+            (None, Some(id)) => AgentMessage::Answer(id),
+            (None, None) => AgentMessage::Notification,
+            (Some(_), Some(id)) => AgentMessage::Call(id),
+            (Some(method), None) if method == CANCEL_REQUEST.method => body
+                .and_then(cancelled_id)
+                .map_or(AgentMessage::Notification, AgentMessage::CancelCall),
+            (Some(_), None) => AgentMessage::Notification,
         };
-        let carrier = if is_response { "result" } else { "params" };
-        let session = value
-            .get(carrier)
+        let session = body
             .and_then(|body| body.get("sessionId"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        Some(Self { answers, session })
+        Some(Self { kind, session })
     }
+}
+
+/// The id a `$/cancel_request`'s params name.
+fn cancelled_id(params: &Value) -> Option<RequestId> {
+    params
+        .get(CANCEL_REQUEST.id_field)
+        .and_then(RequestId::from_json)
 }
 
 impl<H: RequestHandler> Endpoint<H> {
@@ -395,6 +447,8 @@ impl<H: RequestHandler> Endpoint<H> {
             input: tokio::sync::Mutex::new(Some(input)),
             streams: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            agent_calls: Mutex::new(HashMap::new()),
+            version: OnceLock::new(),
             ended: CancellationToken::new(),
             last_active: Mutex::new(Instant::now()),
             open_streams: AtomicUsize::new(0),
@@ -453,21 +507,23 @@ impl<H: RequestHandler> Endpoint<H> {
             self.learn_session(session);
         }
         let message = Bytes::copy_from_slice(line);
-        let key = match routed
-            .answers
-            .as_ref()
-            .and_then(|id| connection.take_destination(id))
-        {
-            Some(Destination::Reply(reply)) => {
-                // The POST may have gone; then nobody is owed the answer.
-                let _ = reply.send(message);
-                return;
-            }
-            Some(Destination::Stream(key)) => key,
-            None => match routed.answers {
-                Some(_) => None,
-                None => routed.session,
+        let key = match routed.kind {
+            AgentMessage::Answer(id) => match connection.take_destination(&id) {
+                Some(Destination::Reply(reply)) => {
+                    // The POST may have gone; then nobody is owed the answer.
+                    let _ = reply.send(message);
+                    return;
+                }
+                Some(Destination::Stream(key)) => key,
+                None => None,
             },
+            AgentMessage::Call(id) => {
+                connection.agent_called(id, routed.session.clone());
+                routed.session
+            }
+            // On the stream its call went out on, so the client reads the call first.
+            AgentMessage::CancelCall(id) => connection.settle_agent_call(&id).flatten(),
+            AgentMessage::Notification => routed.session,
         };
         if let Some(outbox) = connection.outbox(&key) {
             outbox.push(message);
@@ -521,6 +577,10 @@ impl<H: RequestHandler> Endpoint<H> {
             self.forget(&connection).await;
             return refuse(Refusal::Internal);
         };
+        if let Some(version) = negotiated_version(&answer) {
+            // Set once: this is the connection's first and only `initialize` answer so far.
+            let _ = connection.version.set(version);
+        }
         let Some(body) = with_connection_id(&answer, &connection.id) else {
             // A refused initialize leaves no connection behind.
             self.forget(&connection).await;
@@ -541,12 +601,20 @@ impl<H: RequestHandler> Endpoint<H> {
         message: &Message,
         headers: &HeaderMap,
     ) -> Response {
-        let session = params_session(message);
-        if session.is_some() && !headers.contains_key(SESSION_HEADER) {
-            return refuse(Refusal::MalformedHeader("Acp-Session-Id (required)"));
+        if let Some(refused) = version_refusal(connection, headers) {
+            return refused;
         }
-        if let Some(error) = session_header_conflict(std::slice::from_ref(message), headers) {
-            return rpc_error(StatusCode::BAD_REQUEST, error);
+        let session = params_session(message);
+        let scope = session
+            .clone()
+            .or_else(|| Self::linked_session(connection, message));
+        if let Some(refused) = session_header_refusal(scope.as_deref(), headers) {
+            return refused;
+        }
+        if let Message::Response(response) = message
+            && let Some(id) = response.id()
+        {
+            connection.settle_agent_call(id);
         }
         if let Message::Request(request) = message {
             let key = session.filter(|session| {
@@ -566,6 +634,21 @@ impl<H: RequestHandler> Endpoint<H> {
         StatusCode::ACCEPTED.into_response()
     }
 
+    /// The session a client message without a `sessionId` of its own belongs to: for an answer,
+    /// the session of the agent's call it answers; for `$/cancel_request`, the session of the
+    /// request it cancels.
+    fn linked_session(connection: &Connection, message: &Message) -> Option<String> {
+        match message {
+            Message::Response(response) => connection.agent_call_session(response.id()?),
+            Message::Notification(notification) if notification.method == CANCEL_REQUEST.method => {
+                let params: Value =
+                    serde_json::from_str(notification.params.as_deref()?.get()).ok()?;
+                connection.running_request_session(&cancelled_id(&params)?)
+            }
+            Message::Notification(_) | Message::Request(_) => None,
+        }
+    }
+
     /// `GET` without upgrade: the connection's stream, or one session's.
     async fn open_stream(&self, headers: &HeaderMap) -> Response {
         if !accepts_event_stream(headers) {
@@ -575,6 +658,9 @@ impl<H: RequestHandler> Endpoint<H> {
             Ok(connection) => connection,
             Err(refusal) => return refuse(refusal),
         };
+        if let Some(refused) = version_refusal(&connection, headers) {
+            return refused;
+        }
         let key = match headers.get(SESSION_HEADER).map(HeaderValue::to_str) {
             None => None,
             Some(Ok(session)) if self.knows_session(session) => Some(session.to_owned()),
@@ -604,6 +690,9 @@ impl<H: RequestHandler> Endpoint<H> {
     async fn end_connection(&self, headers: &HeaderMap) -> Response {
         match self.named_connection(headers) {
             Ok(connection) => {
+                if let Some(refused) = version_refusal(&connection, headers) {
+                    return refused;
+                }
                 self.forget(&connection).await;
                 tracing::debug!(connection = %connection.id, "ACP connection ended by the client");
                 StatusCode::ACCEPTED.into_response()
@@ -708,6 +797,56 @@ fn params_session(message: &Message) -> Option<String> {
     }?;
     let value: Value = serde_json::from_str(params.get()).ok()?;
     value.get("sessionId")?.as_str().map(str::to_owned)
+}
+
+/// The refusal of a request whose `Acp-Protocol-Version` is wrong. The RFD has clients send it after `initialize` (a SHOULD, so
+/// its absence is accepted); when sent, it must name the version this connection negotiated.
+fn version_refusal(connection: &Connection, headers: &HeaderMap) -> Option<Response> {
+    let value = headers.get(PROTOCOL_VERSION_HEADER)?;
+    let named = value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .filter(|number| Revision::from_number(*number).is_some());
+    let Some(named) = named else {
+        return Some(bad_request(
+            "Bad Request: Acp-Protocol-Version names no version served here",
+        ));
+    };
+    match connection.version.get() {
+        Some(negotiated) if *negotiated != named => Some(bad_request(
+            "Bad Request: Acp-Protocol-Version is not the version this connection negotiated",
+        )),
+        _ => None,
+    }
+}
+
+/// The refusal of a session-scoped message's `POST` that does not name its session in
+/// `Acp-Session-Id`, as the RFD requires of every session-scoped `POST` (prompts, cancels,
+/// answers to the agent's calls).
+fn session_header_refusal(scope: Option<&str>, headers: &HeaderMap) -> Option<Response> {
+    let scope = scope?;
+    match headers.get(SESSION_HEADER).map(HeaderValue::to_str) {
+        None => Some(refuse(Refusal::MissingSession)),
+        Some(Err(_)) => Some(refuse(Refusal::MalformedHeader("Acp-Session-Id"))),
+        Some(Ok(named)) if named == scope => None,
+        Some(Ok(_)) => Some(bad_request(
+            "Bad Request: Acp-Session-Id names another session than the message",
+        )),
+    }
+}
+
+fn bad_request(message: &'static str) -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        ErrorObject::new(Refusal::InvalidRequest.code(), message),
+    )
+}
+
+/// The `protocolVersion` of an `initialize` answer.
+fn negotiated_version(answer: &[u8]) -> Option<u64> {
+    let value: Value = serde_json::from_slice(answer).ok()?;
+    value.get("result")?.get("protocolVersion")?.as_u64()
 }
 
 /// `initialize`'s answer with `connectionId` added to its result; `None` for an error answer.
@@ -911,22 +1050,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_response_is_routed_by_its_id_and_a_notification_by_its_session() {
+    fn agent_output_is_read_as_answer_call_cancel_or_notification_with_its_session() {
         let answer =
             Routed::read(br#"{"jsonrpc":"2.0","id":3,"result":{"sessionId":"s1"}}"#).unwrap();
-        assert_eq!(answer.answers, Some(RequestId::Number(3)));
+        assert!(matches!(
+            answer.kind,
+            AgentMessage::Answer(RequestId::Number(3))
+        ));
         assert_eq!(answer.session.as_deref(), Some("s1"));
         let update = Routed::read(
             br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{}}}"#,
         )
         .unwrap();
-        assert_eq!(update.answers, None);
+        assert!(matches!(update.kind, AgentMessage::Notification));
         assert_eq!(update.session.as_deref(), Some("s2"));
-        let call =
-            Routed::read(br#"{"jsonrpc":"2.0","id":"x","method":"fs/read_text_file","params":{}}"#)
-                .unwrap();
-        assert_eq!(call.answers, None);
-        assert_eq!(call.session, None);
+        let call = Routed::read(
+            br#"{"jsonrpc":"2.0","id":"x","method":"fs/read_text_file","params":{"sessionId":"s3"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(call.kind, AgentMessage::Call(RequestId::String(ref id)) if &**id == "x"));
+        assert_eq!(call.session.as_deref(), Some("s3"));
+        let cancel = Routed::read(
+            br#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            cancel.kind,
+            AgentMessage::CancelCall(RequestId::Number(7))
+        ));
+        assert_eq!(cancel.session, None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
 use http::{HeaderValue, StatusCode, header};
 use protocols_runtime::jsonrpc::{
     DecodeLimits, ErrorObject, Message, Notification, Request, RequestId, Response, decode_message,
@@ -129,6 +129,7 @@ impl HttpLink {
         let mut in_flight = InFlight {
             shared: Arc::clone(&self.shared),
             id: Some(id),
+            session: session.clone(),
         };
         let posted = match self.shared.post(body, session.as_deref()).await {
             Ok(response) => refuse_on_error(response).await.map(|_| ()),
@@ -185,7 +186,7 @@ impl HttpLink {
     /// Ends the connection at the agent and stops reading its streams.
     pub(crate) async fn delete(&self) -> Result<(), CallError> {
         self.shared.closed.cancel();
-        let Some((connection, _)) = self
+        let Some((connection, version)) = self
             .shared
             .connection
             .lock()
@@ -194,14 +195,15 @@ impl HttpLink {
         else {
             return Ok(());
         };
-        let response = self
+        let mut request = self
             .shared
             .http
             .delete(&self.shared.url)
-            .header(CONNECTION_HEADER, connection)
-            .send()
-            .await
-            .map_err(transport)?;
+            .header(CONNECTION_HEADER, connection);
+        if let Some(version) = version {
+            request = request.header(PROTOCOL_VERSION_HEADER, version);
+        }
+        let response = request.send().await.map_err(transport)?;
         refuse_on_error(response).await.map(|_| ())
     }
 }
@@ -216,6 +218,8 @@ impl Drop for HttpLink {
 struct InFlight {
     shared: Arc<Shared>,
     id: Option<RequestId>,
+    /// The call's session: a cancel of a session-scoped call is session-scoped too.
+    session: Option<String>,
 }
 
 impl InFlight {
@@ -245,7 +249,8 @@ impl Drop for InFlight {
             return;
         };
         let shared = Arc::clone(&self.shared);
-        runtime.spawn(async move { shared.cancel_request(&id).await });
+        let session = self.session.take();
+        runtime.spawn(async move { shared.cancel_request(&id, session.as_deref()).await });
     }
 }
 
@@ -303,14 +308,14 @@ impl Shared {
         request
     }
 
-    async fn cancel_request(&self, id: &RequestId) {
+    async fn cancel_request(&self, id: &RequestId, session: Option<&str>) {
         let params = serde_json::json!({ CANCEL_REQUEST.id_field: id_json(id) });
         let body = Message::Notification(Notification {
             method: CANCEL_REQUEST.method.to_owned(),
             params: to_raw(&params).ok(),
         })
         .to_bytes();
-        match self.post(body, None).await {
+        match self.post(body, session).await {
             Ok(response) => {
                 if let Err(error) = refuse_on_error(response).await {
                     tracing::debug!(%error, "the agent refused $/cancel_request");
@@ -401,23 +406,34 @@ impl Shared {
                 (self.inbound)(message).await;
             }
             Message::Request(_) => {
+                let mut serving = (self.inbound)(message);
+                // The first poll registers the call as running, so a `$/cancel_request` read
+                // next from this stream finds it; the rest runs on a task of its own.
+                let answered = match futures::poll!(serving.as_mut()) {
+                    std::task::Poll::Ready(answer) => futures::future::ready(answer).boxed(),
+                    std::task::Poll::Pending => serving,
+                };
                 let shared = Arc::clone(self);
                 let key = key.clone();
                 tokio::spawn(async move {
-                    let Some(answer) = (shared.inbound)(message).await else {
-                        return;
-                    };
-                    let body = Message::Response(answer).to_bytes();
-                    match shared.post(body, key.as_deref()).await {
-                        Ok(response) => {
-                            if let Err(error) = refuse_on_error(response).await {
-                                tracing::debug!(%error, "the agent refused an answer");
-                            }
-                        }
-                        Err(error) => tracing::debug!(%error, "could not post an answer"),
+                    if let Some(answer) = answered.await {
+                        shared.answer(answer, key.as_deref()).await;
                     }
                 });
             }
+        }
+    }
+
+    /// Posts the answer to one of the agent's calls, naming the session it came from.
+    async fn answer(&self, answer: Response, session: Option<&str>) {
+        let body = Message::Response(answer).to_bytes();
+        match self.post(body, session).await {
+            Ok(response) => {
+                if let Err(error) = refuse_on_error(response).await {
+                    tracing::debug!(%error, "the agent refused an answer");
+                }
+            }
+            Err(error) => tracing::debug!(%error, "could not post an answer"),
         }
     }
 
@@ -440,9 +456,11 @@ impl Shared {
 }
 
 /// Upgrades to ACP's WebSocket transport at `url` (`ws://host/acp`) and returns a line-oriented
-/// pair carrying the socket's text frames, one message a line, for the stdio-style client.
+/// pair carrying the socket's text frames, one message a line, for the stdio-style client;
+/// `observer` sees each frame's text.
 pub(crate) async fn websocket_lines(
     url: &str,
+    observer: Option<WireObserver>,
 ) -> Result<(ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), CallError> {
     let (socket, _) = tokio_tungstenite::connect_async(url)
         .await
@@ -451,7 +469,7 @@ pub(crate) async fn websocket_lines(
             closed()
         })?;
     let (client_end, bridge_end) = duplex(1 << 16);
-    tokio::spawn(bridge(socket, bridge_end));
+    tokio::spawn(bridge(socket, bridge_end, observer));
     Ok(split(client_end))
 }
 
@@ -460,13 +478,19 @@ type Socket =
 
 /// Moves frames to lines and lines to frames until either side closes; the other side then
 /// sees its end (a closing frame, or end of input).
-async fn bridge(mut socket: Socket, end: DuplexStream) {
+async fn bridge(mut socket: Socket, end: DuplexStream, observer: Option<WireObserver>) {
+    let observe = |direction, text: &str| {
+        if let Some(observer) = &observer {
+            observer(direction, text.as_bytes());
+        }
+    };
     let (read, mut write) = split(end);
     let mut lines = BufReader::new(read).lines();
     loop {
         tokio::select! {
             frame = socket.next() => match frame {
                 Some(Ok(WsMessage::Text(text))) => {
+                    observe(WireDirection::FromAgent, text.as_str());
                     let line = crate::remote::one_line(text.as_str());
                     if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
                         break;
@@ -477,6 +501,7 @@ async fn bridge(mut socket: Socket, end: DuplexStream) {
             },
             line = lines.next_line() => match line {
                 Ok(Some(line)) => {
+                    observe(WireDirection::ToAgent, &line);
                     if socket.send(WsMessage::Text(line.into())).await.is_err() {
                         break;
                     }

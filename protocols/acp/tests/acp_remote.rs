@@ -117,16 +117,40 @@ impl Raw {
     }
 
     async fn post(&self, message: Value, session: Option<&str>) -> reqwest::Response {
+        let session = session.map(|session| ("acp-session-id", session));
+        self.post_with(message, session.as_slice()).await
+    }
+
+    /// A `POST` on the connection with these extra headers.
+    async fn post_with(&self, message: Value, headers: &[(&str, &str)]) -> reqwest::Response {
         let mut request = self
             .http
             .post(&self.url)
             .header("content-type", "application/json")
             .header("acp-connection-id", &self.connection)
             .body(message.to_string());
-        if let Some(session) = session {
-            request = request.header("acp-session-id", session);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         request.send().await.unwrap()
+    }
+
+    /// `session/new` answered on the connection's stream; its session's stream opened.
+    async fn new_session(&self, connection_stream: &mut Events) -> (String, Events) {
+        let created = self
+            .post(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                       "params": {"cwd": "/", "mcpServers": []}}),
+                None,
+            )
+            .await;
+        assert_eq!(created.status(), 202);
+        let session = connection_stream.expect().await["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let stream = self.stream(Some(&session)).await;
+        (session, stream)
     }
 
     async fn get(&self, session: Option<&str>) -> reqwest::Response {
@@ -599,4 +623,176 @@ async fn the_typed_client_over_websocket_asks_permission_and_reads_through_the_e
     assert_eq!(*state.reads.lock().unwrap(), ["/over/ws"]);
     assert_eq!(state.texts(), [acp_support::FILE_TEXT]);
     client.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session-scoped POSTs, the version header, HTTP/2.
+
+/// Checks a refusal the way the runtime refuses: the status, a JSON-RPC error body with a null
+/// id, the security headers, and none of the caller's bytes echoed.
+async fn assert_refused(response: reqwest::Response, status: u16, code: i64, untrusted: &str) {
+    assert_eq!(response.status(), status);
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body = response.text().await.unwrap();
+    assert!(
+        !body.contains(untrusted),
+        "the refusal echoed the caller's bytes"
+    );
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert_eq!(body["id"], Value::Null);
+    assert_eq!(body["error"]["code"], code);
+}
+
+#[tokio::test]
+async fn an_answer_to_the_agents_session_call_must_name_its_session_in_acp_session_id() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let mut connection_stream = raw.stream(None).await;
+    let (session, mut session_stream) = raw.new_session(&mut connection_stream).await;
+    let prompt = raw
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                     "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read /a"}]}}),
+              Some(&session))
+        .await;
+    assert_eq!(prompt.status(), 202);
+    let permission = session_stream.expect().await;
+    assert_eq!(permission["method"], "session/request_permission");
+    let reject = json!({"jsonrpc": "2.0", "id": permission["id"],
+                        "result": {"outcome": {"outcome": "cancelled"}}});
+
+    let missing = raw.post(reject.clone(), None).await;
+    assert_refused(missing, 400, -32600, &session).await;
+    let other = "other-<session>";
+    let mismatched = raw.post(reject.clone(), Some(other)).await;
+    assert_refused(mismatched, 400, -32600, other).await;
+
+    // Refused answers never reached the agent: the call is still waiting for the right one.
+    assert_eq!(raw.post(reject, Some(&session)).await.status(), 202);
+    let update = session_stream.expect().await;
+    assert_eq!(
+        update["params"]["update"]["content"]["text"],
+        "permission denied"
+    );
+    assert_eq!(session_stream.expect().await["id"], 2);
+}
+
+#[tokio::test]
+async fn a_cancel_request_for_a_session_request_must_name_its_session() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let mut connection_stream = raw.stream(None).await;
+    let (session, mut session_stream) = raw.new_session(&mut connection_stream).await;
+    let slow = raw
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                     "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]}}),
+              Some(&session))
+        .await;
+    assert_eq!(slow.status(), 202);
+    assert_eq!(session_stream.expect().await["method"], "session/update");
+
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}});
+    assert_refused(raw.post(cancel.clone(), None).await, 400, -32600, "requestId").await;
+    assert_eq!(raw.post(cancel, Some(&session)).await.status(), 202);
+    let answer = loop {
+        let message = session_stream.expect().await;
+        if message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert_eq!(answer["id"], 2);
+    assert!(answer["result"]["stopReason"] == "cancelled" || answer["error"]["code"] == -32800);
+    // A connection-scoped message needs no session header.
+    let list = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}}),
+            None,
+        )
+        .await;
+    assert_eq!(list.status(), 202);
+    assert_eq!(connection_stream.expect().await["id"], 3);
+}
+
+#[tokio::test]
+async fn acp_protocol_version_when_sent_must_name_the_negotiated_version() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let (raw, initialized) = Raw::initialize(&running.url()).await;
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
+    let ping = json!({"jsonrpc": "2.0", "method": "_test/ping"});
+    let with_version = |version: &'static str| [("acp-protocol-version", version)];
+
+    // Absent (the RFD makes it a SHOULD) or the negotiated one: accepted.
+    assert_eq!(raw.post_with(ping.clone(), &[]).await.status(), 202);
+    assert_eq!(
+        raw.post_with(ping.clone(), &with_version("1"))
+            .await
+            .status(),
+        202
+    );
+    // Not a version, a version nobody serves, a version served but not negotiated here (or,
+    // without the unstable feature, not served either); "2" is too short to check for echoes.
+    for (version, echo) in [("<one>", "<one>"), ("99", "99"), ("2", "<one>")] {
+        let refused = raw.post_with(ping.clone(), &with_version(version)).await;
+        assert_refused(refused, 400, -32600, echo).await;
+    }
+    let stream = raw
+        .http
+        .get(&raw.url)
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", &raw.connection)
+        .header("acp-protocol-version", "99")
+        .send()
+        .await
+        .unwrap();
+    assert_refused(stream, 400, -32600, "99").await;
+    let delete = raw
+        .http
+        .delete(&raw.url)
+        .header("acp-connection-id", &raw.connection)
+        .header("acp-protocol-version", "99")
+        .send()
+        .await
+        .unwrap();
+    assert_refused(delete, 400, -32600, "99").await;
+    // The refused DELETE ended nothing.
+    assert_eq!(raw.post_with(ping, &with_version("1")).await.status(), 202);
+}
+
+#[tokio::test]
+async fn streamable_http_is_served_over_http2_by_prior_knowledge() {
+    let running = serve(test_server(), RemoteConfig::default()).await;
+    let http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let initialized = http
+        .post(running.url())
+        .header("content-type", "application/json")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(initialized.version(), reqwest::Version::HTTP_2);
+    assert_eq!(initialized.status(), 200);
+    let connection = initialized.headers()["acp-connection-id"].clone();
+    let stream = http
+        .get(running.url())
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", connection)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.version(), reqwest::Version::HTTP_2);
+    assert_eq!(stream.status(), 200);
 }
