@@ -779,13 +779,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let transport = Arc::clone(&self);
         let work_tail = Arc::clone(&tail);
         let mut subscription = tail.subscribe(Start::Beginning);
-        let work = async move {
+        // Boxed once, here: the handler's future is large, and a task copies the future it is
+        // given several times on the way in and again at each change of its stage.
+        let mut work = Box::pin(async move {
             let answers = run_all(&transport.handler, body, scope).await;
             transport.settle_opening(&resolved, &answers);
             answers
-        };
+        });
         if framing == Framed::Auto {
-            let mut work = Box::pin(work);
             tokio::select! {
                 biased;
                 answers = &mut work => {
