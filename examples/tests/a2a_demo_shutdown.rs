@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use examples::a2a_demo;
-use futures::StreamExt as _;
 use protocols_runtime::server::Server;
-use serde_json::json;
+use protocols_testkit::SseReader;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// A bound no correct run comes near: the demo's slow task alone takes about 8 s.
@@ -40,24 +40,23 @@ async fn a_slow_rest_stream_of_the_demo_router_ends_at_shutdown_before_its_task_
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    let first = body.next().await.expect("a first event").unwrap();
-    assert!(String::from_utf8_lossy(&first).contains("\"task\""));
+    let mut events = SseReader::new(response);
+    let (_, first) = events.next_json().await.expect("a first event");
+    assert!(first.get("task").is_some(), "the task first: {first}");
 
     signal.cancel();
-    let rest = tokio::time::timeout(HANG, async {
-        let mut text = String::new();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.expect("the stream ends cleanly, not reset");
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
-        text
-    })
-    .await
-    .expect("the stream ended");
+    // The reader fails on a reset connection or a body ending inside an event.
+    let rest = tokio::time::timeout(HANG, events.drain())
+        .await
+        .expect("the stream ended");
+    let states: Vec<&Value> = rest
+        .messages
+        .iter()
+        .map(|event| &event["statusUpdate"]["status"]["state"])
+        .collect();
     assert!(
-        !rest.contains("TASK_STATE_COMPLETED"),
-        "the stream ended at shutdown, not when the task completed: {rest}"
+        states.iter().all(|state| *state != "TASK_STATE_COMPLETED"),
+        "the stream ended at shutdown, not when the task completed: {states:?}"
     );
     let served = tokio::time::timeout(HANG, serving).await;
     assert!(

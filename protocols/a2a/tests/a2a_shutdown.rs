@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use protocols_a2a::card::{AgentCards, Endpoints};
 use protocols_a2a::executor::{AgentExecutor, TaskUpdater, text_part};
 use protocols_a2a::server::A2aServer;
@@ -17,7 +16,8 @@ use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
 use protocols_a2a::v1::types::*;
 use protocols_runtime::server::Server;
-use protocols_runtime::sse::SseDecoder;
+use protocols_testkit::SseReader;
+use protocols_testkit::sse::assert_event_stream;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -129,48 +129,23 @@ impl Running {
     }
 }
 
-/// An open SSE answer.
-type OpenStream =
-    std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
-
 /// Checks `response` is an SSE stream and reads its first event's data.
-async fn open_stream(response: reqwest::Response) -> (OpenStream, String) {
+async fn open_stream(response: reqwest::Response) -> (SseReader, String) {
     assert_eq!(response.status(), 200);
-    assert!(
-        response.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/event-stream")
-    );
-    let mut body: OpenStream = Box::pin(response.bytes_stream());
-    let mut decoder = SseDecoder::new(1 << 20);
-    loop {
-        if let Some(event) = decoder.next_event() {
-            return (body, event.unwrap().into_data());
-        }
-        let chunk = body.next().await.expect("a first event").unwrap();
-        decoder.push(&chunk);
-    }
+    assert_event_stream(&response);
+    let mut events = SseReader::new(response);
+    let first = events.next().await.expect("a first event");
+    (events, first.into_data())
 }
 
-/// Reads `body` to its end, which must come well before the task would have finished on its
-/// own; every chunk must arrive intact (a reset connection surfaces here as an error), and the
-/// body must end between events, not inside one.
-async fn assert_ends_cleanly(mut body: OpenStream) {
-    let rest = tokio::time::timeout(TASK_RUNS_FOR / 4, async {
-        let mut text = String::new();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.expect("the stream ends cleanly, not reset");
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
-        text
+/// Reads `events` to their end, which must come well before the task would have finished on
+/// its own; the reader fails on a reset connection or a body ending inside an event.
+async fn assert_ends_cleanly(mut events: SseReader) {
+    let ended = tokio::time::timeout(TASK_RUNS_FOR / 4, async {
+        while events.next().await.is_some() {}
     })
-    .await
-    .expect("the stream ended at shutdown");
-    assert!(
-        rest.is_empty() || rest.ends_with("\n\n"),
-        "the body ended between events: {rest:?}"
-    );
+    .await;
+    assert!(ended.is_ok(), "the stream ended at shutdown");
 }
 
 /// A request for `path` under the HTTP+JSON prefix, in 1.0.
