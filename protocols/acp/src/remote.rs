@@ -3,9 +3,12 @@
 //! messages (`initialize` answered `200` with JSON and `Acp-Connection-Id`, everything else
 //! `202` at once), `GET` opens the connection-scoped SSE stream or, with `Acp-Session-Id`, a
 //! session-scoped one, `GET` with `Upgrade: websocket` opens a full-duplex connection, and
-//! `DELETE` ends a connection. Each connection runs the agent in a task of its own over the
-//! runtime's line-oriented serving (so cancellation and agent→client calls work as over stdio);
-//! this module only routes the agent's output to the stream each message belongs on.
+//! `DELETE` ends a connection. A session-scoped `POST` (a message naming a session, an answer to
+//! the agent's call on a session's stream, a `$/cancel_request` of a session's request) must
+//! name that session in `Acp-Session-Id`; `Acp-Protocol-Version`, when sent, must name the
+//! version the connection negotiated. Each connection runs the agent in a task of its own over
+//! the runtime's line-oriented serving (so cancellation and agent→client calls work as over
+//! stdio); this module only routes the agent's output to the stream each message belongs on.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -799,8 +802,9 @@ fn params_session(message: &Message) -> Option<String> {
     value.get("sessionId")?.as_str().map(str::to_owned)
 }
 
-/// The refusal of a request whose `Acp-Protocol-Version` is wrong. The RFD has clients send it after `initialize` (a SHOULD, so
-/// its absence is accepted); when sent, it must name the version this connection negotiated.
+/// The refusal of a request whose `Acp-Protocol-Version` is wrong. The RFD has clients send
+/// it after `initialize` (a SHOULD, so its absence is accepted); when sent, it must name the
+/// version this connection negotiated.
 fn version_refusal(connection: &Connection, headers: &HeaderMap) -> Option<Response> {
     let value = headers.get(PROTOCOL_VERSION_HEADER)?;
     let named = value

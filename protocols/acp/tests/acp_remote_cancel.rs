@@ -74,14 +74,13 @@ impl v1::Agent for Agent {
         if text == "slow" {
             loop {
                 tokio::select! {
-                    () = cx.cancellation().cancelled() => {
-                        return Ok(serde_json::from_value(json!({"stopReason": "cancelled"})).unwrap());
-                    }
+                    () = cx.cancellation().cancelled() => break,
                     () = tokio::time::sleep(TICK) => {
                         client.session_update(&agent_text(session, "tick")).unwrap();
                     }
                 }
             }
+            return Ok(serde_json::from_value(json!({"stopReason": "cancelled"})).unwrap());
         }
         let question = allow_or_reject_once(session, &t::ToolCallId("abandoned".into()), "wait");
         let said =
