@@ -10,6 +10,7 @@ use quote::{format_ident, quote};
 
 use crate::error::{CodegenError, Result};
 use crate::model::{Direction, MethodKind, MethodRow, RevisionModel};
+use crate::tag_dispatch::{TagDispatch, discriminators, dispatch_on_tags};
 use crate::types_emit::{TypesRequest, redocument, rust_type_name, typify_definitions};
 
 /// How a protocol names its two peers in the generated enums.
@@ -55,6 +56,8 @@ pub struct EmittedRevision {
     pub methods: usize,
     /// Upstream unions replaced by generated enums.
     pub replaced: Vec<String>,
+    /// Untagged enums decoded by their tag instead (`tag_dispatch`).
+    pub tag_dispatched: Vec<TagDispatch>,
 }
 
 /// Renders one revision module.
@@ -84,7 +87,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
             .unwrap_or_default();
         CodegenError::schema(&main_file, &pointer, failure.message)
     })?;
-    let types = documented_types(model, types, &main_file)?;
+    let (types, tag_dispatched) = documented_types(model, types, &main_file)?;
     let custom = custom_items(model, &main_file)?;
     let reexports: Vec<Ident> = replaced
         .values()
@@ -157,6 +160,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
         definitions: model.definitions.len(),
         methods: model.methods.len(),
         replaced: replaced.keys().cloned().collect(),
+        tag_dispatched,
     })
 }
 
@@ -177,7 +181,12 @@ pub fn header(model: &RevisionModel) -> String {
     out
 }
 
-fn documented_types(model: &RevisionModel, tokens: TokenStream, file: &str) -> Result<TokenStream> {
+/// typify's output with codegen's docs, and unions with a shared tag decoded by that tag.
+fn documented_types(
+    model: &RevisionModel,
+    tokens: TokenStream,
+    file: &str,
+) -> Result<(TokenStream, Vec<TagDispatch>)> {
     let mut parsed: syn::File = syn::parse2(tokens).map_err(|e| {
         CodegenError::schema(file, "", format!("typify output does not parse: {e}"))
     })?;
@@ -191,7 +200,8 @@ fn documented_types(model: &RevisionModel, tokens: TokenStream, file: &str) -> R
         let definition = by_rust_name.get(ident)?;
         Some(format!(" Definition `{definition}` of {label} (`{file}`)."))
     });
-    Ok(quote! { #parsed })
+    let tag_dispatched = dispatch_on_tags(&mut parsed, &discriminators(&model.definitions));
+    Ok((quote! { #parsed }, tag_dispatched))
 }
 
 fn custom_items(model: &RevisionModel, file: &str) -> Result<Vec<TokenStream>> {

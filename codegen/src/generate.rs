@@ -11,6 +11,7 @@ use crate::frontend::{LoadedRevision, load};
 use crate::normalize::Treatments;
 use crate::output::GeneratedFile;
 use crate::sources::{RevisionSpec, Role, Sources};
+use crate::tag_dispatch::TagDispatch;
 
 /// Which revisions to generate.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +38,7 @@ pub struct RevisionSummary {
     pub millis: u128,
     pub treatments: Treatments,
     pub replaced_unions: Vec<String>,
+    pub tag_dispatched: Vec<TagDispatch>,
 }
 
 /// Everything a run produced.
@@ -81,6 +83,7 @@ pub fn generate(sources: &Sources, cache: &Path, selection: &Selection) -> Resul
             millis: started.elapsed().as_millis(),
             treatments,
             replaced_unions: emitted.replaced,
+            tag_dispatched: emitted.tag_dispatched,
         });
         protocols.insert(spec.protocol.clone(), ());
     }

@@ -16,4 +16,5 @@ pub mod schema_doc;
 pub mod service;
 pub mod sources;
 pub mod sync;
+pub mod tag_dispatch;
 pub mod types_emit;

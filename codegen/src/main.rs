@@ -106,6 +106,16 @@ fn print_summary(generation: &Generation, report: bool) {
                 "    replaced by method-dispatched enums: {}",
                 summary.replaced_unions.join(", ")
             );
+            let dispatched: Vec<String> = summary
+                .tag_dispatched
+                .iter()
+                .map(|d| format!("{} by `{}`", d.enum_name, d.tag))
+                .collect();
+            println!(
+                "    tag-dispatched unions ({}): {}",
+                dispatched.len(),
+                dispatched.join(", ")
+            );
         }
     }
 }

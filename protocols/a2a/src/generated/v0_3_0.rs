@@ -3283,7 +3283,7 @@ pub mod types {
         }
     }
     /// Definition `Part` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum Part {
         TextPart(TextPart),
@@ -3390,7 +3390,7 @@ pub mod types {
         }
     }
     /// Definition `SecurityScheme` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SecurityScheme {
         ApiKeySecurityScheme(ApiKeySecurityScheme),
@@ -3645,7 +3645,7 @@ pub mod types {
         }
     }
     /// Definition `SendMessageSuccessResponseResult` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendMessageSuccessResponseResult {
         Task(Task),
@@ -3879,7 +3879,7 @@ pub mod types {
         }
     }
     /// Definition `SendStreamingMessageSuccessResponseResult` of A2A 0.3.0 (`a2a/0.3.0/a2a.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendStreamingMessageSuccessResponseResult {
         TaskStatusUpdateEvent(TaskStatusUpdateEvent),
@@ -4866,6 +4866,217 @@ pub mod types {
             fn from(value: String) -> Self {
                 Self(value.into())
             }
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for Part {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["text", "file", "data"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("kind") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextPart)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "file" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::FilePart)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "data" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::DataPart)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("Part: `kind` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SecurityScheme {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &[
+                "apiKey",
+                "http",
+                "oauth2",
+                "openIdConnect",
+                "mutualTLS",
+            ];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "apiKey" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ApiKeySecurityScheme)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "http" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::HttpAuthSecurityScheme)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "oauth2" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::OAuth2SecurityScheme)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "openIdConnect" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::OpenIdConnectSecurityScheme)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "mutualTLS" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::MutualTlsSecurityScheme)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("SecurityScheme: `type` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SendMessageSuccessResponseResult {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["task", "message"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("kind") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "task" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::Task)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "message" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::Message)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "SendMessageSuccessResponseResult: `kind` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SendStreamingMessageSuccessResponseResult {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &[
+                "status-update",
+                "task",
+                "message",
+                "artifact-update",
+            ];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("kind") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "status-update" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TaskStatusUpdateEvent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "task" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::Task)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "message" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::Message)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "artifact-update" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TaskArtifactUpdateEvent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "SendStreamingMessageSuccessResponseResult: `kind` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
         }
     }
     pub use super::ClientRequest;

@@ -125,7 +125,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultContentItem {
         ImageContent(ImageContent),
@@ -306,7 +306,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
         PromptReference(PromptReference),
@@ -518,7 +518,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
         ImageContent(ImageContent),
@@ -2187,7 +2187,7 @@ pub mod types {
         pub content: PromptMessageContent,
         pub role: Role,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PromptMessageContent {
         ImageContent(ImageContent),
@@ -2813,7 +2813,7 @@ pub mod types {
         pub content: SamplingMessageContent,
         pub role: Role,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
         ImageContent(ImageContent),
@@ -3320,6 +3320,226 @@ pub mod types {
             fn from(value: String) -> Self {
                 Self(value.into())
             }
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CallToolResultContentItem {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "text", "resource"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::EmbeddedResource)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CallToolResultContentItem: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CompleteRequestParamsRef {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/prompt" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::PromptReference)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ResourceReference)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CompleteRequestParamsRef: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CreateMessageResultContent {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "text"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CreateMessageResultContent: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for PromptMessageContent {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "text", "resource"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::EmbeddedResource)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("PromptMessageContent: `type` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SamplingMessageContent {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "text"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "SamplingMessageContent: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
         }
     }
     pub use super::{

@@ -448,7 +448,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
         PromptReference(PromptReference),
@@ -488,7 +488,7 @@ pub mod types {
         pub values: ::std::vec::Vec<::std::string::String>,
     }
     /// Definition `ContentBlock` of MCP 2025-06-18 (`mcp/2025-06-18/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
         ImageContent(ImageContent),
@@ -695,7 +695,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
         ImageContent(ImageContent),
@@ -3489,7 +3489,7 @@ pub mod types {
         pub content: SamplingMessageContent,
         pub role: Role,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
         ImageContent(ImageContent),
@@ -4255,6 +4255,208 @@ pub mod types {
             fn from(value: String) -> Self {
                 Self(value.into())
             }
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CompleteRequestParamsRef {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/prompt" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::PromptReference)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ResourceTemplateReference)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CompleteRequestParamsRef: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ContentBlock {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &[
+                "image",
+                "audio",
+                "resource_link",
+                "text",
+                "resource",
+            ];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "audio" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::AudioContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource_link" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ResourceLink)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::EmbeddedResource)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("ContentBlock: `type` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CreateMessageResultContent {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "audio", "text"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "audio" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::AudioContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CreateMessageResultContent: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SamplingMessageContent {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["image", "audio", "text"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "audio" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::AudioContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "SamplingMessageContent: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
         }
     }
     pub use super::{

@@ -762,7 +762,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
         PromptReference(PromptReference),
@@ -860,7 +860,7 @@ pub mod types {
         }
     }
     /// Definition `ContentBlock` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
         ImageContent(ImageContent),
@@ -2382,7 +2382,7 @@ pub mod types {
         pub website_url: ::std::option::Option<::std::string::String>,
     }
     /// Definition `InputRequest` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum InputRequest {
         CreateMessageRequest(CreateMessageRequest),
@@ -6170,7 +6170,7 @@ pub mod types {
         }
     }
     /// Definition `SamplingMessageContentBlock` of MCP 2026-07-28 (`mcp/2026-07-28/schema.json`).
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContentBlock {
         ToolUseContent(ToolUseContent),
@@ -7754,6 +7754,222 @@ pub mod types {
             fn from(value: String) -> Self {
                 Self(value.into())
             }
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CompleteRequestParamsRef {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/prompt" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::PromptReference)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "ref/resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ResourceTemplateReference)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "CompleteRequestParamsRef: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ContentBlock {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &[
+                "image",
+                "audio",
+                "resource_link",
+                "text",
+                "resource",
+            ];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "audio" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::AudioContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource_link" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ResourceLink)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "resource" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::EmbeddedResource)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("ContentBlock: `type` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for InputRequest {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &[
+                "sampling/createMessage",
+                "elicitation/create",
+                "roots/list",
+            ];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("method") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "sampling/createMessage" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::CreateMessageRequest)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "elicitation/create" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ElicitRequest)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "roots/list" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ListRootsRequest)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom("InputRequest: `method` is not a string"),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("method"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SamplingMessageContentBlock {
+        fn deserialize<D: ::serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> ::std::result::Result<Self, D::Error> {
+            use ::serde::de::Error as _;
+            const TAGS: &[&str] = &["tool_use", "image", "audio", "tool_result", "text"];
+            let object = <::serde_json::Map<
+                ::std::string::String,
+                ::serde_json::Value,
+            > as ::serde::Deserialize>::deserialize(deserializer)?;
+            let decoded = match object.get("type") {
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "tool_use" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ToolUseContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "image" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ImageContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "audio" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::AudioContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "tool_result" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::ToolResultContent)
+                }
+                ::std::option::Option::Some(
+                    ::serde_json::Value::String(tag),
+                ) if tag == "text" => {
+                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                        .map(Self::TextContent)
+                }
+                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                    return ::std::result::Result::Err(
+                        D::Error::unknown_variant(tag, TAGS),
+                    );
+                }
+                ::std::option::Option::Some(_) => {
+                    return ::std::result::Result::Err(
+                        D::Error::custom(
+                            "SamplingMessageContentBlock: `type` is not a string",
+                        ),
+                    );
+                }
+                ::std::option::Option::None => {
+                    return ::std::result::Result::Err(D::Error::missing_field("type"));
+                }
+            };
+            decoded.map_err(D::Error::custom)
         }
     }
     pub use super::{
