@@ -699,7 +699,13 @@ async fn a_cancel_request_for_a_session_request_must_name_its_session() {
 
     let cancel =
         json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}});
-    assert_refused(raw.post(cancel.clone(), None).await, 400, -32600, "requestId").await;
+    assert_refused(
+        raw.post(cancel.clone(), None).await,
+        400,
+        -32600,
+        "requestId",
+    )
+    .await;
     assert_eq!(raw.post(cancel, Some(&session)).await.status(), 202);
     let answer = loop {
         let message = session_stream.expect().await;
