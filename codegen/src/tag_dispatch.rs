@@ -154,13 +154,14 @@ fn drop_derived_deserialize(item: &mut syn::ItemEnum) -> bool {
     dropped
 }
 
-/// `Deserialize` reading the tag first: one member decoded, an unknown tag named in the error.
+/// `Deserialize` reading the tag first (through the runtime's `tagged::read_tagged`, which owns
+/// the tag checks and their errors): one member decoded.
 fn deserialize_impl(item: &syn::ItemEnum, dispatch: &TagDispatch) -> TokenStream {
     let name = &item.ident;
+    let union = name.to_string();
     let tag = &dispatch.tag;
     let values = &dispatch.values;
     let variants: Vec<&syn::Ident> = item.variants.iter().map(|v| &v.ident).collect();
-    let not_a_string = format!("{name}: `{tag}` is not a string");
     quote! {
         impl<'de> ::serde::Deserialize<'de> for #name {
             fn deserialize<D: ::serde::Deserializer<'de>>(
@@ -168,25 +169,12 @@ fn deserialize_impl(item: &syn::ItemEnum, dispatch: &TagDispatch) -> TokenStream
             ) -> ::std::result::Result<Self, D::Error> {
                 use ::serde::de::Error as _;
                 const TAGS: &[&str] = &[#(#values),*];
-                let object = <::serde_json::Map<::std::string::String, ::serde_json::Value>
-                    as ::serde::Deserialize>::deserialize(deserializer)?;
-                let decoded = match object.get(#tag) {
-                    #(
-                        ::std::option::Option::Some(::serde_json::Value::String(tag)) if tag == #values => {
-                            ::serde_json::from_value(::serde_json::Value::Object(object)).map(Self::#variants)
-                        }
-                    )*
-                    ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
-                        return ::std::result::Result::Err(D::Error::unknown_variant(tag, TAGS));
-                    }
-                    ::std::option::Option::Some(_) => {
-                        return ::std::result::Result::Err(D::Error::custom(#not_a_string));
-                    }
-                    ::std::option::Option::None => {
-                        return ::std::result::Result::Err(D::Error::missing_field(#tag));
-                    }
-                };
-                decoded.map_err(D::Error::custom)
+                let tagged = ::protocols_runtime::tagged::read_tagged(deserializer, #union, #tag, TAGS)?;
+                match tagged.tag {
+                    #( #values => ::serde_json::from_value(tagged.object).map(Self::#variants), )*
+                    other => return ::std::result::Result::Err(D::Error::unknown_variant(other, TAGS)),
+                }
+                .map_err(D::Error::custom)
             }
         }
     }
@@ -246,7 +234,10 @@ mod tests {
             squashed.contains("impl<'de>::serde::Deserialize<'de>forContent"),
             "{out}"
         );
-        assert!(squashed.contains("iftag==\"text\"=>"), "{out}");
+        assert!(
+            squashed.contains("\"text\"=>::serde_json::from_value(tagged.object).map(Self::Text)"),
+            "{out}"
+        );
     }
 
     #[test]

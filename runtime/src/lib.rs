@@ -57,6 +57,7 @@ pub mod session;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
+pub mod tagged;
 pub mod tail;
 
 pub use handler::{

@@ -4874,44 +4874,23 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["text", "file", "data"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("kind") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextPart)
-                }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "file" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::FilePart)
-                }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "data" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::DataPart)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "Part",
+                "kind",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextPart),
+                "file" => ::serde_json::from_value(tagged.object).map(Self::FilePart),
+                "data" => ::serde_json::from_value(tagged.object).map(Self::DataPart),
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom("Part: `kind` is not a string"),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for SecurityScheme {
@@ -4926,56 +4905,40 @@ pub mod types {
                 "openIdConnect",
                 "mutualTLS",
             ];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "apiKey" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "SecurityScheme",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "apiKey" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::ApiKeySecurityScheme)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "http" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "http" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::HttpAuthSecurityScheme)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "oauth2" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "oauth2" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::OAuth2SecurityScheme)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "openIdConnect" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "openIdConnect" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::OpenIdConnectSecurityScheme)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "mutualTLS" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "mutualTLS" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::MutualTlsSecurityScheme)
                 }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom("SecurityScheme: `type` is not a string"),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for SendMessageSuccessResponseResult {
@@ -4984,40 +4947,22 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["task", "message"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("kind") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "task" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::Task)
-                }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "message" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::Message)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "SendMessageSuccessResponseResult",
+                "kind",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "task" => ::serde_json::from_value(tagged.object).map(Self::Task),
+                "message" => ::serde_json::from_value(tagged.object).map(Self::Message),
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "SendMessageSuccessResponseResult: `kind` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for SendStreamingMessageSuccessResponseResult {
@@ -5031,52 +4976,30 @@ pub mod types {
                 "message",
                 "artifact-update",
             ];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("kind") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "status-update" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "SendStreamingMessageSuccessResponseResult",
+                "kind",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "status-update" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::TaskStatusUpdateEvent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "task" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::Task)
-                }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "message" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::Message)
-                }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "artifact-update" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "task" => ::serde_json::from_value(tagged.object).map(Self::Task),
+                "message" => ::serde_json::from_value(tagged.object).map(Self::Message),
+                "artifact-update" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::TaskArtifactUpdateEvent)
                 }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "SendStreamingMessageSuccessResponseResult: `kind` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("kind"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     pub use super::ClientRequest;

@@ -4263,40 +4263,27 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "ref/prompt" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::PromptReference)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "CompleteRequestParamsRef",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "ref/prompt" => {
+                    ::serde_json::from_value(tagged.object).map(Self::PromptReference)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "ref/resource" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "ref/resource" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::ResourceTemplateReference)
                 }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "CompleteRequestParamsRef: `type` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for ContentBlock {
@@ -4311,56 +4298,33 @@ pub mod types {
                 "text",
                 "resource",
             ];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "image" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ImageContent)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "ContentBlock",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "image" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ImageContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "audio" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::AudioContent)
+                "audio" => {
+                    ::serde_json::from_value(tagged.object).map(Self::AudioContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "resource_link" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ResourceLink)
+                "resource_link" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ResourceLink)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextContent)
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextContent),
+                "resource" => {
+                    ::serde_json::from_value(tagged.object).map(Self::EmbeddedResource)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "resource" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::EmbeddedResource)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom("ContentBlock: `type` is not a string"),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for CreateMessageResultContent {
@@ -4369,46 +4333,27 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "image" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ImageContent)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "CreateMessageResultContent",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "image" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ImageContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "audio" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::AudioContent)
+                "audio" => {
+                    ::serde_json::from_value(tagged.object).map(Self::AudioContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextContent)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextContent),
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "CreateMessageResultContent: `type` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for SamplingMessageContent {
@@ -4417,46 +4362,27 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "image" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ImageContent)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "SamplingMessageContent",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "image" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ImageContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "audio" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::AudioContent)
+                "audio" => {
+                    ::serde_json::from_value(tagged.object).map(Self::AudioContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextContent)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextContent),
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "SamplingMessageContent: `type` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     pub use super::{

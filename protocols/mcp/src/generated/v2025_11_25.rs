@@ -7894,40 +7894,27 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "ref/prompt" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::PromptReference)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "CompleteRequestParamsRef",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "ref/prompt" => {
+                    ::serde_json::from_value(tagged.object).map(Self::PromptReference)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "ref/resource" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
+                "ref/resource" => {
+                    ::serde_json::from_value(tagged.object)
                         .map(Self::ResourceTemplateReference)
                 }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "CompleteRequestParamsRef: `type` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for ContentBlock {
@@ -7942,56 +7929,33 @@ pub mod types {
                 "text",
                 "resource",
             ];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "image" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ImageContent)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "ContentBlock",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "image" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ImageContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "audio" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::AudioContent)
+                "audio" => {
+                    ::serde_json::from_value(tagged.object).map(Self::AudioContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "resource_link" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ResourceLink)
+                "resource_link" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ResourceLink)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextContent)
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextContent),
+                "resource" => {
+                    ::serde_json::from_value(tagged.object).map(Self::EmbeddedResource)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "resource" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::EmbeddedResource)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom("ContentBlock: `type` is not a string"),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     impl<'de> ::serde::Deserialize<'de> for SamplingMessageContentBlock {
@@ -8000,58 +7964,33 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["tool_use", "image", "audio", "tool_result", "text"];
-            let object = <::serde_json::Map<
-                ::std::string::String,
-                ::serde_json::Value,
-            > as ::serde::Deserialize>::deserialize(deserializer)?;
-            let decoded = match object.get("type") {
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "tool_use" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ToolUseContent)
+            let tagged = ::protocols_runtime::tagged::read_tagged(
+                deserializer,
+                "SamplingMessageContentBlock",
+                "type",
+                TAGS,
+            )?;
+            match tagged.tag {
+                "tool_use" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ToolUseContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "image" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ImageContent)
+                "image" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ImageContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "audio" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::AudioContent)
+                "audio" => {
+                    ::serde_json::from_value(tagged.object).map(Self::AudioContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "tool_result" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::ToolResultContent)
+                "tool_result" => {
+                    ::serde_json::from_value(tagged.object).map(Self::ToolResultContent)
                 }
-                ::std::option::Option::Some(
-                    ::serde_json::Value::String(tag),
-                ) if tag == "text" => {
-                    ::serde_json::from_value(::serde_json::Value::Object(object))
-                        .map(Self::TextContent)
-                }
-                ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                "text" => ::serde_json::from_value(tagged.object).map(Self::TextContent),
+                other => {
                     return ::std::result::Result::Err(
-                        D::Error::unknown_variant(tag, TAGS),
+                        D::Error::unknown_variant(other, TAGS),
                     );
                 }
-                ::std::option::Option::Some(_) => {
-                    return ::std::result::Result::Err(
-                        D::Error::custom(
-                            "SamplingMessageContentBlock: `type` is not a string",
-                        ),
-                    );
-                }
-                ::std::option::Option::None => {
-                    return ::std::result::Result::Err(D::Error::missing_field("type"));
-                }
-            };
-            decoded.map_err(D::Error::custom)
+            }
+                .map_err(D::Error::custom)
         }
     }
     pub use super::{
