@@ -18,7 +18,6 @@ use axum::Router;
 use axum::body::Body;
 use http::{HeaderValue, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::session::{Clock, ManualClock, SessionLimits, SessionStore};
 use tower::ServiceExt as _;
@@ -26,7 +25,11 @@ use tower::ServiceExt as _;
 #[path = "../../../runtime/benches/counting_allocator/mod.rs"]
 mod counting_allocator;
 
+#[path = "mcp_echo/echo_tool.rs"]
+mod echo_tool;
+
 use counting_allocator::CountingAllocator;
+use echo_tool::echo_server;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -39,6 +42,9 @@ const IDLE: Duration = Duration::from_secs(60);
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{"name":"mcp-memory-bench","version":"1.0.0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// The name the bench's server gives in its initialize answer.
+const BENCH_SERVER_NAME: &str = "mcp-memory-bench";
 
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; the only argument of ours is a number.
@@ -53,25 +59,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-#[derive(serde::Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
-struct EchoArguments {
-    message: String,
-}
-
-fn echo_server() -> McpServer {
-    let echo = ToolDefinition::new(
-        "echo",
-        "Echoes the message",
-        |arguments: EchoArguments, _cx| async move {
-            Ok(content::tool_result(vec![content::text(arguments.message)]))
-        },
-    );
-    McpServer::builder("mcp-memory-bench", "1.0.0")
-        .tool(echo)
-        .build()
 }
 
 /// The transport under test, its session store and the clock its sessions expire by.
@@ -94,7 +81,7 @@ fn served() -> Served {
         clock: Arc::clone(&clock) as Arc<dyn Clock>,
         ..HttpConfig::default()
     };
-    let transport = StreamableHttp::new(echo_server(), config);
+    let transport = StreamableHttp::new(echo_server(BENCH_SERVER_NAME), config);
     let store = transport.store();
     Served {
         app: transport.into_routes("/mcp"),

@@ -23,10 +23,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod boxed;
+mod echo_tool;
 mod load;
 mod summary;
 
-use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
+use echo_tool::echo_server;
 use protocols_runtime::RequestHandler;
 use protocols_runtime::hardening::{HardeningConfig, RateLimit};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
@@ -34,15 +35,22 @@ use protocols_runtime::server::Server;
 use protocols_runtime::session::SessionLimits;
 use tokio::net::TcpListener;
 
+/// The name the bench's server gives in its initialize answer.
+const BENCH_SERVER_NAME: &str = "mcp-echo-bench";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
-        ["serve", mode, port_file] => {
-            Mode::parse(mode).and_then(|mode| serve(echo_server(), mode, port_file))
-        }
-        ["serve", mode, port_file, "boxed"] => Mode::parse(mode)
-            .and_then(|mode| serve(boxed::BoxedHandle(echo_server()), mode, port_file)),
+        ["serve", mode, port_file] => Mode::parse(mode)
+            .and_then(|mode| serve(echo_server(BENCH_SERVER_NAME), mode, port_file)),
+        ["serve", mode, port_file, "boxed"] => Mode::parse(mode).and_then(|mode| {
+            serve(
+                boxed::BoxedHandle(echo_server(BENCH_SERVER_NAME)),
+                mode,
+                port_file,
+            )
+        }),
         ["load", port, mode, concurrency, seconds, pid] => {
             load::run(port, mode, concurrency, seconds, pid)
         }
@@ -91,25 +99,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|error| error.to_string())
-}
-
-#[derive(serde::Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
-struct EchoArguments {
-    message: String,
-}
-
-fn echo_server() -> McpServer {
-    let echo = ToolDefinition::new(
-        "echo",
-        "Echoes the message",
-        |arguments: EchoArguments, _cx| async move {
-            Ok(content::tool_result(vec![content::text(arguments.message)]))
-        },
-    );
-    McpServer::builder("mcp-echo-bench", "1.0.0")
-        .tool(echo)
-        .build()
 }
 
 fn http_config(mode: Mode) -> HttpConfig {
