@@ -55,6 +55,10 @@ pub fn normalize(definitions: &mut Definitions) -> Result<Treatments, RewriteErr
     );
     record("anyof-as-oneof", any_of_as_one_of(definitions));
     record(
+        "unevaluated-properties-kept",
+        unevaluated_properties_kept(definitions),
+    );
+    record(
         "distribute-object-over-nested-union",
         distribute_object_over_nested_union(definitions),
     );
@@ -519,6 +523,27 @@ pub fn any_of_as_one_of(definitions: &mut Definitions) -> BTreeSet<String> {
     })
 }
 
+/// `unevaluatedProperties: true` (or `{}`) → `additionalProperties: {}` on an object schema that
+/// says nothing about additional properties: typify ignores the 2019-09 keyword and emits a closed
+/// struct, so the members it explicitly allows (ACP's other-mode elicitation, whose payload is
+/// upstream's to extend) were dropped on a round trip; typify keeps `additionalProperties` as a
+/// flattened map, and merges it into each member of a union the object holds.
+pub fn unevaluated_properties_kept(definitions: &mut Definitions) -> BTreeSet<String> {
+    rewrite_each(definitions, &mut |object| {
+        let allows_any = match object.get("unevaluatedProperties") {
+            Some(Value::Bool(allowed)) => *allowed,
+            Some(Value::Object(schema)) => schema.is_empty(),
+            _ => false,
+        };
+        if !allows_any || object.contains_key("additionalProperties") {
+            return false;
+        }
+        object.remove("unevaluatedProperties");
+        object.insert("additionalProperties".into(), json!({}));
+        true
+    })
+}
+
 /// `{properties: P, required: R, oneOf: [M1, …]}` where some inline member `Mi` holds a union
 /// of its own → `{oneOf: [P∧R∧M1, …]}`: typify merges the siblings into each member together with
 /// the negation of every other member, and its `not` cannot subtract a member that is itself a
@@ -857,6 +882,45 @@ mod tests {
         ] {
             assert!(form_code.contains(field), "{field} missing: {form_code}");
         }
+    }
+
+    #[test]
+    fn unevaluated_members_an_object_allows_are_kept_in_a_flattened_map() {
+        let scope = json!([{"$ref": "#/definitions/SessionScope"},
+            {"$ref": "#/definitions/RequestScope"}]);
+        let (treatments, code) = generate(json!({
+            "SessionScope": {"type": "object", "properties": {"sessionId": {"type": "string"}},
+                "required": ["sessionId"]},
+            "RequestScope": {"type": "object", "properties": {"requestId": {"type": "string"}},
+                "required": ["requestId"]},
+            "Closed": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "Elicit": {"type": "object", "properties": {"message": {"type": "string"}},
+                "required": ["message"], "anyOf": [
+                    {"type": "object", "properties": {"mode": {"const": "form"}},
+                        "required": ["mode"], "anyOf": scope.clone()},
+                    {"type": "object", "properties": {"mode": {"type": "string"}},
+                        "required": ["mode"], "anyOf": scope,
+                        "unevaluatedProperties": true,
+                        "not": {"properties": {"mode": {"const": "form"}}}}]}
+        }));
+        assert_eq!(
+            treatments["unevaluated-properties-kept"],
+            BTreeSet::from(["Elicit".to_string()])
+        );
+        let code = squash(&code);
+        let flatten = "#[serde(flatten)] extra: ::serde_json::Map";
+        let other = code.find("pub enum ElicitVariant1 {").unwrap();
+        let other_code = &code[other..];
+        let other_code = &other_code[..other_code.find("} }").unwrap()];
+        assert_eq!(other_code.matches(flatten).count(), 2, "{other_code}");
+        let form = code.find("pub enum ElicitVariant0 {").unwrap();
+        let form_code = &code[form..];
+        let form_code = &form_code[..form_code.find("} }").unwrap()];
+        assert!(!form_code.contains(flatten), "{form_code}");
+        let closed = code.find("pub struct Closed {").unwrap();
+        let closed_code = &code[closed..];
+        let closed_code = &closed_code[..closed_code.find('}').unwrap()];
+        assert!(!closed_code.contains("flatten"), "{closed_code}");
     }
 
     #[test]

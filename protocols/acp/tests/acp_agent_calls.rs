@@ -446,3 +446,80 @@ fn a_form_elicitation_keeps_its_requested_schema_through_the_generated_type() {
     let typed: t::CreateElicitationRequest = serde_json::from_value(form.clone()).unwrap();
     assert_eq!(serde_json::to_value(typed).unwrap(), form);
 }
+
+/// The other-mode member of `CreateElicitationRequest` allows members it does not name
+/// (`unevaluatedProperties: true`; upstream asks clients to keep an unknown mode's raw payload),
+/// so its generated type keeps them (codegen's `unevaluated-properties-kept` rewrite) instead of
+/// dropping them on a round trip — in every revision built, scoped to a session or a request.
+#[test]
+fn an_other_mode_elicitation_keeps_its_extra_fields_through_decode_and_encode() {
+    let session_scoped = json!({
+        "sessionId": "s",
+        "toolCallId": "call-1",
+        "message": "Pick a colour",
+        "mode": "_palette",
+        "palette": {"colours": ["red", "teal"], "columns": 2},
+        "allowCustom": true,
+        "_meta": {"trace": "t-1"}
+    });
+    let request_scoped = json!({
+        "requestId": 7,
+        "message": "Sign in",
+        "mode": "device_code",
+        "verificationUri": "https://example.test/device",
+        "userCode": "ABCD-1234"
+    });
+    for instance in [&session_scoped, &request_scoped] {
+        round_trips_as_other_mode::<t::CreateElicitationRequest>(
+            instance,
+            &acp_support::Schema::load("v1"),
+            |typed| matches!(typed, t::CreateElicitationRequest::Variant2(_)),
+        );
+        #[cfg(feature = "unstable")]
+        {
+            use protocols_acp::generated::{v1_unstable, v2, v2_unstable};
+            round_trips_as_other_mode::<v2::types::CreateElicitationRequest>(
+                instance,
+                &acp_support::Schema::load("v2"),
+                |typed| matches!(typed, v2::types::CreateElicitationRequest::Variant2(_)),
+            );
+            round_trips_as_other_mode::<v1_unstable::types::CreateElicitationRequest>(
+                instance,
+                &acp_support::Schema::load_unstable("v1"),
+                |typed| {
+                    matches!(
+                        typed,
+                        v1_unstable::types::CreateElicitationRequest::Variant2(_)
+                    )
+                },
+            );
+            round_trips_as_other_mode::<v2_unstable::types::CreateElicitationRequest>(
+                instance,
+                &acp_support::Schema::load_unstable("v2"),
+                |typed| {
+                    matches!(
+                        typed,
+                        v2_unstable::types::CreateElicitationRequest::Variant2(_)
+                    )
+                },
+            );
+        }
+    }
+}
+
+/// Decodes `instance` as `T`, checks it took the other-mode member, re-encodes it and checks the
+/// result equals the input and is still valid against the schema's `CreateElicitationRequest`.
+fn round_trips_as_other_mode<T>(
+    instance: &Value,
+    schema: &acp_support::Schema,
+    is_other_mode: impl Fn(&T) -> bool,
+) where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    schema.assert_instance_of("CreateElicitationRequest", instance);
+    let typed: T = serde_json::from_value(instance.clone()).unwrap();
+    assert!(is_other_mode(&typed), "decoded as another mode: {instance}");
+    let encoded = serde_json::to_value(&typed).unwrap();
+    assert_eq!(&encoded, instance);
+    schema.assert_instance_of("CreateElicitationRequest", &encoded);
+}

@@ -1820,6 +1820,8 @@ pub mod types {
                 skip_serializing_if = "::std::option::Option::is_none"
             )]
             tool_call_id: ::std::option::Option<ToolCallId>,
+            #[serde(flatten)]
+            extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
         Variant1 {
             message: ::std::string::String,
@@ -1833,6 +1835,8 @@ pub mod types {
             mode: ::std::string::String,
             #[serde(rename = "requestId")]
             request_id: RequestId,
+            #[serde(flatten)]
+            extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
     }
     /// Definition `CreateElicitationResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).

@@ -6,6 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use std::time::Duration;
 use protocols_acp::client::{AcpClient, WireDirection, WireObserver};
 use protocols_acp::generated::v1;
 use protocols_acp::generated::v1::types as t;
-use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
+use protocols_acp::remote::{AcpEndpoint, LiveConnections, RemoteConfig};
 use protocols_acp::serve::{AcpCx, AgentV1, ClientV1};
 use protocols_acp::updates::{
     ALLOW_ONCE, REJECT_ONCE, agent_text, allow_or_reject_once, chose, prompt_text,
@@ -454,15 +455,38 @@ pub struct Schema {
 }
 
 pub fn schema_path(revision: &str) -> PathBuf {
+    schema_file(revision, "schema.json")
+}
+
+/// A file of the pinned cache: `revision` is the folder (`v1`, `v2`), `file` e.g.
+/// `schema.unstable.json`.
+fn schema_file(revision: &str, file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../schema/cache/acp")
         .join(revision)
-        .join("schema.json")
+        .join(file)
 }
 
 impl Schema {
     pub fn load(revision: &str) -> Self {
-        let path = schema_path(revision);
+        Self::load_from(schema_path(revision))
+    }
+
+    /// The draft (`schema.unstable.json`) schema beside a revision's stable one.
+    pub fn load_unstable(revision: &str) -> Self {
+        Self::load_from(schema_file(revision, "schema.unstable.json"))
+    }
+
+    /// Fails unless `instance` is valid against the schema's definition named `definition`.
+    pub fn assert_instance_of(&self, definition: &str, instance: &Value) {
+        self.validate(
+            json!({ "$ref": format!("#/$defs/{definition}") }),
+            instance,
+            definition,
+        );
+    }
+
+    fn load_from(path: PathBuf) -> Self {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
             panic!(
                 "{}: {error}; fill the cache with `cargo run -p codegen -- sync --from ../shared/schema`",
@@ -655,8 +679,8 @@ pub struct Link {
     pub stop: StopOnDrop,
 }
 
-/// Stops what a harness started (a server task) when the harness goes.
-pub struct StopOnDrop(CancellationToken);
+/// Stops what a harness started (a server task) when the harness goes, or when fired earlier.
+pub struct StopOnDrop(pub CancellationToken);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
@@ -733,21 +757,10 @@ impl Link {
     /// `editor` connected to `server` over ACP's HTTP transport at `/acp`, hardened as a
     /// deployment would be.
     pub async fn http<H: RequestHandler, S: AcpService>(server: H, editor: S) -> Self {
-        let builder = Server::builder().hardening(HardeningConfig::new().rate_limit(None));
-        let endpoint = AcpEndpoint::new(server, RemoteConfig::default())
-            .with_shutdown(builder.shutdown_token());
-        let server = builder
-            .routes(endpoint.into_routes("/acp"))
-            .build()
-            .unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        let stopped = stop.clone();
-        tokio::spawn(server.serve_until(listener, async move { stopped.cancelled().await }));
-        let link = Self::http_at(&format!("http://{address}/acp"), editor);
+        let served = serve_remote(server, RemoteConfig::default()).await;
+        let link = Self::http_at(&served.url(), editor);
         Self {
-            stop: StopOnDrop(stop),
+            stop: served.stop,
             ..link
         }
     }
@@ -761,6 +774,47 @@ impl Link {
             wire,
             stop: StopOnDrop(CancellationToken::new()),
         }
+    }
+}
+
+/// An agent served at `/acp` (Streamable HTTP and WebSocket) on a loopback listener, hardened as
+/// a deployment would be (without the rate limit); stopped when dropped.
+pub struct Served {
+    pub address: SocketAddr,
+    pub live: LiveConnections,
+    pub stop: StopOnDrop,
+    pub serving: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Served {
+    pub fn url(&self) -> String {
+        format!("http://{}/acp", self.address)
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/acp", self.address)
+    }
+}
+
+pub async fn serve_remote<H: RequestHandler>(handler: H, config: RemoteConfig) -> Served {
+    let builder = Server::builder().hardening(HardeningConfig::new().rate_limit(None));
+    let endpoint = AcpEndpoint::new(handler, config).with_shutdown(builder.shutdown_token());
+    let live = endpoint.live_connections();
+    let server = builder
+        .routes(endpoint.into_routes("/acp"))
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let serving =
+        tokio::spawn(server.serve_until(listener, async move { stopped.cancelled().await }));
+    Served {
+        address,
+        live,
+        stop: StopOnDrop(stop),
+        serving,
     }
 }
 
