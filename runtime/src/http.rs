@@ -5,6 +5,7 @@
 //! first, so no session is looked up for an unproven caller), and what a message means is the
 //! handler's.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +15,13 @@ use axum::extract::{Request as HttpRequest, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::dispatch::{Scope, serve_message};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
-use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body};
+use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body, response_headers};
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, RequestId,
     Response as RpcResponse, batch_to_bytes, decode,
@@ -162,6 +163,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
         Arc::clone(&self.store)
     }
 
+    /// The transport as one service, for [`Hardening::endpoint`].
+    pub(crate) fn into_endpoint(self) -> Endpoint<H> {
+        Endpoint(Arc::new(self))
+    }
+
     /// Routes at `path`, without hardening (the composition applies it once to everything).
     pub fn into_routes(self, path: &str) -> Router {
         let transport = Arc::new(self);
@@ -179,7 +185,8 @@ pub fn router<H: RequestHandler>(
     config: HttpConfig,
     hardening: &Hardening,
 ) -> Router {
-    hardening.wrap(StreamableHttp::new(handler, config).into_routes(path))
+    let endpoint = hardening.endpoint(path, StreamableHttp::new(handler, config).into_endpoint());
+    hardening.wrap(Router::new()).merge(endpoint)
 }
 
 /// A refusal echoing the request id when it is known.
@@ -465,6 +472,13 @@ async fn post<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
+    serve_post_in_span(transport, request).await
+}
+
+async fn serve_post_in_span<H: RequestHandler>(
+    transport: Arc<StreamableHttp<H>>,
+    request: HttpRequest,
+) -> Response {
     let span = tracing::debug_span!("post", session = tracing::field::Empty);
     transport.serve_post(request).instrument(span).await
 }
@@ -473,17 +487,70 @@ async fn get<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
-    // The stream's body runs in this span too, for as long as the stream stays open.
-    let span = tracing::debug_span!("get", session = tracing::field::Empty);
-    span.in_scope(|| transport.open_stream(request.headers()))
+    transport.serve_get(request.headers())
 }
 
 async fn delete<H: RequestHandler>(
     State(transport): State<Arc<StreamableHttp<H>>>,
     request: HttpRequest,
 ) -> Response {
-    let span = tracing::debug_span!("delete", session = tracing::field::Empty);
-    span.in_scope(|| transport.end_session(request.headers()))
+    transport.serve_delete(request.headers())
+}
+
+/// The methods the endpoint serves, as its `405` names them (`GET` answers `HEAD` too).
+const ALLOWED_METHODS: &str = "POST,GET,HEAD,DELETE";
+
+/// The transport as one tower service that routes by method itself, for
+/// [`Hardening::endpoint`]: hardened that way it is a single boxed route, where the
+/// [`MethodRouter`] of [`StreamableHttp::into_routes`] behind `Router::layer` is three (a
+/// service box cloned and a future boxed at each), and a `POST`'s work is boxed once here.
+pub(crate) struct Endpoint<H: RequestHandler>(Arc<StreamableHttp<H>>);
+
+impl<H: RequestHandler> Clone for Endpoint<H> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+type EndpointFuture = futures::future::Either<
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>,
+    std::future::Ready<Result<Response, Infallible>>,
+>;
+
+impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = EndpointFuture;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: HttpRequest) -> EndpointFuture {
+        use futures::future::Either;
+        let answer = match *request.method() {
+            Method::POST => {
+                let transport = Arc::clone(&self.0);
+                return Either::Left(Box::pin(async move {
+                    Ok(serve_post_in_span(transport, request).await)
+                }));
+            }
+            Method::GET => self.0.serve_get(request.headers()),
+            // As axum answers `HEAD` on a `get` route: the `GET` answer's head alone.
+            Method::HEAD => {
+                let mut response = self.0.serve_get(request.headers());
+                *response.body_mut() = Body::empty();
+                response
+            }
+            Method::DELETE => self.0.serve_delete(request.headers()),
+            _ => Refusal::MethodNotAllowed(Some(HeaderValue::from_static(ALLOWED_METHODS)))
+                .into_response(),
+        };
+        Either::Right(std::future::ready(Ok(answer)))
+    }
 }
 
 /// Names the session in the current request's span.
@@ -492,6 +559,17 @@ fn record_session(id: &SessionId) {
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
+    fn serve_get(&self, headers: &HeaderMap) -> Response {
+        // The stream's body runs in this span too, for as long as the stream stays open.
+        let span = tracing::debug_span!("get", session = tracing::field::Empty);
+        span.in_scope(|| self.open_stream(headers))
+    }
+
+    fn serve_delete(&self, headers: &HeaderMap) -> Response {
+        let span = tracing::debug_span!("delete", session = tracing::field::Empty);
+        span.in_scope(|| self.end_session(headers))
+    }
+
     async fn serve_post(self: Arc<Self>, request: HttpRequest) -> Response {
         self.reaper.ensure::<H::Session, _>(
             &self.store,
@@ -743,9 +821,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     fn json_response(&self, bytes: Bytes) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, self.content_type.clone());
+        // Sized for the security headers too, so stamping them does not grow the map.
+        let headers = response.headers_mut();
+        *headers = response_headers();
+        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
         response
     }
 

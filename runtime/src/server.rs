@@ -21,10 +21,39 @@ use crate::legacy::LegacySse;
 use crate::session::SessionStore;
 use crate::tail::EventStore;
 
+/// A Streamable HTTP transport mounted at a path. It is hardened as one route of its own
+/// ([`Hardening::endpoint`]) rather than through the router-wide layers, and again whenever
+/// the hardening is rebuilt for the address actually bound; every hardening of it serves the
+/// same transport (the same sessions).
+#[derive(Clone)]
+struct Mount {
+    path: String,
+    harden: Arc<HardenAt>,
+}
+
+/// Hardens a mounted transport at a path.
+type HardenAt = dyn Fn(&Hardening, &str) -> Router + Send + Sync;
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The whole app: the routes wrapped in the hardening, and each mount hardened as its own route.
+fn assemble(hardening: &Hardening, routes: Router, mounts: &[Mount]) -> Router {
+    mounts.iter().fold(hardening.wrap(routes), |app, mount| {
+        app.merge((mount.harden)(hardening, &mount.path))
+    })
+}
+
 /// Builds a [`Server`] from protocol mounts and extra routes.
 #[derive(Debug)]
 pub struct ServerBuilder {
     routes: Router,
+    mounts: Vec<Mount>,
     hardening: HardeningConfig,
     shutdown: CancellationToken,
 }
@@ -39,6 +68,7 @@ impl ServerBuilder {
     pub fn new() -> Self {
         Self {
             routes: Router::new(),
+            mounts: Vec::new(),
             hardening: HardeningConfig::default(),
             shutdown: CancellationToken::new(),
         }
@@ -60,7 +90,7 @@ impl ServerBuilder {
         config: HttpConfig,
     ) -> Self {
         let config = self.owned(config);
-        self.routes(StreamableHttp::new(handler, config).into_routes(path))
+        self.mount(path, StreamableHttp::new(handler, config))
     }
 
     /// Serves `handler` over Streamable HTTP at `path` with a session store and an event store
@@ -75,9 +105,19 @@ impl ServerBuilder {
         events: Arc<dyn EventStore>,
     ) -> Self {
         let config = self.owned(config);
-        self.routes(
-            StreamableHttp::with_stores(handler, config, sessions, events).into_routes(path),
+        self.mount(
+            path,
+            StreamableHttp::with_stores(handler, config, sessions, events),
         )
+    }
+
+    fn mount<H: RequestHandler>(mut self, path: &str, transport: StreamableHttp<H>) -> Self {
+        let endpoint = transport.into_endpoint();
+        self.mounts.push(Mount {
+            path: path.to_owned(),
+            harden: Arc::new(move |hardening, path| hardening.endpoint(path, endpoint.clone())),
+        });
+        self
     }
 
     /// Serves `handler` over legacy HTTP+SSE: the stream at `stream_path`, messages to
@@ -121,8 +161,9 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, HardeningError> {
         let hardening = self.hardening.clone().build()?;
         Ok(Server {
-            router: hardening.wrap(self.routes.clone()),
+            router: assemble(&hardening, self.routes.clone(), &self.mounts),
             routes: self.routes,
+            mounts: self.mounts,
             hardening: self.hardening,
             shutdown: self.shutdown,
         })
@@ -134,9 +175,10 @@ impl ServerBuilder {
 pub struct Server {
     /// The routes hardened without knowing where they will be served.
     router: Router,
-    /// The same routes unhardened, and the hardening, to wrap them again once the listener's
-    /// address is known.
+    /// The same routes and mounts unhardened, and the hardening, to harden them again once the
+    /// listener's address is known.
     routes: Router,
+    mounts: Vec<Mount>,
     hardening: HardeningConfig,
     shutdown: CancellationToken,
 }
@@ -192,10 +234,10 @@ impl Server {
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let address = listener.local_addr()?;
-        let router = self
+        let hardening = self
             .hardened_for(address)
-            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?
-            .wrap(self.routes);
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
+        let router = assemble(&hardening, self.routes, &self.mounts);
         let shutdown = self.shutdown.clone();
         tracing::info!(%address, "serving");
         let app = router.into_make_service_with_connect_info::<SocketAddr>();

@@ -37,6 +37,7 @@ pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
 pub use origin::{HostPolicy, OriginPolicy};
 pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal};
 pub use security_headers::SecurityHeaders;
+pub(crate) use security_headers::response_headers;
 
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
 use guard::{AdmitLayer, GuardLayer, GuardPolicy};
@@ -392,6 +393,24 @@ impl Hardening {
         public.fallback_service(guard.layer(tower::service_fn(|_: Request| {
             std::future::ready(Ok::<_, Infallible>(refuse_unknown_path()))
         })))
+    }
+
+    /// One transport endpoint at `path`, behind the same two services [`wrap`](Self::wrap) puts
+    /// around each route, in the same order, but mounted as a single route: the service is
+    /// boxed once rather than once per `Router::layer` level, each level cloning its box and
+    /// boxing its future on every request. Merge it into a router [`wrap`](Self::wrap) returned,
+    /// which brings the metadata route and the hardened unknown-path fallback.
+    pub(crate) fn endpoint<S>(&self, path: &str, service: S) -> Router
+    where
+        S: tower::Service<Request, Response = Response, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + Unpin + 'static,
+    {
+        let admitted = AdmitLayer(Arc::clone(&self.admission)).layer(service);
+        Router::new().route_service(path, GuardLayer(Arc::clone(&self.guard)).layer(admitted))
     }
 
     /// The RFC 9728 document route alone, for an application that nests the wrapped router

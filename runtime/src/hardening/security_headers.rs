@@ -82,7 +82,7 @@ impl SecurityHeaders {
                 DEFAULT_REFERRER_POLICY,
             ),
         ];
-        let mut template = HeaderMap::with_capacity(configured.len() + SPARE_HEADERS);
+        let mut headers = Vec::with_capacity(configured.len());
         for (name, value, default) in configured {
             let Some(text) = value else { continue };
             // A default value is sent from static storage: cloning it per response then
@@ -93,45 +93,44 @@ impl SecurityHeaders {
                 HeaderValue::from_str(text)
                     .map_err(|_| HardeningError::InvalidSecurityHeader(name.as_str().to_owned()))?
             };
-            template.insert(name, value);
+            headers.push((name, value));
         }
-        Ok(ParsedSecurityHeaders(Arc::new(template)))
+        Ok(ParsedSecurityHeaders(Arc::from(headers)))
     }
 }
 
-/// Room a stamped response's header map has beyond the security headers for the response's
-/// own (content type, session id, allow, retry-after) before it must grow.
-const SPARE_HEADERS: usize = 4;
-
-/// The validated headers, as a header map every response's headers start from.
+/// The validated headers, in the order they are stamped.
 #[derive(Debug, Clone)]
-pub(crate) struct ParsedSecurityHeaders(Arc<HeaderMap>);
+pub(crate) struct ParsedSecurityHeaders(Arc<[(HeaderName, HeaderValue)]>);
 
 impl ParsedSecurityHeaders {
     /// Stamps the headers on `response`.
     ///
-    /// The response's headers are moved into a copy of the prepared map rather than the six
-    /// inserted into the response's map, which would grow it and hash every name again. A
-    /// header of the response's own with a security header's name is dropped: these are
-    /// policies about the response as a whole, and a handler's copy must not leave a client
-    /// choosing between two.
+    /// Each is inserted into the response's own map, replacing any value of the response's
+    /// own under that name: these are policies about the response as a whole, and a handler's
+    /// copy must not leave a client choosing between two. Room for all of them is reserved
+    /// first, so the map grows (and rehashes) at most once; a response built with
+    /// [`response_headers`] has the room already and does not grow at all. (Copying a prepared
+    /// map instead cost two allocations, a reallocation when the response's own headers were
+    /// appended to the copy's exact-sized storage, and freeing the response's map.)
     pub(crate) fn stamp(&self, mut response: Response) -> Response {
-        let own = std::mem::replace(response.headers_mut(), HeaderMap::clone(&self.0));
-        let out = response.headers_mut();
-        let mut current: Option<HeaderName> = None;
-        for (name, value) in own {
-            // Later values of a multi-valued header come without their name.
-            if name.is_some() {
-                current = name;
-            }
-            if let Some(name) = &current
-                && !self.0.contains_key(name)
-            {
-                out.append(name.clone(), value);
-            }
+        let headers = response.headers_mut();
+        headers.reserve(self.0.len());
+        for (name, value) in self.0.iter() {
+            headers.insert(name.clone(), value.clone());
         }
         response
     }
+}
+
+/// How many headers a response carries beyond the security headers before its map must grow:
+/// its own (content type, session id, allow, retry-after) and the content length added later.
+const SPARE_HEADERS: usize = 4;
+
+/// An empty header map with room for the default security headers and the response's own, for
+/// responses built on the hot path (a JSON answer) so stamping them never grows the map.
+pub(crate) fn response_headers() -> HeaderMap {
+    HeaderMap::with_capacity(6 + SPARE_HEADERS)
 }
 
 /// A framework error response with no body becomes the matching [`Refusal`].
