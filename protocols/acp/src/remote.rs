@@ -326,7 +326,15 @@ impl Connection {
     /// Ends the connection: streams close and the agent sees end of input.
     async fn end(&self) {
         self.ended.cancel();
-        self.input.lock().await.take();
+        let Some(mut input) = self.input.lock().await.take() else {
+            return;
+        };
+        // Dropping the write half alone would leave the pipe open while the output router holds
+        // its read half: the agent would never see end of input, and the connection's task, its
+        // router and its place under `max_connections` would live on.
+        if let Err(error) = input.shutdown().await {
+            tracing::debug!(%error, "could not close an ACP connection's input");
+        }
     }
 }
 

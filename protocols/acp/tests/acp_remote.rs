@@ -9,67 +9,27 @@
 
 mod acp_support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_support::test_server;
+use acp_support::{Served, serve_remote, test_server};
 use futures::{SinkExt, StreamExt};
 use protocols_acp::client::AcpClient;
-use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
+use protocols_acp::remote::RemoteConfig;
 use protocols_acp::serve::{AgentV1, ClientV1};
 use protocols_acp::{AcpAgentServer, AcpConnection, Extensions};
 use protocols_runtime::handler::{Context, Reply};
 use protocols_runtime::jsonrpc::ErrorObject;
-use protocols_runtime::server::Server;
-use protocols_runtime::sse::SseDecoder;
+use protocols_testkit::{self as testkit, SseReader, event_stream_get, json_rpc_post};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_util::sync::CancellationToken;
 
 /// Generous bound on anything that should happen at once; only a hang reaches it.
 const PATIENCE: Duration = Duration::from_secs(10);
-
-/// A server serving `handler` at `/acp`, stopped when dropped.
-struct Running {
-    address: SocketAddr,
-    signal: CancellationToken,
-    serving: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.signal.cancel();
-    }
-}
-
-impl Running {
-    fn url(&self) -> String {
-        format!("http://{}/acp", self.address)
-    }
-}
-
-async fn serve<H: protocols_runtime::RequestHandler>(handler: H, config: RemoteConfig) -> Running {
-    let builder = Server::builder();
-    let endpoint = AcpEndpoint::new(handler, config).with_shutdown(builder.shutdown_token());
-    let server = builder
-        .routes(endpoint.into_routes("/acp"))
-        .build()
-        .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let signal = CancellationToken::new();
-    let fire = signal.clone();
-    let serving = tokio::spawn(server.serve_until(listener, async move { fire.cancelled().await }));
-    Running {
-        address,
-        signal,
-        serving,
-    }
-}
+/// The `accept` of a POST: the RFD answers `initialize` with JSON and everything else with 202.
+const JSON: &str = "application/json";
 
 // ---------------------------------------------------------------------------------------------
 // A raw client speaking the RFD's wire, to check it message by message.
@@ -80,19 +40,20 @@ struct Raw {
     connection: String,
 }
 
+/// What `initialize` asks: version 1, a client that reads files.
+fn initialize_request() -> Value {
+    testkit::request(
+        0,
+        "initialize",
+        json!({"protocolVersion": 1,
+               "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}}),
+    )
+}
+
 impl Raw {
     async fn initialize(url: &str) -> (Self, Value) {
         let http = reqwest::Client::new();
-        let response = http
-            .post(url)
-            .header("content-type", "application/json")
-            .body(
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                    "protocolVersion": 1,
-                    "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}
-                }})
-                .to_string(),
-            )
+        let response = json_rpc_post(&http, url, JSON, [], &initialize_request())
             .send()
             .await
             .unwrap();
@@ -123,20 +84,21 @@ impl Raw {
 
     /// A `POST` on the connection with these extra headers.
     async fn post_with(&self, message: Value, headers: &[(&str, &str)]) -> reqwest::Response {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("acp-connection-id", &self.connection)
-            .body(message.to_string());
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        request.send().await.unwrap()
+        let on_connection = [("acp-connection-id", self.connection.as_str())];
+        json_rpc_post(
+            &self.http,
+            &self.url,
+            JSON,
+            on_connection.into_iter().chain(headers.iter().copied()),
+            &message,
+        )
+        .send()
+        .await
+        .unwrap()
     }
 
     /// `session/new` answered on the connection's stream; its session's stream opened.
-    async fn new_session(&self, connection_stream: &mut Events) -> (String, Events) {
+    async fn new_session(&self, connection_stream: &mut SseReader) -> (String, SseReader) {
         let created = self
             .post(
                 json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
@@ -145,7 +107,7 @@ impl Raw {
             )
             .await;
         assert_eq!(created.status(), 202);
-        let session = connection_stream.expect().await["result"]["sessionId"]
+        let session = expect(connection_stream).await["result"]["sessionId"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -154,71 +116,43 @@ impl Raw {
     }
 
     async fn get(&self, session: Option<&str>) -> reqwest::Response {
-        let mut request = self
-            .http
-            .get(&self.url)
-            .header("accept", "text/event-stream")
-            .header("acp-connection-id", &self.connection);
-        if let Some(session) = session {
-            request = request.header("acp-session-id", session);
-        }
-        request.send().await.unwrap()
+        let on_connection = [("acp-connection-id", self.connection.as_str())];
+        let session = session.map(|session| ("acp-session-id", session));
+        event_stream_get(
+            &self.http,
+            &self.url,
+            on_connection.into_iter().chain(session),
+        )
+        .send()
+        .await
+        .unwrap()
     }
 
-    async fn stream(&self, session: Option<&str>) -> Events {
+    async fn stream(&self, session: Option<&str>) -> SseReader {
         let response = self.get(session).await;
         assert_eq!(response.status(), 200);
-        assert!(
-            response.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .starts_with("text/event-stream")
-        );
-        Events::new(response)
+        testkit::sse::assert_event_stream(&response);
+        SseReader::new(response)
     }
 }
 
-/// The messages of one SSE stream.
-struct Events {
-    chunks: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    decoder: SseDecoder,
+/// The next message on `stream`, which must come before the stream ends.
+async fn expect(stream: &mut SseReader) -> Value {
+    stream
+        .next_json()
+        .await
+        .expect("a message before the stream ended")
+        .1
 }
 
-impl Events {
-    fn new(response: reqwest::Response) -> Self {
-        Self {
-            chunks: response.bytes_stream().boxed(),
-            decoder: SseDecoder::new(1 << 20),
-        }
-    }
-
-    /// The next message; `None` once the stream has ended cleanly (a reset fails the test).
-    async fn next(&mut self) -> Option<Value> {
-        loop {
-            while let Some(event) = self.decoder.next_event() {
-                let event = event.unwrap();
-                if !event.data().is_empty() {
-                    return Some(serde_json::from_str(event.data()).unwrap());
-                }
-            }
-            let chunk = tokio::time::timeout(PATIENCE, self.chunks.next())
-                .await
-                .expect("the stream delivered or ended in time")?;
-            self.decoder
-                .push(&chunk.expect("the stream ends cleanly, not reset"));
-        }
-    }
-
-    async fn expect(&mut self) -> Value {
-        self.next()
-            .await
-            .expect("a message before the stream ended")
-    }
+/// Whether `stream` ends (cleanly: a reset or a stall fails the test) before another message.
+async fn ends(stream: &mut SseReader) -> bool {
+    stream.next_json().await.is_none()
 }
 
 #[tokio::test]
 async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_streams() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let (raw, initialized) = Raw::initialize(&running.url()).await;
     assert_eq!(initialized["id"], 0);
     assert_eq!(initialized["result"]["protocolVersion"], 1);
@@ -234,7 +168,7 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
         .await;
     assert_eq!(created.status(), 202);
     assert!(created.bytes().await.unwrap().is_empty());
-    let created = connection_stream.expect().await;
+    let created = expect(&mut connection_stream).await;
     assert_eq!(created["id"], 1);
     let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
 
@@ -247,7 +181,7 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
     assert_eq!(prompt.status(), 202);
 
     // The agent's calls come on the session's stream; each answer is a POST of its own.
-    let permission = session_stream.expect().await;
+    let permission = expect(&mut session_stream).await;
     assert_eq!(permission["method"], "session/request_permission");
     assert_eq!(permission["params"]["sessionId"], session.as_str());
     let allow = permission["params"]["options"]
@@ -266,7 +200,7 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
         .await;
     assert_eq!(answered.status(), 202);
 
-    let read = session_stream.expect().await;
+    let read = expect(&mut session_stream).await;
     assert_eq!(read["method"], "fs/read_text_file");
     assert_eq!(read["params"]["path"], "/notes.txt");
     let answered = raw
@@ -277,13 +211,13 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
         .await;
     assert_eq!(answered.status(), 202);
 
-    let update = session_stream.expect().await;
+    let update = expect(&mut session_stream).await;
     assert_eq!(update["method"], "session/update");
     assert_eq!(
         update["params"]["update"]["content"]["text"],
         "over the stream"
     );
-    let done = session_stream.expect().await;
+    let done = expect(&mut session_stream).await;
     assert_eq!(done["id"], 2);
     assert_eq!(done["result"]["stopReason"], "end_turn");
 
@@ -295,17 +229,14 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
         .await
         .unwrap();
     assert_eq!(deleted.status(), 202);
-    assert!(
-        session_stream.next().await.is_none(),
-        "DELETE ends the streams"
-    );
-    assert!(connection_stream.next().await.is_none());
+    assert!(ends(&mut session_stream).await, "DELETE ends the streams");
+    assert!(ends(&mut connection_stream).await);
     assert_eq!(raw.get(None).await.status(), 404);
 }
 
 #[tokio::test]
 async fn requests_the_rfd_refuses_get_its_status_codes() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let url = running.url();
     let http = reqwest::Client::new();
     let prompt = json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
@@ -379,7 +310,7 @@ async fn an_idle_connection_is_ended_and_its_id_is_then_unknown() {
         idle_timeout: Duration::from_millis(100),
         ..RemoteConfig::default()
     };
-    let running = serve(test_server(), config).await;
+    let running = serve_remote(test_server(), config).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
@@ -433,7 +364,7 @@ async fn dropping_a_call_over_http_cancels_the_agents_handler() {
         AcpAgentServer::new(AgentV1(acp_support::TestAgent::default())).with_extensions(Hang {
             observed: Arc::clone(&observed),
         });
-    let running = serve(agent, RemoteConfig::default()).await;
+    let running = serve_remote(agent, RemoteConfig::default()).await;
     let editor = acp_support::TestEditor::default();
     let client = AcpClient::connect_http(ClientV1(editor), running.url());
     let initialize = json!({"protocolVersion": 1, "clientCapabilities": {}});
@@ -451,10 +382,6 @@ async fn dropping_a_call_over_http_cancels_the_agents_handler() {
 
 // ---------------------------------------------------------------------------------------------
 // WebSocket.
-
-fn ws_url(running: &Running) -> String {
-    format!("ws://{}/acp", running.address)
-}
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -481,8 +408,8 @@ async fn send(socket: &mut Socket, message: Value) {
 
 #[tokio::test]
 async fn a_websocket_upgrade_names_the_connection_and_carries_the_whole_conversation() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
-    let (mut socket, upgraded) = tokio_tungstenite::connect_async(ws_url(&running))
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let (mut socket, upgraded) = tokio_tungstenite::connect_async(running.ws_url())
         .await
         .unwrap();
     assert_eq!(upgraded.status(), 101);
@@ -541,7 +468,7 @@ async fn a_websocket_upgrade_names_the_connection_and_carries_the_whole_conversa
 
 #[tokio::test]
 async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
-    let mut running = serve(test_server(), RemoteConfig::default()).await;
+    let mut running = serve_remote(test_server(), RemoteConfig::default()).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let created = raw
         .post(
@@ -552,7 +479,7 @@ async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
         .await;
     assert_eq!(created.status(), 202);
     let mut connection_stream = raw.stream(None).await;
-    let session = connection_stream.expect().await["result"]["sessionId"]
+    let session = expect(&mut connection_stream).await["result"]["sessionId"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -564,16 +491,19 @@ async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
               Some(&session))
         .await;
     assert_eq!(slow.status(), 202);
-    assert_eq!(session_stream.expect().await["method"], "session/update");
+    assert_eq!(
+        expect(&mut session_stream).await["method"],
+        "session/update"
+    );
 
-    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url(&running))
+    let (mut socket, _) = tokio_tungstenite::connect_async(running.ws_url())
         .await
         .unwrap();
 
-    running.signal.cancel();
+    running.stop.0.cancel();
     // Both streams end: `next` fails the test on a reset, and times out on a hang.
-    while session_stream.next().await.is_some() {}
-    assert!(connection_stream.next().await.is_none());
+    while !ends(&mut session_stream).await {}
+    assert!(ends(&mut connection_stream).await);
     let closing = loop {
         let frame = tokio::time::timeout(PATIENCE, socket.next())
             .await
@@ -595,10 +525,10 @@ async fn at_shutdown_sse_streams_end_cleanly_and_websockets_close_going_away() {
 
 #[tokio::test]
 async fn the_typed_client_over_websocket_asks_permission_and_reads_through_the_editor() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let editor = acp_support::TestEditor::default();
     let state = Arc::clone(&editor.0);
-    let client = AcpClient::connect_websocket(ClientV1(editor), &ws_url(&running))
+    let client = AcpClient::connect_websocket(ClientV1(editor), &running.ws_url())
         .await
         .unwrap();
     let initialize = json!({"protocolVersion": 1,
@@ -652,7 +582,7 @@ async fn assert_refused(response: reqwest::Response, status: u16, code: i64, unt
 
 #[tokio::test]
 async fn an_answer_to_the_agents_session_call_must_name_its_session_in_acp_session_id() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let mut connection_stream = raw.stream(None).await;
     let (session, mut session_stream) = raw.new_session(&mut connection_stream).await;
@@ -662,7 +592,7 @@ async fn an_answer_to_the_agents_session_call_must_name_its_session_in_acp_sessi
               Some(&session))
         .await;
     assert_eq!(prompt.status(), 202);
-    let permission = session_stream.expect().await;
+    let permission = expect(&mut session_stream).await;
     assert_eq!(permission["method"], "session/request_permission");
     let reject = json!({"jsonrpc": "2.0", "id": permission["id"],
                         "result": {"outcome": {"outcome": "cancelled"}}});
@@ -675,17 +605,17 @@ async fn an_answer_to_the_agents_session_call_must_name_its_session_in_acp_sessi
 
     // Refused answers never reached the agent: the call is still waiting for the right one.
     assert_eq!(raw.post(reject, Some(&session)).await.status(), 202);
-    let update = session_stream.expect().await;
+    let update = expect(&mut session_stream).await;
     assert_eq!(
         update["params"]["update"]["content"]["text"],
         "permission denied"
     );
-    assert_eq!(session_stream.expect().await["id"], 2);
+    assert_eq!(expect(&mut session_stream).await["id"], 2);
 }
 
 #[tokio::test]
 async fn a_cancel_request_for_a_session_request_must_name_its_session() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let mut connection_stream = raw.stream(None).await;
     let (session, mut session_stream) = raw.new_session(&mut connection_stream).await;
@@ -695,7 +625,10 @@ async fn a_cancel_request_for_a_session_request_must_name_its_session() {
               Some(&session))
         .await;
     assert_eq!(slow.status(), 202);
-    assert_eq!(session_stream.expect().await["method"], "session/update");
+    assert_eq!(
+        expect(&mut session_stream).await["method"],
+        "session/update"
+    );
 
     let cancel =
         json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}});
@@ -708,7 +641,7 @@ async fn a_cancel_request_for_a_session_request_must_name_its_session() {
     .await;
     assert_eq!(raw.post(cancel, Some(&session)).await.status(), 202);
     let answer = loop {
-        let message = session_stream.expect().await;
+        let message = expect(&mut session_stream).await;
         if message.get("method").is_none() {
             break message;
         }
@@ -723,12 +656,12 @@ async fn a_cancel_request_for_a_session_request_must_name_its_session() {
         )
         .await;
     assert_eq!(list.status(), 202);
-    assert_eq!(connection_stream.expect().await["id"], 3);
+    assert_eq!(expect(&mut connection_stream).await["id"], 3);
 }
 
 #[tokio::test]
 async fn acp_protocol_version_when_sent_must_name_the_negotiated_version() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let (raw, initialized) = Raw::initialize(&running.url()).await;
     assert_eq!(initialized["result"]["protocolVersion"], 1);
     let ping = json!({"jsonrpc": "2.0", "method": "_test/ping"});
@@ -748,15 +681,17 @@ async fn acp_protocol_version_when_sent_must_name_the_negotiated_version() {
         let refused = raw.post_with(ping.clone(), &with_version(version)).await;
         assert_refused(refused, 400, -32600, echo).await;
     }
-    let stream = raw
-        .http
-        .get(&raw.url)
-        .header("accept", "text/event-stream")
-        .header("acp-connection-id", &raw.connection)
-        .header("acp-protocol-version", "99")
-        .send()
-        .await
-        .unwrap();
+    let stream = event_stream_get(
+        &raw.http,
+        &raw.url,
+        [
+            ("acp-connection-id", raw.connection.as_str()),
+            ("acp-protocol-version", "99"),
+        ],
+    )
+    .send()
+    .await
+    .unwrap();
     assert_refused(stream, 400, -32600, "99").await;
     let delete = raw
         .http
@@ -773,32 +708,186 @@ async fn acp_protocol_version_when_sent_must_name_the_negotiated_version() {
 
 #[tokio::test]
 async fn streamable_http_is_served_over_http2_by_prior_knowledge() {
-    let running = serve(test_server(), RemoteConfig::default()).await;
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
     let http = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()
         .unwrap();
-    let initialized = http
-        .post(running.url())
-        .header("content-type", "application/json")
-        .body(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                   "params": {"protocolVersion": 1, "clientCapabilities": {}}})
-            .to_string(),
-        )
+    let initialized = json_rpc_post(&http, &running.url(), JSON, [], &initialize_request())
         .send()
         .await
         .unwrap();
     assert_eq!(initialized.version(), reqwest::Version::HTTP_2);
     assert_eq!(initialized.status(), 200);
-    let connection = initialized.headers()["acp-connection-id"].clone();
-    let stream = http
-        .get(running.url())
-        .header("accept", "text/event-stream")
-        .header("acp-connection-id", connection)
+    let connection = initialized.headers()["acp-connection-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let stream = event_stream_get(
+        &http,
+        &running.url(),
+        [("acp-connection-id", connection.as_str())],
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(stream.version(), reqwest::Version::HTTP_2);
+    assert_eq!(stream.status(), 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the RFD leaves a choice: `initialize` that fails or comes again, and the resume flow.
+
+/// Waits until the endpoint serves `count` connections.
+async fn live_connections_reach(running: &Served, count: usize) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while running.live.get() != count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} live connections, not {count}",
+            running.live.get()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The RFD's routing answers every `initialize` POST with 200 and a JSON body; when the agent
+/// refuses it, that body is the agent's JSON-RPC error, and no connection is named or kept.
+#[tokio::test]
+async fn a_refused_initialize_gets_the_agents_error_and_no_connection() {
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let http = reqwest::Client::new();
+    let refused = testkit::request(0, "initialize", json!({"protocolVersion": "one"}));
+    let response = json_rpc_post(&http, &running.url(), JSON, [], &refused)
         .send()
         .await
         .unwrap();
-    assert_eq!(stream.version(), reqwest::Version::HTTP_2);
-    assert_eq!(stream.status(), 200);
+    assert_eq!(response.status(), 200);
+    assert!(!response.headers().contains_key("acp-connection-id"));
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["id"], 0);
+    assert_eq!(answer["error"]["code"], -32602);
+    assert!(answer.get("result").is_none());
+    live_connections_reach(&running, 0).await;
+
+    // A well-formed one afterwards opens a connection as usual.
+    let (_raw, initialized) = Raw::initialize(&running.url()).await;
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
+    assert_eq!(running.live.get(), 1);
+}
+
+/// A connection negotiates once, as over stdio: a later `initialize` on it is forwarded like any
+/// message (202), the agent refuses it on the connection's stream, and `Acp-Protocol-Version`
+/// must still name the version the first one negotiated.
+#[tokio::test]
+async fn a_second_initialize_on_a_connection_is_refused_and_the_negotiated_version_stands() {
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let (raw, initialized) = Raw::initialize(&running.url()).await;
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
+    let mut connection_stream = raw.stream(None).await;
+    let again = testkit::request(
+        7,
+        "initialize",
+        json!({"protocolVersion": 2,
+                                                           "clientCapabilities": {}}),
+    );
+    assert_eq!(raw.post(again, None).await.status(), 202);
+    let refused = expect(&mut connection_stream).await;
+    assert_eq!(refused["id"], 7);
+    assert_eq!(refused["error"]["code"], -32600);
+
+    let ping = json!({"jsonrpc": "2.0", "method": "_test/ping"});
+    let negotiated = [("acp-protocol-version", "1")];
+    assert_eq!(raw.post_with(ping.clone(), &negotiated).await.status(), 202);
+    let asked_again = [("acp-protocol-version", "2")];
+    assert_eq!(raw.post_with(ping, &asked_again).await.status(), 400);
+    assert_eq!(running.live.get(), 1);
+}
+
+/// The RFD's resume flow opens the session's stream on the new connection before
+/// `session/load`: a session any earlier connection created is known to every connection (the
+/// stream itself is the new connection's own), while a session nobody created is 404.
+#[tokio::test]
+async fn a_new_connection_opens_an_earlier_sessions_stream_before_loading_it() {
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let (first, _) = Raw::initialize(&running.url()).await;
+    let mut first_stream = first.stream(None).await;
+    let (session, _first_session_stream) = first.new_session(&mut first_stream).await;
+    let ended = first
+        .http
+        .delete(&first.url)
+        .header("acp-connection-id", &first.connection)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 202);
+
+    let (second, _) = Raw::initialize(&running.url()).await;
+    assert_ne!(second.connection, first.connection);
+    assert_eq!(second.get(Some("never-created")).await.status(), 404);
+    let mut session_stream = second.stream(Some(&session)).await;
+    let mut connection_stream = second.stream(None).await;
+    let load = json!({"jsonrpc": "2.0", "id": 1, "method": "session/load",
+                      "params": {"sessionId": session, "cwd": "/", "mcpServers": []}});
+    assert_eq!(second.post(load, Some(&session)).await.status(), 202);
+    let loaded = expect(&mut connection_stream).await;
+    assert_eq!(loaded["id"], 1);
+    assert!(loaded.get("result").is_some(), "{loaded}");
+
+    let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                        "params": {"sessionId": session,
+                                   "prompt": [{"type": "text", "text": "resumed"}]}});
+    assert_eq!(second.post(prompt, Some(&session)).await.status(), 202);
+    let answer = loop {
+        let message = expect(&mut session_stream).await;
+        if message.get("method").is_none() {
+            break message;
+        }
+        assert_eq!(message["params"]["sessionId"], session.as_str());
+    };
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+}
+
+/// An ended connection gives its place back: with room for one, a connection deleted, one
+/// refused at `initialize` and one idled out each leave room for the next.
+#[tokio::test]
+async fn an_ended_connection_frees_its_place_under_max_connections() {
+    let config = RemoteConfig {
+        max_connections: 1,
+        idle_timeout: Duration::from_millis(200),
+        ..RemoteConfig::default()
+    };
+    let running = serve_remote(test_server(), config).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    // An open stream keeps the connection from idling out before it is deleted.
+    let _stream = raw.stream(None).await;
+    let http = reqwest::Client::new();
+    let full = json_rpc_post(&http, &running.url(), JSON, [], &initialize_request())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(full.status(), 503, "one connection fills the endpoint");
+    let deleted = raw
+        .http
+        .delete(&raw.url)
+        .header("acp-connection-id", &raw.connection)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 202);
+    live_connections_reach(&running, 0).await;
+
+    let refused = testkit::request(0, "initialize", json!({"protocolVersion": "one"}));
+    let response = json_rpc_post(&http, &running.url(), JSON, [], &refused)
+        .send()
+        .await
+        .unwrap();
+    assert!(!response.headers().contains_key("acp-connection-id"));
+    live_connections_reach(&running, 0).await;
+
+    let (_idle, _) = Raw::initialize(&running.url()).await;
+    live_connections_reach(&running, 0).await;
+    let (_next, initialized) = Raw::initialize(&running.url()).await;
+    assert_eq!(initialized["result"]["protocolVersion"], 1);
 }

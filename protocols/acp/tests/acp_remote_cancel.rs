@@ -9,27 +9,22 @@
 
 mod acp_support;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_support::Wire;
-use futures::StreamExt;
+use acp_support::{Served, Wire, serve_remote};
 use protocols_acp::client::AcpClient;
 use protocols_acp::generated::v1;
 use protocols_acp::generated::v1::types as t;
-use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
+use protocols_acp::remote::RemoteConfig;
 use protocols_acp::serve::{AcpCx, AgentV1, ClientV1};
 use protocols_acp::updates::{agent_text, allow_or_reject_once, prompt_text};
 use protocols_acp::{AcpAgentServer, AcpContext};
 use protocols_runtime::ErrorObject;
-use protocols_runtime::server::Server;
-use protocols_runtime::sse::SseDecoder;
+use protocols_testkit::{SseReader, event_stream_get, json_rpc_post};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// How long the agent waits for a permission answer before abandoning the call.
 const PERMISSION_PATIENCE: Duration = Duration::from_millis(150);
@@ -140,33 +135,6 @@ impl v1::Client for Editor {
 // ---------------------------------------------------------------------------------------------
 // Harness: the agent at `/acp` on a real listener, the typed client over one transport.
 
-struct Served {
-    address: SocketAddr,
-    stop: CancellationToken,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn serve() -> Served {
-    let builder = Server::builder();
-    let endpoint =
-        AcpEndpoint::new(agent(), RemoteConfig::default()).with_shutdown(builder.shutdown_token());
-    let server = builder
-        .routes(endpoint.into_routes("/acp"))
-        .build()
-        .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    tokio::spawn(server.serve_until(listener, async move { stopped.cancelled().await }));
-    Served { address, stop }
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Transport {
     Http,
@@ -183,24 +151,20 @@ struct Remote {
 impl Remote {
     /// Connected, initialized and with session `s` open.
     async fn start(transport: Transport) -> Self {
-        let served = serve().await;
+        let served = serve_remote(agent(), RemoteConfig::default()).await;
         let editor = Editor::default();
         let log = Arc::clone(&editor.0);
         let wire = Arc::new(Wire::default());
         let observer = Some(wire.observer());
         let client = match transport {
-            Transport::Http => AcpClient::connect_http_observed(
-                ClientV1(editor),
-                format!("http://{}/acp", served.address),
-                observer,
-            ),
-            Transport::WebSocket => AcpClient::connect_websocket_observed(
-                ClientV1(editor),
-                &format!("ws://{}/acp", served.address),
-                observer,
-            )
-            .await
-            .unwrap(),
+            Transport::Http => {
+                AcpClient::connect_http_observed(ClientV1(editor), served.url(), observer)
+            }
+            Transport::WebSocket => {
+                AcpClient::connect_websocket_observed(ClientV1(editor), &served.ws_url(), observer)
+                    .await
+                    .unwrap()
+            }
         };
         let params =
             serde_json::from_value(json!({"protocolVersion": 1, "clientCapabilities": {}}))
@@ -333,24 +297,21 @@ async fn over_websocket_dropping_a_prompt_call_cancels_the_turn_at_the_agent() {
 
 #[tokio::test]
 async fn over_http_the_agents_cancel_request_follows_its_call_on_the_session_stream() {
-    let served = serve().await;
-    let url = format!("http://{}/acp", served.address);
+    let served = serve_remote(agent(), RemoteConfig::default()).await;
+    let url = served.url();
     let http = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()
         .unwrap();
     let post = |connection: Option<&str>, session: Option<&str>, body: Value| {
-        let mut request = http
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(connection) = connection {
-            request = request.header("acp-connection-id", connection);
-        }
-        if let Some(session) = session {
-            request = request.header("acp-session-id", session);
-        }
-        request.send()
+        let headers = [
+            ("acp-connection-id", connection),
+            ("acp-session-id", session),
+        ];
+        let named = headers
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?)));
+        json_rpc_post(&http, &url, "application/json", named, &body).send()
     };
     let initialized = post(
         None,
@@ -374,17 +335,19 @@ async fn over_http_the_agents_cancel_request_follows_its_call_on_the_session_str
     .await
     .unwrap();
     assert_eq!(created.status(), 202);
-    let session_stream = http
-        .get(&url)
-        .header("accept", "text/event-stream")
-        .header("acp-connection-id", &connection)
-        .header("acp-session-id", "s")
-        .send()
-        .await
-        .unwrap();
+    let session_stream = event_stream_get(
+        &http,
+        &url,
+        [
+            ("acp-connection-id", connection.as_str()),
+            ("acp-session-id", "s"),
+        ],
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(session_stream.status(), 200);
-    let mut chunks = session_stream.bytes_stream();
-    let mut decoder = SseDecoder::new(1 << 20);
+    let mut session_stream = SseReader::new(session_stream);
     let prompted = post(
         Some(&connection),
         Some("s"),
@@ -395,22 +358,12 @@ async fn over_http_the_agents_cancel_request_follows_its_call_on_the_session_str
     .unwrap();
     assert_eq!(prompted.status(), 202);
     let mut seen = Vec::new();
-    while seen.len() < 4 {
-        while let Some(event) = decoder.next_event() {
-            let event = event.unwrap();
-            if !event.data().is_empty() {
-                seen.push(serde_json::from_str::<Value>(event.data()).unwrap());
-            }
-        }
-        if seen.len() >= 4 {
-            break;
-        }
-        let chunk = tokio::time::timeout(PATIENCE, chunks.next())
+    for _ in 0..4 {
+        let (_, message) = session_stream
+            .next_json()
             .await
-            .expect("the session stream delivered in time")
-            .expect("the session stream is open")
-            .unwrap();
-        decoder.push(&chunk);
+            .expect("the session stream is open");
+        seen.push(message);
     }
     // The call, its cancel, then the rest of the turn: all on the session's stream, in order.
     assert_eq!(seen[0]["method"], "session/request_permission");
