@@ -13,6 +13,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+mod common_shape;
+
 /// The only protocol version this module speaks.
 pub const VERSION: &str = "2.0";
 
@@ -641,7 +643,13 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
+/// One message: the common shape read by hand, anything else by the total decoder.
 fn decode_object(text: &str) -> Result<Message, DecodeError> {
+    common_shape::read(text).map_or_else(|| decode_envelope(text), Ok)
+}
+
+/// The total decoder of one message: serde reads the envelope's fields, [`classify`] judges them.
+fn decode_envelope(text: &str) -> Result<Message, DecodeError> {
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
         Ok(envelope) => envelope,
         Err(error) if error.is_data() => {
