@@ -9,6 +9,13 @@
 //! version the connection negotiated. Each connection runs the agent in a task of its own over
 //! the runtime's line-oriented serving (so cancellation and agent→client calls work as over
 //! stdio); this module only routes the agent's output to the stream each message belongs on.
+//!
+//! HTTP/1.1 is served beside HTTP/2: the RFD's HTTP/2 requirement concerns the client's hop,
+//! which a reverse proxy usually ends (speaking HTTP/1.1 to us), and its WebSocket upgrade is an
+//! HTTP/1.1 exchange on this same endpoint. A session's stream may be opened on any connection
+//! once the agent has named that session, since the RFD's resume flow opens it on a new
+//! connection before `session/load`; each connection's streams carry only its own agent's
+//! output.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;

@@ -128,6 +128,22 @@ impl Raw {
         .unwrap()
     }
 
+    /// `DELETE` of the connection, with these extra headers.
+    async fn delete(&self, headers: &[(&str, &str)]) -> reqwest::Response {
+        let request = self
+            .http
+            .delete(&self.url)
+            .header("acp-connection-id", &self.connection);
+        headers
+            .iter()
+            .fold(request, |request, (name, value)| {
+                request.header(*name, *value)
+            })
+            .send()
+            .await
+            .unwrap()
+    }
+
     async fn stream(&self, session: Option<&str>) -> SseReader {
         let response = self.get(session).await;
         assert_eq!(response.status(), 200);
@@ -221,13 +237,7 @@ async fn answers_and_agent_calls_arrive_on_the_connection_and_session_get_stream
     assert_eq!(done["id"], 2);
     assert_eq!(done["result"]["stopReason"], "end_turn");
 
-    let deleted = raw
-        .http
-        .delete(&raw.url)
-        .header("acp-connection-id", &raw.connection)
-        .send()
-        .await
-        .unwrap();
+    let deleted = raw.delete(&[]).await;
     assert_eq!(deleted.status(), 202);
     assert!(ends(&mut session_stream).await, "DELETE ends the streams");
     assert!(ends(&mut connection_stream).await);
@@ -693,14 +703,7 @@ async fn acp_protocol_version_when_sent_must_name_the_negotiated_version() {
     .await
     .unwrap();
     assert_refused(stream, 400, -32600, "99").await;
-    let delete = raw
-        .http
-        .delete(&raw.url)
-        .header("acp-connection-id", &raw.connection)
-        .header("acp-protocol-version", "99")
-        .send()
-        .await
-        .unwrap();
+    let delete = raw.delete(&[("acp-protocol-version", "99")]).await;
     assert_refused(delete, 400, -32600, "99").await;
     // The refused DELETE ended nothing.
     assert_eq!(raw.post_with(ping, &with_version("1")).await.status(), 202);
@@ -813,13 +816,7 @@ async fn a_new_connection_opens_an_earlier_sessions_stream_before_loading_it() {
     let (first, _) = Raw::initialize(&running.url()).await;
     let mut first_stream = first.stream(None).await;
     let (session, _first_session_stream) = first.new_session(&mut first_stream).await;
-    let ended = first
-        .http
-        .delete(&first.url)
-        .header("acp-connection-id", &first.connection)
-        .send()
-        .await
-        .unwrap();
+    let ended = first.delete(&[]).await;
     assert_eq!(ended.status(), 202);
 
     let (second, _) = Raw::initialize(&running.url()).await;
@@ -868,13 +865,7 @@ async fn an_ended_connection_frees_its_place_under_max_connections() {
         .await
         .unwrap();
     assert_eq!(full.status(), 503, "one connection fills the endpoint");
-    let deleted = raw
-        .http
-        .delete(&raw.url)
-        .header("acp-connection-id", &raw.connection)
-        .send()
-        .await
-        .unwrap();
+    let deleted = raw.delete(&[]).await;
     assert_eq!(deleted.status(), 202);
     live_connections_reach(&running, 0).await;
 
