@@ -8,66 +8,99 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{SESSION_HEADER, TestProtocol, request, serve_handler, serve_protocol};
+use common::{SESSION_HEADER, TestProtocol, TestServer, request, serve_handler, serve_protocol};
 use protocols_runtime::ManualClock;
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SessionLimits;
 use protocols_runtime::stream::StreamPolicy;
-use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
+use protocols_testkit::{ACCEPT_EITHER, SseReader, event_stream_get, json_rpc_post};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 
-fn client() -> Client {
-    Client::builder().build().expect("client")
+/// The test protocol's endpoint as one HTTP client sees it.
+#[derive(Clone)]
+struct Endpoint {
+    client: Client,
+    url: String,
 }
 
-async fn post(
-    client: &Client,
-    url: &str,
-    session: Option<&str>,
-    accept: &str,
-    body: &Value,
-) -> reqwest::Response {
-    let session = session.map(|session| (SESSION_HEADER, session));
-    json_rpc_post(client, url, accept, session, body)
+impl Endpoint {
+    fn of(server: &TestServer) -> Self {
+        Self {
+            client: Client::new(),
+            url: server.url("/rpc"),
+        }
+    }
+
+    async fn post(&self, session: Option<&str>, accept: &str, body: &Value) -> reqwest::Response {
+        let session = session.map(|session| (SESSION_HEADER, session));
+        json_rpc_post(&self.client, &self.url, accept, session, body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// A request on `session` from a client that takes either a JSON or an SSE answer.
+    async fn call(&self, session: &str, id: i64, method: &str, params: Value) -> reqwest::Response {
+        self.post(Some(session), ACCEPT_EITHER, &request(id, method, params))
+            .await
+    }
+
+    /// The session's event stream, resumed after `last_event_id` when given.
+    async fn event_stream(&self, session: &str, last_event_id: Option<&str>) -> reqwest::Response {
+        let resume = last_event_id.map(|cursor| ("last-event-id", cursor));
+        event_stream_get(
+            &self.client,
+            &self.url,
+            [(SESSION_HEADER, session)].into_iter().chain(resume),
+        )
         .send()
         .await
         .expect("request sent")
+    }
+
+    /// Opens a session and returns its id.
+    async fn open(&self) -> String {
+        let response = self
+            .post(None, "application/json", &request(0, "open", json!({})))
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let id = response.headers()[SESSION_HEADER]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let body: Value = response.json().await.expect("json");
+        assert_eq!(body["result"]["opened"], true);
+        id
+    }
 }
 
-/// Opens a session and returns its id.
-async fn open(client: &Client, url: &str) -> String {
-    let response = post(
-        client,
-        url,
-        None,
-        "application/json",
-        &request(0, "open", json!({})),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let id = response.headers()[SESSION_HEADER]
-        .to_str()
-        .expect("ascii")
-        .to_owned();
-    let body: Value = response.json().await.expect("json");
-    assert_eq!(body["result"]["opened"], true);
-    id
+/// Sessions idle for 60 s expire on `clock`, reaped every 10 ms of real time.
+fn expiring_after_a_minute_idle(clock: &Arc<ManualClock>) -> HttpConfig {
+    HttpConfig {
+        clock: clock.clone(),
+        sessions: SessionLimits {
+            idle: Duration::from_secs(60),
+            absolute: Duration::from_secs(3600),
+            max_live: 100,
+        },
+        reap_every: Duration::from_millis(10),
+        ..HttpConfig::default()
+    }
 }
 
 #[tokio::test]
 async fn a_plain_request_is_answered_with_json_echoing_its_id() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        None,
-        ACCEPT_EITHER,
-        &request(41, "stateless/echo", json!({"text": "a\nb"})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .post(
+            None,
+            ACCEPT_EITHER,
+            &request(41, "stateless/echo", json!({"text": "a\nb"})),
+        )
+        .await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(
         response.headers()["content-type"]
@@ -85,16 +118,11 @@ async fn a_plain_request_is_answered_with_json_echoing_its_id() {
 #[tokio::test]
 async fn notifications_travel_on_the_request_stream_before_its_answer() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(2, "notify-then-answer", json!({"count": 3})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc
+        .call(&session, 2, "notify-then-answer", json!({"count": 3}))
+        .await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut events = SseReader::new(response);
     for i in 0..3 {
@@ -118,16 +146,11 @@ async fn json_mode_answers_json_even_when_the_handler_notifies() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(3, "notify-then-answer", json!({"count": 2})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc
+        .call(&session, 3, "notify-then-answer", json!({"count": 2}))
+        .await;
     assert!(
         response.headers()["content-type"]
             .to_str()
@@ -145,14 +168,14 @@ async fn sse_mode_streams_even_a_plain_answer() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let response = post(
-        &client(),
-        &server.url("/rpc"),
-        None,
-        ACCEPT_EITHER,
-        &request(4, "stateless/echo", json!({"x": 1})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .post(
+            None,
+            ACCEPT_EITHER,
+            &request(4, "stateless/echo", json!({"x": 1})),
+        )
+        .await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut events = SseReader::new(response);
     let (id, answer) = events.next_json().await.expect("the answer");
@@ -163,21 +186,14 @@ async fn sse_mode_streams_even_a_plain_answer() {
 #[tokio::test]
 async fn a_batch_is_answered_as_an_array_with_invalid_entries_answered_alone() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     let batch = json!([
         request(1, "echo", json!({"a": 1})),
         7,
         request(2, "fail", json!({}))
     ]);
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        "application/json",
-        &batch,
-    )
-    .await;
+    let response = rpc.post(Some(&session), "application/json", &batch).await;
     assert_eq!(response.status(), StatusCode::OK);
     let answers: Vec<Value> = response.json().await.unwrap();
     assert_eq!(answers.len(), 3);
@@ -203,17 +219,10 @@ async fn notifications_alone_are_accepted_with_202_and_reach_the_handler() {
     let handler = TestProtocol::new();
     let seen = Arc::clone(&handler.notifications);
     let server = serve_handler(handler, HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     let note = json!({"jsonrpc": "2.0", "method": "hello"});
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &note,
-    )
-    .await;
+    let response = rpc.post(Some(&session), ACCEPT_EITHER, &note).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     assert_eq!(response.content_length(), Some(0));
     assert_eq!(*seen.lock().unwrap(), vec!["hello".to_owned()]);
@@ -222,14 +231,10 @@ async fn notifications_alone_are_accepted_with_202_and_reach_the_handler() {
 #[tokio::test]
 async fn a_request_needing_a_session_without_one_is_refused_with_400_echoing_its_id() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let response = post(
-        &client(),
-        &server.url("/rpc"),
-        None,
-        ACCEPT_EITHER,
-        &request(9, "echo", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .post(None, ACCEPT_EITHER, &request(9, "echo", json!({})))
+        .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["id"], 9);
@@ -239,38 +244,24 @@ async fn a_request_needing_a_session_without_one_is_refused_with_400_echoing_its
 #[tokio::test]
 async fn an_unknown_session_is_404_and_a_malformed_one_is_400() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let unknown = post(
-        &client,
-        &server.url("/rpc"),
-        Some("no-such-session"),
-        ACCEPT_EITHER,
-        &request(1, "echo", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let unknown = rpc.call("no-such-session", 1, "echo", json!({})).await;
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
-    let malformed = post(
-        &client,
-        &server.url("/rpc"),
-        Some("has space"),
-        ACCEPT_EITHER,
-        &request(1, "echo", json!({})),
-    )
-    .await;
+    let malformed = rpc.call("has space", 1, "echo", json!({})).await;
     assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]
 async fn a_failed_opening_request_issues_no_session() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let response = post(
-        &client(),
-        &server.url("/rpc"),
-        None,
-        "application/json",
-        &request(1, "open", json!({"fail": true})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .post(
+            None,
+            "application/json",
+            &request(1, "open", json!({"fail": true})),
+        )
+        .await;
     assert!(response.headers().get(SESSION_HEADER).is_none());
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32000);
@@ -279,35 +270,23 @@ async fn a_failed_opening_request_issues_no_session() {
 #[tokio::test]
 async fn after_delete_the_session_id_is_404() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let echo = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(1, "echo", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let echo = rpc.call(&session, 1, "echo", json!({})).await;
     assert_eq!(echo.status(), StatusCode::OK);
-    let delete = client
-        .delete(server.url("/rpc"))
+    let delete = rpc
+        .client
+        .delete(&rpc.url)
         .header(SESSION_HEADER, &session)
         .send()
         .await
         .unwrap();
     assert_eq!(delete.status(), StatusCode::OK);
-    let after = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(2, "echo", json!({})),
-    )
-    .await;
+    let after = rpc.call(&session, 2, "echo", json!({})).await;
     assert_eq!(after.status(), StatusCode::NOT_FOUND);
-    let again = client
-        .delete(server.url("/rpc"))
+    let again = rpc
+        .client
+        .delete(&rpc.url)
         .header(SESSION_HEADER, &session)
         .send()
         .await
@@ -318,38 +297,15 @@ async fn after_delete_the_session_id_is_404() {
 #[tokio::test]
 async fn an_idle_session_expires_under_the_injected_clock_without_any_delete() {
     let clock = Arc::new(ManualClock::new());
-    let config = HttpConfig {
-        clock: clock.clone(),
-        sessions: SessionLimits {
-            idle: Duration::from_secs(60),
-            absolute: Duration::from_secs(3600),
-            max_live: 100,
-        },
-        reap_every: Duration::from_millis(10),
-        ..HttpConfig::default()
-    };
+    let config = expiring_after_a_minute_idle(&clock);
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     clock.advance(Duration::from_secs(59));
-    let still = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(1, "echo", json!({})),
-    )
-    .await;
+    let still = rpc.call(&session, 1, "echo", json!({})).await;
     assert_eq!(still.status(), StatusCode::OK);
     clock.advance(Duration::from_secs(61));
-    let gone = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(2, "echo", json!({})),
-    )
-    .await;
+    let gone = rpc.call(&session, 2, "echo", json!({})).await;
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
 }
 
@@ -363,35 +319,32 @@ async fn the_session_cap_refuses_new_sessions_with_503() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    open(&client, &server.url("/rpc")).await;
-    open(&client, &server.url("/rpc")).await;
-    let third = post(
-        &client,
-        &server.url("/rpc"),
-        None,
-        ACCEPT_EITHER,
-        &request(0, "open", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    rpc.open().await;
+    rpc.open().await;
+    let third = rpc
+        .post(None, ACCEPT_EITHER, &request(0, "open", json!({})))
+        .await;
     assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
 
 #[tokio::test]
 async fn get_without_event_stream_in_accept_is_406_and_without_session_is_400() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let json_only = client
-        .get(server.url("/rpc"))
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let json_only = rpc
+        .client
+        .get(&rpc.url)
         .header("accept", "application/json")
         .header(SESSION_HEADER, &session)
         .send()
         .await
         .unwrap();
     assert_eq!(json_only.status(), StatusCode::NOT_ACCEPTABLE);
-    let no_session = client
-        .get(server.url("/rpc"))
+    let no_session = rpc
+        .client
+        .get(&rpc.url)
         .header("accept", "text/event-stream")
         .send()
         .await
@@ -402,22 +355,15 @@ async fn get_without_event_stream_in_accept_is_406_and_without_session_is_400() 
 #[tokio::test]
 async fn resuming_from_a_malformed_or_unknown_event_id_is_refused_never_an_empty_200() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     for (cursor, status) in [
         ("abc", StatusCode::BAD_REQUEST),
         ("-1", StatusCode::BAD_REQUEST),
         ("99999", StatusCode::GONE),
         ("1099511627776", StatusCode::GONE),
     ] {
-        let response = client
-            .get(server.url("/rpc"))
-            .header("accept", "text/event-stream")
-            .header(SESSION_HEADER, &session)
-            .header("last-event-id", cursor)
-            .send()
-            .await
-            .unwrap();
+        let response = rpc.event_stream(&session, Some(cursor)).await;
         assert_eq!(response.status(), status, "cursor {cursor}");
     }
 }
@@ -430,27 +376,14 @@ async fn resume_from_evicted_event_id_is_refused_with_410() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(5, "burst", json!({"count": 20})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc.call(&session, 5, "burst", json!({"count": 20})).await;
     let mut events = SseReader::new(response);
     let (first_id, _) = events.next_json().await.expect("first event");
     while events.next_json().await.is_some() {}
-    let resume = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .header("last-event-id", first_id.expect("an id").to_string())
-        .send()
-        .await
-        .unwrap();
+    let cursor = first_id.expect("an id").to_string();
+    let resume = rpc.event_stream(&session, Some(&cursor)).await;
     assert_eq!(resume.status(), StatusCode::GONE);
     let body: Value = resume.json().await.unwrap();
     assert!(body["error"]["code"].is_i64());
@@ -465,35 +398,29 @@ async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
 
     // Load beside the stream: other requests on the same session while it runs.
     let load = {
-        let (client, url, session) = (client.clone(), server.url("/rpc"), session.clone());
+        let (rpc, session) = (rpc.clone(), session.clone());
         tokio::spawn(async move {
             for n in 0..200 {
-                let response = post(
-                    &client,
-                    &url,
-                    Some(&session),
-                    "application/json",
-                    &request(1000 + n, "echo", json!({"n": n})),
-                )
-                .await;
+                let response = rpc
+                    .post(
+                        Some(&session),
+                        "application/json",
+                        &request(1000 + n, "echo", json!({"n": n})),
+                    )
+                    .await;
                 assert_eq!(response.status(), StatusCode::OK);
             }
         })
     };
 
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(7, "burst", json!({"count": COUNT})),
-    )
-    .await;
+    let response = rpc
+        .call(&session, 7, "burst", json!({"count": COUNT}))
+        .await;
     let mut events = SseReader::new(response);
     let mut seen: Vec<u64> = Vec::new();
     while seen.len() < 300 {
@@ -503,14 +430,7 @@ async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly
     let cursor = events.last_event_id().expect("events carry ids");
     drop(events);
 
-    let resumed = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .header("last-event-id", cursor.to_string())
-        .send()
-        .await
-        .unwrap();
+    let resumed = rpc.event_stream(&session, Some(&cursor.to_string())).await;
     assert_eq!(resumed.status(), StatusCode::OK);
     let mut events = SseReader::new(resumed);
     let mut answer = None;
@@ -534,29 +454,17 @@ async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly
 #[tokio::test]
 async fn a_server_to_client_request_is_answered_by_a_later_post() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(11, "ask-client", json!({"q": "name?"})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc
+        .call(&session, 11, "ask-client", json!({"q": "name?"}))
+        .await;
     let mut events = SseReader::new(response);
     let (_, asked) = events.next_json().await.expect("the server's request");
     assert_eq!(asked["method"], "client/ask");
     assert_eq!(asked["params"]["q"], "name?");
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"name": "tester"}});
-    let ack = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &answer,
-    )
-    .await;
+    let ack = rpc.post(Some(&session), ACCEPT_EITHER, &answer).await;
     assert_eq!(ack.status(), StatusCode::ACCEPTED);
     let (_, reply) = events.next_json().await.expect("the final answer");
     assert_eq!(reply["id"], 11);
@@ -566,16 +474,11 @@ async fn a_server_to_client_request_is_answered_by_a_later_post() {
 #[tokio::test]
 async fn a_server_to_client_request_that_times_out_is_cancelled_at_the_client() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(12, "ask-client-briefly", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc
+        .call(&session, 12, "ask-client-briefly", json!({}))
+        .await;
     let mut events = SseReader::new(response);
     let (_, asked) = events.next_json().await.expect("the server's request");
     let (_, cancel) = events.next_json().await.expect("the cancellation");
@@ -588,14 +491,12 @@ async fn a_server_to_client_request_that_times_out_is_cancelled_at_the_client() 
 #[tokio::test]
 async fn a_cancellation_from_the_client_stops_the_running_request() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     let slow = {
-        let (client, url, session) = (client.clone(), server.url("/rpc"), session.clone());
+        let (rpc, session) = (rpc.clone(), session.clone());
         tokio::spawn(async move {
-            post(
-                &client,
-                &url,
+            rpc.post(
                 Some(&session),
                 "application/json",
                 &request(13, "slow", json!({})),
@@ -606,14 +507,7 @@ async fn a_cancellation_from_the_client_stops_the_running_request() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let cancel =
         json!({"jsonrpc": "2.0", "method": common::CANCEL_METHOD, "params": {"requestId": 13}});
-    let ack = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &cancel,
-    )
-    .await;
+    let ack = rpc.post(Some(&session), ACCEPT_EITHER, &cancel).await;
     assert_eq!(ack.status(), StatusCode::ACCEPTED);
     let answered = tokio::time::timeout(Duration::from_secs(5), slow)
         .await
@@ -629,25 +523,14 @@ async fn the_session_stream_carries_messages_sent_while_answering_json() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let stream = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let stream = rpc.event_stream(&session, None).await;
     assert_eq!(stream.status(), StatusCode::OK);
     let mut events = SseReader::new(stream);
-    let answer = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(3, "notify-then-answer", json!({"count": 2})),
-    )
-    .await;
+    let answer = rpc
+        .call(&session, 3, "notify-then-answer", json!({"count": 2}))
+        .await;
     assert_eq!(answer.status(), StatusCode::OK);
     for i in 0..2 {
         let (_, message) = events
@@ -668,15 +551,9 @@ async fn keep_alive_comments_flow_on_an_idle_stream_and_dispatch_nothing() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let mut stream = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let mut stream = rpc.event_stream(&session, None).await;
     let first = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
         .await
         .unwrap()
@@ -698,17 +575,10 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
     // `ask-client` waits for the client, so the stream outlives the polling window.
-    let response = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(21, "ask-client", json!({})),
-    )
-    .await;
+    let response = rpc.call(&session, 21, "ask-client", json!({})).await;
     let mut events = SseReader::new(response);
     let priming = events.next().await.expect("a priming event");
     assert_eq!(priming.data(), "");
@@ -719,22 +589,8 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
     );
     let cursor = events.last_event_id().expect("a cursor");
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": "yes"});
-    post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &answer,
-    )
-    .await;
-    let resumed = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .header("last-event-id", cursor.to_string())
-        .send()
-        .await
-        .unwrap();
+    rpc.post(Some(&session), ACCEPT_EITHER, &answer).await;
+    let resumed = rpc.event_stream(&session, Some(&cursor.to_string())).await;
     let mut events = SseReader::new(resumed);
     let (_, reply) = events.next_json().await.expect("the answer after resuming");
     assert_eq!(reply["id"], 21);
@@ -744,10 +600,11 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
 #[tokio::test]
 async fn the_version_header_reaches_the_handler_unjudged() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let response = client
-        .post(server.url("/rpc"))
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc
+        .client
+        .post(&rpc.url)
         .header("content-type", "application/json")
         .header("accept", "application/json")
         .header(SESSION_HEADER, &session)
@@ -763,15 +620,9 @@ async fn the_version_header_reaches_the_handler_unjudged() {
 #[tokio::test]
 async fn graceful_shutdown_ends_open_streams_and_the_server_returns() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let stream = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let stream = rpc.event_stream(&session, None).await;
     let mut events = SseReader::new(stream);
     let stopped = tokio::time::timeout(Duration::from_secs(5), server.stop()).await;
     assert!(
@@ -784,8 +635,10 @@ async fn graceful_shutdown_ends_open_streams_and_the_server_returns() {
 #[tokio::test]
 async fn a_wrong_content_type_is_415() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let response = client()
-        .post(server.url("/rpc"))
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .client
+        .post(&rpc.url)
         .header("content-type", "text/plain")
         .header("accept", ACCEPT_EITHER)
         .body(request(1, "stateless/echo", json!({})).to_string())
@@ -798,24 +651,11 @@ async fn a_wrong_content_type_is_415() {
 #[tokio::test]
 async fn a_session_wide_peer_reaches_the_session_stream_after_the_request_answered() {
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = client();
-    let session = open(&client, &server.url("/rpc")).await;
-    let stream = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let stream = rpc.event_stream(&session, None).await;
     let mut events = SseReader::new(stream);
-    let answer = post(
-        &client,
-        &server.url("/rpc"),
-        Some(&session),
-        ACCEPT_EITHER,
-        &request(1, "notify-later", json!({})),
-    )
-    .await;
+    let answer = rpc.call(&session, 1, "notify-later", json!({})).await;
     let body: Value = answer.json().await.unwrap();
     assert_eq!(body["result"], "scheduled");
     let (_, later) = events.next_json().await.expect("the later notification");
@@ -832,9 +672,10 @@ async fn a_protocol_rejection_keeps_its_status_echoes_the_id_and_stores_no_openi
         ..HttpConfig::default()
     };
     let server = serve_protocol(config).await;
-    let client = client();
-    let rejected = client
-        .post(server.url("/rpc"))
+    let rpc = Endpoint::of(&server);
+    let rejected = rpc
+        .client
+        .post(&rpc.url)
         .header("content-type", "application/json")
         .header("test-reject", "yes")
         .body(request(5, "open", json!({})).to_string())
@@ -847,22 +688,13 @@ async fn a_protocol_rejection_keeps_its_status_echoes_the_id_and_stores_no_openi
     assert_eq!(body["id"], 5);
     assert_eq!(body["error"]["code"], -32099);
     // The only slot is still free.
-    open(&client, &server.url("/rpc")).await;
+    rpc.open().await;
 }
 
 #[tokio::test]
 async fn sessions_never_deleted_are_reaped_to_an_empty_store() {
     let clock = Arc::new(ManualClock::new());
-    let config = HttpConfig {
-        clock: clock.clone(),
-        sessions: SessionLimits {
-            idle: Duration::from_secs(60),
-            absolute: Duration::from_secs(3600),
-            max_live: 100,
-        },
-        reap_every: Duration::from_millis(10),
-        ..HttpConfig::default()
-    };
+    let config = expiring_after_a_minute_idle(&clock);
     let transport = StreamableHttp::new(TestProtocol::new(), config);
     let store = transport.store();
     let server = ServerBuilder::new()
@@ -871,9 +703,9 @@ async fn sessions_never_deleted_are_reaped_to_an_empty_store() {
         .build()
         .unwrap();
     let server = common::serve(server).await;
-    let client = client();
+    let rpc = Endpoint::of(&server);
     for _ in 0..5 {
-        open(&client, &server.url("/rpc")).await;
+        rpc.open().await;
     }
     assert_eq!(store.len(), 5);
     clock.advance(Duration::from_secs(61));
@@ -893,32 +725,29 @@ async fn sessions_never_deleted_are_reaped_to_an_empty_store() {
 #[tokio::test]
 async fn a_protocol_without_sessions_serves_post_and_answers_get_and_delete_with_405() {
     let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
-    let client = client();
-    let answer = post(
-        &client,
-        &server.url("/rpc"),
-        None,
-        ACCEPT_EITHER,
-        &request(1, "echo", json!({"k": 1})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let answer = rpc
+        .post(None, ACCEPT_EITHER, &request(1, "echo", json!({"k": 1})))
+        .await;
     assert_eq!(answer.status(), StatusCode::OK);
-    let get = client
-        .get(server.url("/rpc"))
+    let get = rpc
+        .client
+        .get(&rpc.url)
         .header("accept", "text/event-stream")
         .send()
         .await
         .unwrap();
     assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
-    let delete = client.delete(server.url("/rpc")).send().await.unwrap();
+    let delete = rpc.client.delete(&rpc.url).send().await.unwrap();
     assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
 
 #[tokio::test]
 async fn a_batch_to_a_protocol_refusing_batches_is_refused_with_400() {
     let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
+    let rpc = Endpoint::of(&server);
     let batch = json!([request(1, "echo", json!({})), request(2, "echo", json!({}))]);
-    let response = post(&client(), &server.url("/rpc"), None, ACCEPT_EITHER, &batch).await;
+    let response = rpc.post(None, ACCEPT_EITHER, &batch).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
@@ -927,14 +756,14 @@ async fn a_batch_to_a_protocol_refusing_batches_is_refused_with_400() {
 #[tokio::test]
 async fn partial_results_stream_as_responses_with_the_request_id_before_the_final_one() {
     let server = serve_handler(TestProtocol::sessionless(), HttpConfig::default()).await;
-    let response = post(
-        &client(),
-        &server.url("/rpc"),
-        None,
-        "text/event-stream",
-        &request(8, "stream-results", json!({})),
-    )
-    .await;
+    let rpc = Endpoint::of(&server);
+    let response = rpc
+        .post(
+            None,
+            "text/event-stream",
+            &request(8, "stream-results", json!({})),
+        )
+        .await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut events = SseReader::new(response);
     for part in ["first", "second", "final"] {
