@@ -68,17 +68,24 @@ pub(crate) struct Arrival {
     pub(crate) input_responses: Map<String, Value>,
 }
 
+/// What every clone of one request's context shares, in one allocation.
+#[derive(Debug)]
+struct Shared {
+    arrival: Arrival,
+    /// How many call backs the handler has made (they key the stateless input requests).
+    asked: AtomicUsize,
+    /// 2026-07-28: what the handler needs the client to answer first (see
+    /// [`RequestContext::require_input`]); the server turns it into an `InputRequiredResult`.
+    input_required: Mutex<Option<InputRequests>>,
+}
+
 /// The handler's view of the request it is serving. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct RequestContext {
     revision: Revision,
     peer: Peer,
     cancellation: CancellationToken,
-    arrival: Arc<Arrival>,
-    asked: Arc<AtomicUsize>,
-    /// 2026-07-28: what the handler needs the client to answer first (see
-    /// [`Self::require_input`]); the server turns it into an `InputRequiredResult`.
-    input_required: Arc<Mutex<Option<InputRequests>>>,
+    shared: Arc<Shared>,
     /// The task this work runs as, named in the `_meta` of everything it sends.
     related_task: Option<TaskLink>,
 }
@@ -94,9 +101,11 @@ impl RequestContext {
             revision,
             peer,
             cancellation,
-            arrival: Arc::new(arrival),
-            asked: Arc::new(AtomicUsize::new(0)),
-            input_required: Arc::default(),
+            shared: Arc::new(Shared {
+                arrival,
+                asked: AtomicUsize::new(0),
+                input_required: Mutex::new(None),
+            }),
             related_task: None,
         }
     }
@@ -146,7 +155,7 @@ impl RequestContext {
     /// instead of the handler's result. Return the error it gives from the handler (what a
     /// handler of the generated trait does with [`ToolError::InputRequired`]).
     pub fn require_input(&self, requests: InputRequests) -> ErrorObject {
-        if let Ok(mut pending) = self.input_required.lock() {
+        if let Ok(mut pending) = self.shared.input_required.lock() {
             *pending = Some(requests);
         }
         ErrorObject::new(-32603, "input required from the client")
@@ -154,7 +163,8 @@ impl RequestContext {
 
     /// What [`Self::require_input`] recorded, once.
     pub(crate) fn take_input_required(&self) -> Option<InputRequests> {
-        self.input_required
+        self.shared
+            .input_required
             .lock()
             .ok()
             .and_then(|mut pending| pending.take())
@@ -172,7 +182,7 @@ impl RequestContext {
 
     /// Whether the client declared `capability` (a top-level key of its capabilities).
     pub fn client_supports(&self, capability: &str) -> bool {
-        self.arrival.client_capabilities.contains(capability)
+        self.shared.arrival.client_capabilities.contains(capability)
     }
 
     /// Reports progress when the request carried a progress token; otherwise does nothing.
@@ -182,7 +192,7 @@ impl RequestContext {
         total: Option<f64>,
         message: Option<&str>,
     ) -> Result<(), PeerError> {
-        let Some(token) = &self.arrival.progress_token else {
+        let Some(token) = &self.shared.arrival.progress_token else {
             return Ok(());
         };
         let mut params = json!({ "progressToken": token, "progress": progress });
@@ -197,7 +207,7 @@ impl RequestContext {
 
     /// Sends a log message when `level` passes the client's level.
     pub fn log(&self, level: Level, logger: Option<&str>, data: Value) -> Result<(), PeerError> {
-        if !level.passes(self.arrival.log_floor) {
+        if !level.passes(self.shared.arrival.log_floor) {
             return Ok(());
         }
         let mut params = json!({ "level": level.as_str(), "data": data });
@@ -283,8 +293,11 @@ impl RequestContext {
         method: &str,
         params: Value,
     ) -> Result<T, ToolError> {
-        let key = format!("input-{}", self.asked.fetch_add(1, Ordering::Relaxed));
-        match self.arrival.input_responses.get(&key) {
+        let key = format!(
+            "input-{}",
+            self.shared.asked.fetch_add(1, Ordering::Relaxed)
+        );
+        match self.shared.arrival.input_responses.get(&key) {
             Some(answer) => serde_json::from_value(answer.clone()).map_err(|error| {
                 ToolError::Protocol(ErrorObject::invalid_params(format!(
                     "inputResponses.{key} does not answer {method}: {error}"

@@ -368,10 +368,13 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     /// Runs a request through the generated dispatcher and re-expresses its answer.
     async fn dispatch(&self, request: &Request, call: &Call<'_>) -> Reply {
         let rcx = call.context();
+        let params = call
+            .params
+            .map(|params| call.head.params_for_handler(params));
         let reply = handler_revision::dispatch_server_request(
             &*self.inner.handler,
             &request.method,
-            request.params.as_deref(),
+            params.as_deref(),
             &rcx,
         )
         .await;

@@ -62,6 +62,11 @@ pub(crate) struct RequestHead<'a> {
     pub(crate) uri: Option<Cow<'a, str>>,
     /// `params.inputResponses` (2026-07-28 retries), unread until a handler needs it.
     pub(crate) input_responses: Option<&'a RawValue>,
+    /// Where the `_meta` key is written in the params (the address of its first letter, when
+    /// written without escapes), and whether the key came more than once.
+    meta_key_at: Option<usize>,
+    meta_seen: bool,
+    meta_repeated: bool,
 }
 
 /// The `_meta` keys of a request the server itself reads; others are left for the handler.
@@ -72,6 +77,13 @@ pub(crate) struct MetaHead<'a> {
     pub(crate) client_capabilities: Option<&'a RawValue>,
     pub(crate) client_info: Option<&'a RawValue>,
     pub(crate) progress_token: Option<&'a RawValue>,
+    /// Whether it holds a key besides the four the server reads for the stateless revision
+    /// (`progressToken` among them), i.e. something the handler may want.
+    for_handler: bool,
+    /// The address just past the text of the last member's value, when known (a value read
+    /// as borrowed text); with the key's address it locates the whole `_meta` without
+    /// reading it twice.
+    end_at: Option<usize>,
 }
 
 impl<'a> RequestHead<'a> {
@@ -82,6 +94,52 @@ impl<'a> RequestHead<'a> {
             .as_deref()
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
             .unwrap_or_default()
+    }
+
+    /// `params` (the text this head was read from) as the handler decodes them: a stateless request's without a `_meta` that holds
+    /// nothing but what the server itself read for that revision (version, capabilities, client, log
+    /// level), so a stateless call reaches the handler as the same call in a session would and
+    /// its typed params are not built from keys no handler reads. Anything the server cannot
+    /// cut cleanly (a repeated or escaped key, a value it did not read as text) is passed as
+    /// sent.
+    pub(crate) fn params_for_handler(&self, params: &'a RawValue) -> Cow<'a, RawValue> {
+        let cuttable = self.version().is_some() && !self.meta_repeated && !self.meta.for_handler;
+        cuttable
+            .then(|| self.without_meta(params.get()))
+            .flatten()
+            .and_then(|text| RawValue::from_string(text).ok())
+            .map_or(Cow::Borrowed(params), Cow::Owned)
+    }
+
+    /// `params` (the text this head was read from) without its `_meta` member; `None` where
+    /// its place is not known exactly.
+    fn without_meta(&self, params: &str) -> Option<String> {
+        let base = params.as_ptr() as usize;
+        // The opening quote of the key, then the text after the value's closing brace.
+        let start = self.meta_key_at?.checked_sub(base)?.checked_sub(1)?;
+        let value_end = self.meta.end_at?.checked_sub(base)?;
+        let after = params.get(value_end..)?.trim_start().strip_prefix('}')?;
+        let member = params.get(start..params.len() - after.len())?;
+        let value = member
+            .strip_prefix(r#""_meta""#)?
+            .trim_start()
+            .strip_prefix(':')?;
+        if !value.trim_start().starts_with('{') {
+            return None;
+        }
+        let before = params.get(..start)?.trim_end();
+        let (before, after) = match before.strip_suffix(',') {
+            Some(earlier) => (earlier, after),
+            // The first member: the comma after it goes instead.
+            None => {
+                let rest = after.trim_start();
+                (before, rest.strip_prefix(',').unwrap_or(rest))
+            }
+        };
+        let mut text = String::with_capacity(before.len() + after.len());
+        text.push_str(before);
+        text.push_str(after);
+        Some(text)
     }
 
     /// The protocol version the request names in its `_meta`, if it names one.
@@ -173,7 +231,8 @@ fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 /// object reads as its default.
 trait ObjectFields<'de>: Default {
     /// Reads the value of `key` (the map is positioned at it) into `self`.
-    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+    fn read<A: MapAccess<'de>>(&mut self, key: &Cow<'de, str>, map: &mut A)
+    -> Result<(), A::Error>;
 }
 
 struct ObjectVisitor<T>(PhantomData<T>);
@@ -188,7 +247,7 @@ impl<'de, T: ObjectFields<'de>> Visitor<'de> for ObjectVisitor<T> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
         let mut fields = T::default();
         while let Some(StringField(key)) = map.next_key::<StringField<'de>>()? {
-            fields.read(key.as_deref().unwrap_or_default(), &mut map)?;
+            fields.read(&key.unwrap_or_default(), &mut map)?;
         }
         Ok(fields)
     }
@@ -226,10 +285,28 @@ fn string_field<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, s
     map.next_value::<StringField<'de>>().map(|field| field.0)
 }
 
+/// The address of `text`'s first byte when it is borrowed from the input, i.e. written there
+/// exactly so.
+fn address_in_input(text: Option<&Cow<'_, str>>) -> Option<usize> {
+    match text? {
+        Cow::Borrowed(text) => Some(text.as_ptr() as usize),
+        Cow::Owned(_) => None,
+    }
+}
+
 impl<'de> ObjectFields<'de> for RequestHead<'de> {
-    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "_meta" => self.meta = map.next_value()?,
+    fn read<A: MapAccess<'de>>(
+        &mut self,
+        key: &Cow<'de, str>,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match &**key {
+            "_meta" => {
+                self.meta = map.next_value()?;
+                self.meta_repeated |= self.meta_seen;
+                self.meta_seen = true;
+                self.meta_key_at = address_in_input(Some(key));
+            }
             "name" => self.name = string_field(map)?,
             "uri" => self.uri = string_field(map)?,
             "inputResponses" => self.input_responses = Some(map.next_value()?),
@@ -241,16 +318,49 @@ impl<'de> ObjectFields<'de> for RequestHead<'de> {
     }
 }
 
+/// The address just past a string value's text (its closing quote), when borrowed.
+fn end_of_string(text: Option<&Cow<'_, str>>) -> Option<usize> {
+    let start = address_in_input(text)?;
+    Some(start + text?.len() + 1)
+}
+
+fn end_of_raw(text: &RawValue) -> usize {
+    text.get().as_ptr() as usize + text.get().len()
+}
+
 impl<'de> ObjectFields<'de> for MetaHead<'de> {
-    fn read<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            META_PROTOCOL_VERSION => self.protocol_version = string_field(map)?,
-            META_LOG_LEVEL => self.log_level = string_field(map)?,
-            META_CLIENT_CAPABILITIES => self.client_capabilities = Some(map.next_value()?),
-            META_CLIENT_INFO => self.client_info = Some(map.next_value()?),
-            "progressToken" => self.progress_token = Some(map.next_value()?),
+    fn read<A: MapAccess<'de>>(
+        &mut self,
+        key: &Cow<'de, str>,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        self.end_at = None;
+        match &**key {
+            META_PROTOCOL_VERSION => {
+                self.protocol_version = string_field(map)?;
+                self.end_at = end_of_string(self.protocol_version.as_ref());
+            }
+            META_LOG_LEVEL => {
+                self.log_level = string_field(map)?;
+                self.end_at = end_of_string(self.log_level.as_ref());
+            }
+            META_CLIENT_CAPABILITIES => {
+                let text: &'de RawValue = map.next_value()?;
+                self.client_capabilities = Some(text);
+                self.end_at = Some(end_of_raw(text));
+            }
+            META_CLIENT_INFO => {
+                let text: &'de RawValue = map.next_value()?;
+                self.client_info = Some(text);
+                self.end_at = Some(end_of_raw(text));
+            }
+            "progressToken" => {
+                self.progress_token = Some(map.next_value()?);
+                self.for_handler = true;
+            }
             _ => {
                 map.next_value::<IgnoredAny>()?;
+                self.for_handler = true;
             }
         }
         Ok(())
@@ -280,11 +390,12 @@ pub(crate) fn header_revision(headers: &HeaderMap) -> Result<Option<Revision>, S
         .transpose()
 }
 
-/// Whether the request stands alone under the stateless revision.
+/// Whether the request stands alone under the stateless revision. The header and the method
+/// are consulted before the params, so a request whose header already says so is not read.
 pub(crate) fn is_stateless(request: &Request, headers: &HeaderMap) -> bool {
-    request.method == "server/discover"
+    matches!(header_revision(headers), Ok(Some(revision)) if revision.is_stateless())
+        || request.method == "server/discover"
         || RequestHead::of(request).version().is_some()
-        || matches!(header_revision(headers), Ok(Some(revision)) if revision.is_stateless())
 }
 
 fn bad_request(error: ErrorObject) -> Rejection {
@@ -484,6 +595,49 @@ mod tests {
     fn a_meta_that_is_not_an_object_names_no_version() {
         assert_eq!(head_of(r#"{"_meta":["2026-07-28"],"name":"echo"}"#).0, None);
         assert_eq!(head_of(r#"[{"_meta":{}}]"#), (None, None, None));
+    }
+
+    fn handler_params(params: &str) -> Option<String> {
+        let request = Request {
+            id: RequestId::Number(1),
+            method: "tools/call".to_owned(),
+            params: RawValue::from_string(params.to_owned()).ok(),
+        };
+        let head = RequestHead::of(&request);
+        let raw = request.params.as_deref()?;
+        Some(head.params_for_handler(raw).get().to_owned())
+    }
+
+    #[test]
+    fn a_stateless_meta_of_server_keys_only_does_not_reach_the_handler() {
+        let last = r#"{"name":"echo","arguments":{"m":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}"#;
+        assert_eq!(
+            handler_params(last).as_deref(),
+            Some(r#"{"name":"echo","arguments":{"m":"x"}}"#)
+        );
+        let first = r#"{ "_meta" : {"io.modelcontextprotocol/protocolVersion":"2026-07-28"} , "name":"echo"}"#;
+        assert_eq!(
+            handler_params(first).as_deref(),
+            Some(r#"{ "name":"echo"}"#)
+        );
+        let only = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+        assert_eq!(handler_params(only).as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn a_meta_the_handler_may_read_or_the_server_cannot_cut_cleanly_is_passed_as_sent() {
+        for params in [
+            // A progress token, or any key of the handler's own.
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7}}"#,
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","app/trace":"t"}}"#,
+            // Not a stateless request: its _meta is the handler's.
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/logLevel":"info"}}"#,
+            // An escaped key and a repeated key.
+            r#"{"name":"echo","\u005fmeta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"_meta":{},"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        ] {
+            assert_eq!(handler_params(params).as_deref(), Some(params), "{params}");
+        }
     }
 
     #[test]

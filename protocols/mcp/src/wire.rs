@@ -22,6 +22,9 @@ enum Payload {
 /// `result` (2025-11-25 shape) of `method`, as `revision` defines it.
 pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
     let result = with_result_fields(revision, method, result);
+    if shaped_as_newest_session(revision, method) {
+        return result;
+    }
     let schemas = tool_schemas(method, &result);
     let mut converted = convert(revision, Payload::Result, method, result);
     restore_tool_schemas(revision, &mut converted, schemas);
@@ -31,7 +34,8 @@ pub fn result_for(revision: Revision, method: &str, result: Value) -> Value {
 /// [`result_for`] from JSON text to JSON text, the way a handler's typed answer leaves: where
 /// nothing needs rewriting as a tree (no tool schemas to carry, no content kinds to
 /// downgrade) the value decoded into the revision's type is encoded straight to text, without
-/// a copy kept for the rare answer that does not fit or a second tree built from the type.
+/// a copy kept for the rare answer that does not fit or a second tree built from the type; and
+/// where the revision's result takes the 2025-11-25 one as written, without decoding at all.
 pub fn encoded_result_for(
     revision: Revision,
     method: &str,
@@ -39,6 +43,12 @@ pub fn encoded_result_for(
 ) -> Result<Box<RawValue>, serde_json::Error> {
     if revision == Revision::NEWEST_SESSION {
         return Ok(result.to_owned());
+    }
+    if shaped_as_newest_session(revision, method) {
+        return match with_result_type(result) {
+            Some(written) => Ok(written),
+            None => result_for_text(revision, method, result),
+        };
     }
     if method == "tools/list" || !revision.has_every_content_kind() {
         return result_for_text(revision, method, result);
@@ -51,6 +61,38 @@ pub fn encoded_result_for(
         // produced (and says why), from a fresh copy since the decode consumed this one.
         None => result_for_text(revision, method, result),
     }
+}
+
+/// Whether `revision`'s result of `method` takes every 2025-11-25 result of it as written, once
+/// `resultType` is added: its definitions differ only where they accept more (a `_meta` of any
+/// object, `structuredContent` of any value), which `tests/result_shapes.rs` checks against
+/// the schemas. Such a result is written once, as the handler's type wrote it; this also keeps
+/// the handler's own `_meta` keys, which the generated 2026-07-28 type (it names one reserved
+/// key) would drop though the schema allows them.
+fn shaped_as_newest_session(revision: Revision, method: &str) -> bool {
+    revision == Revision::V2026_07_28 && method == "tools/call"
+}
+
+/// `result` (an object's text) with `"resultType":"complete"` as its first member; `None` when
+/// it is not an object or already names a `resultType` somewhere.
+fn with_result_type(result: &RawValue) -> Option<Box<RawValue>> {
+    const MEMBER: &str = r#""resultType":"complete""#;
+    let text = result.get();
+    if text.contains(r#""resultType""#) {
+        return None;
+    }
+    let members = text.strip_prefix('{')?;
+    let separator = if members.trim_start().starts_with('}') {
+        ""
+    } else {
+        ","
+    };
+    let mut written = String::with_capacity(text.len() + MEMBER.len() + 1);
+    written.push('{');
+    written.push_str(MEMBER);
+    written.push_str(separator);
+    written.push_str(members);
+    RawValue::from_string(written).ok()
 }
 
 fn result_for_text(
@@ -350,6 +392,34 @@ mod tests {
     }
 
     #[test]
+    fn a_2026_07_28_tool_result_is_the_handlers_with_result_type_and_its_own_meta_keys() {
+        let result = json!({"content": [{"type": "text", "text": "7"}], "isError": false, "_meta": {"app/k": 1}});
+        let encoded = to_raw_value(&result)
+            .ok()
+            .and_then(|text| encoded_result_for(Revision::V2026_07_28, "tools/call", &text).ok())
+            .and_then(|encoded| serde_json::from_str::<Value>(encoded.get()).ok());
+        let mut expected = result;
+        insert_result_type(&mut expected);
+        assert_eq!(encoded, Some(expected));
+    }
+
+    #[test]
+    fn an_empty_result_object_gets_result_type_as_its_only_member() {
+        let empty = RawValue::from_string("{ }".to_owned()).ok();
+        let written = empty.as_deref().and_then(with_result_type);
+        assert_eq!(
+            written.as_deref().map(RawValue::get),
+            Some(r#"{"resultType":"complete" }"#)
+        );
+    }
+
+    fn insert_result_type(value: &mut Value) {
+        if let Value::Object(fields) = value {
+            fields.insert("resultType".to_owned(), json!("complete"));
+        }
+    }
+
+    #[test]
     fn the_text_path_gives_what_the_value_path_gives_on_every_revision() {
         let results = [
             (
@@ -365,6 +435,11 @@ mod tests {
                 json!({"tools": [{"name": "t", "inputSchema": {"type": "object", "$defs": {}}}]}),
             ),
             ("resources/read", json!({"contents": []})),
+            // Names `resultType` itself (here in its `_meta`): the text is not spliced.
+            (
+                "tools/call",
+                json!({"content": [], "_meta": {"resultType": "x"}}),
+            ),
             // Does not fit its type: sent as produced.
             ("tools/call", json!({"content": "not a list"})),
             ("no/such/method", json!({"anything": [1, 2]})),
