@@ -209,6 +209,7 @@ fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
         Message::Response(RpcResponse::error(id.cloned(), rejection.error().clone())).to_bytes();
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = rejection.status();
+    *response.headers_mut() = response_headers();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -15,6 +15,7 @@ use http::{HeaderValue, StatusCode, header};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::hardening::response_headers;
 use crate::sse::{EventName, encode_event, encode_retry, keep_alive};
 use tracing::Instrument;
 
@@ -103,6 +104,8 @@ pub(crate) fn sse_response(
     let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
+    // Sized for the security headers too, so stamping them does not grow the map.
+    *headers = response_headers();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),

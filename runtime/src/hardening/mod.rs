@@ -7,7 +7,9 @@
 //! [`wrap`](Hardening::wrap) puts the layers around a transport router in the only order that
 //! keeps the guarantees: authentication runs before any route (and so before any session
 //! lookup), and the security headers are stamped outermost, so the framework's own 404/405 and
-//! every refusal carry them.
+//! every refusal carry them. A Streamable HTTP transport is hardened by the same two services
+//! as one route of its own ([`Hardening::endpoint`], used by the composition), which spares it
+//! the boxed service and future each `Router::layer` level adds per request.
 
 mod auth;
 mod guard;

@@ -200,6 +200,8 @@ impl Refusal {
         let mut response = Response::new(Body::from(body));
         *response.status_mut() = self.status();
         let headers = response.headers_mut();
+        // Sized for the security headers too, so stamping them does not grow the map.
+        *headers = super::response_headers();
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
