@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use common::{SESSION_HEADER, TestProtocol, request, serve, test_hardening};
+use common::{Endpoint, SESSION_HEADER, TestProtocol, request, serve, test_hardening};
 use protocols_runtime::hardening::{AuthPolicy, BearerAuthenticator, Principal};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::ServerBuilder;
@@ -35,29 +35,14 @@ async fn two_protocols_at_their_own_paths_serve_independent_sessions() {
         .build()
         .unwrap();
     let server = serve(server).await;
-    let client = reqwest::Client::new();
-    let opened = post_json(&client, &server.url("/one"), &request(1, "open", json!({}))).await;
-    let session = opened.headers()[SESSION_HEADER]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let here = client
-        .post(server.url("/one"))
-        .header("content-type", "application/json")
-        .header(SESSION_HEADER, &session)
-        .body(request(2, "echo", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let (one, two) = (
+        Endpoint::at(server.url("/one")),
+        Endpoint::at(server.url("/two")),
+    );
+    let session = one.open().await;
+    let here = one.call(&session, 2, "echo", json!({})).await;
     assert_eq!(here.status(), StatusCode::OK);
-    let elsewhere = client
-        .post(server.url("/two"))
-        .header("content-type", "application/json")
-        .header(SESSION_HEADER, &session)
-        .body(request(3, "echo", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let elsewhere = two.call(&session, 3, "echo", json!({})).await;
     assert_eq!(
         elsewhere.status(),
         StatusCode::NOT_FOUND,

@@ -12,13 +12,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{SESSION_HEADER, TestProtocol, TestServer, request, serve, test_hardening};
+use common::{Endpoint, SESSION_HEADER, TestProtocol, TestServer, request, serve, test_hardening};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::{Session, SessionId, SessionLimitReached, SessionStore};
 use protocols_runtime::tail::{EventStore, MemoryEventStore};
-use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
-use reqwest::{Client, StatusCode};
+use protocols_testkit::SseReader;
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// What every replica sees: the ids of the live sessions.
@@ -136,39 +136,6 @@ fn shared_event_store() -> Arc<dyn EventStore> {
     Arc::new(MemoryEventStore::new(4_096))
 }
 
-async fn post(
-    client: &Client,
-    url: &str,
-    session: Option<&str>,
-    body: &Value,
-) -> reqwest::Response {
-    let session = session.map(|session| (SESSION_HEADER, session));
-    json_rpc_post(client, url, ACCEPT_EITHER, session, body)
-        .send()
-        .await
-        .expect("request sent")
-}
-
-async fn open(client: &Client, url: &str) -> String {
-    let response = post(client, url, None, &request(0, "open", json!({}))).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    response.headers()[SESSION_HEADER]
-        .to_str()
-        .expect("ascii")
-        .to_owned()
-}
-
-async fn resume(client: &Client, url: &str, session: &str, cursor: u64) -> reqwest::Response {
-    client
-        .get(url)
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, session)
-        .header("last-event-id", cursor.to_string())
-        .send()
-        .await
-        .expect("request sent")
-}
-
 /// The `i` of a `progress` notification, or `None` for anything else.
 fn progress_index(message: &Value) -> Option<u64> {
     (message["method"] == "progress").then(|| message["params"]["i"].as_u64().expect("an index"))
@@ -181,16 +148,10 @@ async fn a_stream_started_on_one_replica_resumes_on_another_with_every_event_exa
     let (shared, events) = (Arc::new(SharedSessions::default()), shared_event_store());
     let replica_a = replica(&shared, &events).await;
     let replica_b = replica(&shared, &events).await;
-    let client = Client::new();
-    let session = open(&client, &replica_a.url("/rpc")).await;
+    let (a, b) = (Endpoint::of(&replica_a), Endpoint::of(&replica_b));
+    let session = a.open().await;
 
-    let response = post(
-        &client,
-        &replica_a.url("/rpc"),
-        Some(&session),
-        &request(7, "burst", json!({"count": COUNT})),
-    )
-    .await;
+    let response = a.call(&session, 7, "burst", json!({"count": COUNT})).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut on_a = SseReader::new(response);
     let mut seen: Vec<u64> = Vec::new();
@@ -202,7 +163,7 @@ async fn a_stream_started_on_one_replica_resumes_on_another_with_every_event_exa
     drop(on_a);
 
     // Replica A is still publishing; the client comes back through replica B.
-    let resumed = resume(&client, &replica_b.url("/rpc"), &session, cursor).await;
+    let resumed = b.event_stream(&session, Some(&cursor.to_string())).await;
     assert_eq!(resumed.status(), StatusCode::OK);
     let mut on_b = SseReader::new(resumed);
     let mut answer = None;
@@ -234,28 +195,20 @@ async fn messages_sent_while_serving_on_one_replica_reach_the_session_stream_ope
     let (shared, events) = (Arc::new(SharedSessions::default()), shared_event_store());
     let replica_a = replica(&shared, &events).await;
     let replica_b = replica(&shared, &events).await;
-    let client = Client::new();
-    let session = open(&client, &replica_a.url("/rpc")).await;
-    let stream = client
-        .get(replica_a.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let (a, b) = (Endpoint::of(&replica_a), Endpoint::of(&replica_b));
+    let session = a.open().await;
+    let stream = a.event_stream(&session, None).await;
     assert_eq!(stream.status(), StatusCode::OK);
     let mut on_a = SseReader::new(stream);
 
     // Served by replica B, whose handler sends on the session's own stream after answering.
-    let answer = client
-        .post(replica_b.url("/rpc"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header(SESSION_HEADER, &session)
-        .body(request(3, "notify-later", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let answer = b
+        .post(
+            Some(&session),
+            "application/json",
+            &request(3, "notify-later", json!({})),
+        )
+        .await;
     assert_eq!(answer.status(), StatusCode::OK);
     let (id, message) = tokio::time::timeout(Duration::from_secs(5), on_a.next_json())
         .await
@@ -264,8 +217,9 @@ async fn messages_sent_while_serving_on_one_replica_reach_the_session_stream_ope
     assert_eq!(message["method"], "later");
 
     // Ending the session on replica B ends the stream held open by replica A.
-    let deleted = client
-        .delete(replica_b.url("/rpc"))
+    let deleted = b
+        .client
+        .delete(&b.url)
         .header(SESSION_HEADER, &session)
         .send()
         .await
@@ -277,13 +231,9 @@ async fn messages_sent_while_serving_on_one_replica_reach_the_session_stream_ope
             .expect("the stream ends in time")
             .is_none()
     );
-    let gone = resume(
-        &client,
-        &replica_a.url("/rpc"),
-        &session,
-        id.expect("an id"),
-    )
-    .await;
+    let gone = a
+        .event_stream(&session, Some(&id.expect("an id").to_string()))
+        .await;
     assert_eq!(
         gone.status(),
         StatusCode::NOT_FOUND,
@@ -298,21 +248,15 @@ async fn replicas_with_separate_event_stores_refuse_each_others_resumes_with_410
     let shared = Arc::new(SharedSessions::default());
     let replica_a = replica(&shared, &shared_event_store()).await;
     let replica_b = replica(&shared, &shared_event_store()).await;
-    let client = Client::new();
-    let session = open(&client, &replica_a.url("/rpc")).await;
-    let response = post(
-        &client,
-        &replica_a.url("/rpc"),
-        Some(&session),
-        &request(7, "burst", json!({"count": 20})),
-    )
-    .await;
+    let (a, b) = (Endpoint::of(&replica_a), Endpoint::of(&replica_b));
+    let session = a.open().await;
+    let response = a.call(&session, 7, "burst", json!({"count": 20})).await;
     let mut on_a = SseReader::new(response);
     on_a.next_json().await.expect("an event on replica A");
     let cursor = on_a.last_event_id().expect("events carry ids");
     drop(on_a);
-    let refused = resume(&client, &replica_b.url("/rpc"), &session, cursor).await;
+    let refused = b.event_stream(&session, Some(&cursor.to_string())).await;
     assert_eq!(refused.status(), StatusCode::GONE);
-    let resumed_on_a = resume(&client, &replica_a.url("/rpc"), &session, cursor).await;
+    let resumed_on_a = a.event_stream(&session, Some(&cursor.to_string())).await;
     assert_eq!(resumed_on_a.status(), StatusCode::OK);
 }

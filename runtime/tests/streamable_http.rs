@@ -8,73 +8,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{SESSION_HEADER, TestProtocol, TestServer, request, serve_handler, serve_protocol};
+use common::{Endpoint, SESSION_HEADER, TestProtocol, request, serve_handler, serve_protocol};
 use protocols_runtime::ManualClock;
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SessionLimits;
 use protocols_runtime::stream::StreamPolicy;
-use protocols_testkit::{ACCEPT_EITHER, SseReader, event_stream_get, json_rpc_post};
-use reqwest::{Client, StatusCode};
+use protocols_testkit::{ACCEPT_EITHER, SseReader};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-/// The test protocol's endpoint as one HTTP client sees it.
-#[derive(Clone)]
-struct Endpoint {
-    client: Client,
-    url: String,
-}
-
-impl Endpoint {
-    fn of(server: &TestServer) -> Self {
-        Self {
-            client: Client::new(),
-            url: server.url("/rpc"),
-        }
-    }
-
-    async fn post(&self, session: Option<&str>, accept: &str, body: &Value) -> reqwest::Response {
-        let session = session.map(|session| (SESSION_HEADER, session));
-        json_rpc_post(&self.client, &self.url, accept, session, body)
-            .send()
-            .await
-            .expect("request sent")
-    }
-
-    /// A request on `session` from a client that takes either a JSON or an SSE answer.
-    async fn call(&self, session: &str, id: i64, method: &str, params: Value) -> reqwest::Response {
-        self.post(Some(session), ACCEPT_EITHER, &request(id, method, params))
-            .await
-    }
-
-    /// The session's event stream, resumed after `last_event_id` when given.
-    async fn event_stream(&self, session: &str, last_event_id: Option<&str>) -> reqwest::Response {
-        let resume = last_event_id.map(|cursor| ("last-event-id", cursor));
-        event_stream_get(
-            &self.client,
-            &self.url,
-            [(SESSION_HEADER, session)].into_iter().chain(resume),
-        )
-        .send()
-        .await
-        .expect("request sent")
-    }
-
-    /// Opens a session and returns its id.
-    async fn open(&self) -> String {
-        let response = self
-            .post(None, "application/json", &request(0, "open", json!({})))
-            .await;
-        assert_eq!(response.status(), StatusCode::OK);
-        let id = response.headers()[SESSION_HEADER]
-            .to_str()
-            .expect("ascii")
-            .to_owned();
-        let body: Value = response.json().await.expect("json");
-        assert_eq!(body["result"]["opened"], true);
-        id
-    }
-}
 
 /// Sessions idle for 60 s expire on `clock`, reaped every 10 ms of real time.
 fn expiring_after_a_minute_idle(clock: &Arc<ManualClock>) -> HttpConfig {

@@ -11,10 +11,10 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{SESSION_HEADER, request, serve_protocol};
+use common::{Endpoint, SESSION_HEADER, request, serve_protocol};
 use protocols_runtime::http::HttpConfig;
 use protocols_testkit::SseReader;
-use reqwest::{Client, StatusCode};
+use reqwest::StatusCode;
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -128,45 +128,27 @@ async fn wait_for(events: &Mutex<Vec<EventSeen>>, wanted: impl Fn(&EventSeen) ->
 async fn a_get_stream_runs_inside_a_span_naming_its_session_until_it_ends() {
     let events = captured();
     let server = serve_protocol(HttpConfig::default()).await;
-    let client = Client::new();
-    let opened = client
-        .post(server.url("/rpc"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .body(request(0, "open", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()[SESSION_HEADER]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let stream = client
-        .get(server.url("/rpc"))
-        .header("accept", "text/event-stream")
-        .header(SESSION_HEADER, &session)
-        .send()
-        .await
-        .unwrap();
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let stream = rpc.event_stream(&session, None).await;
     assert_eq!(stream.status(), StatusCode::OK);
     let mut reader = SseReader::new(stream);
-    let later = client
-        .post(server.url("/rpc"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .header(SESSION_HEADER, &session)
-        .body(request(1, "notify-later", json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
+    let later = rpc
+        .post(
+            Some(&session),
+            "application/json",
+            &request(1, "notify-later", json!({})),
+        )
+        .await;
     assert_eq!(later.status(), StatusCode::OK);
     let (_, message) = reader
         .next_json()
         .await
         .expect("the session stream's message");
     assert_eq!(message["method"], "later");
-    let deleted = client
-        .delete(server.url("/rpc"))
+    let deleted = rpc
+        .client
+        .delete(&rpc.url)
         .header(SESSION_HEADER, &session)
         .send()
         .await

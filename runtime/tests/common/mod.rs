@@ -247,3 +247,82 @@ pub async fn serve_handler(handler: TestProtocol, config: HttpConfig) -> TestSer
 }
 
 pub use protocols_testkit::request;
+use protocols_testkit::{ACCEPT_EITHER, event_stream_get, json_rpc_post};
+
+/// The test protocol's endpoint as one HTTP client sees it.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub client: reqwest::Client,
+    pub url: String,
+}
+
+impl Endpoint {
+    /// The test protocol at `/rpc` on `server`.
+    pub fn of(server: &TestServer) -> Self {
+        Self::at(server.url("/rpc"))
+    }
+
+    pub fn at(url: String) -> Self {
+        Self {
+            client: reqwest::Client::new(),
+            url,
+        }
+    }
+
+    pub async fn post(
+        &self,
+        session: Option<&str>,
+        accept: &str,
+        body: &Value,
+    ) -> reqwest::Response {
+        let session = session.map(|session| (SESSION_HEADER, session));
+        json_rpc_post(&self.client, &self.url, accept, session, body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// A request on `session` from a client that takes either a JSON or an SSE answer.
+    pub async fn call(
+        &self,
+        session: &str,
+        id: i64,
+        method: &str,
+        params: Value,
+    ) -> reqwest::Response {
+        self.post(Some(session), ACCEPT_EITHER, &request(id, method, params))
+            .await
+    }
+
+    /// The session's event stream, resumed after `last_event_id` when given.
+    pub async fn event_stream(
+        &self,
+        session: &str,
+        last_event_id: Option<&str>,
+    ) -> reqwest::Response {
+        let resume = last_event_id.map(|cursor| ("last-event-id", cursor));
+        event_stream_get(
+            &self.client,
+            &self.url,
+            [(SESSION_HEADER, session)].into_iter().chain(resume),
+        )
+        .send()
+        .await
+        .expect("request sent")
+    }
+
+    /// Opens a session and returns its id.
+    pub async fn open(&self) -> String {
+        let response = self
+            .post(None, "application/json", &request(0, "open", json!({})))
+            .await;
+        assert_eq!(response.status(), http::StatusCode::OK);
+        let id = response.headers()[SESSION_HEADER]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let body: Value = response.json().await.expect("json");
+        assert_eq!(body["result"]["opened"], true);
+        id
+    }
+}
