@@ -882,3 +882,29 @@ async fn an_ended_connection_frees_its_place_under_max_connections() {
     let (_next, initialized) = Raw::initialize(&running.url()).await;
     assert_eq!(initialized["result"]["protocolVersion"], 1);
 }
+
+/// Closing the typed client ends its connection at the agent (a `DELETE` over Streamable HTTP,
+/// the closing handshake over WebSocket), so it stops counting against `max_connections`.
+#[tokio::test]
+async fn closing_the_typed_client_ends_its_connection_over_http_and_websocket() {
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let initialize = json!({"protocolVersion": 1, "clientCapabilities": {}});
+    let editor = || ClientV1(acp_support::TestEditor::default());
+
+    let over_http = AcpClient::connect_http(editor(), running.url());
+    over_http.call_raw("initialize", &initialize).await.unwrap();
+    assert_eq!(running.live.get(), 1);
+    over_http.close().await.unwrap();
+    live_connections_reach(&running, 0).await;
+
+    let over_websocket = AcpClient::connect_websocket(editor(), &running.ws_url())
+        .await
+        .unwrap();
+    over_websocket
+        .call_raw("initialize", &initialize)
+        .await
+        .unwrap();
+    assert_eq!(running.live.get(), 1);
+    over_websocket.close().await.unwrap();
+    live_connections_reach(&running, 0).await;
+}
