@@ -73,7 +73,9 @@ pub(crate) async fn answer_request<H: RequestHandler>(
         scope.peer,
     );
     let span = tracing::debug_span!("request", method = %request.method, id = %id);
-    let reply = handler.handle(request, cx).instrument(span);
+    // Pinned where it is built, so both ways of awaiting it below share this one copy of the
+    // handler's (often large) future, and neither moves it.
+    let reply = std::pin::pin!(handler.handle(request, cx).instrument(span));
     // Without a conversation nothing can cancel the request: it runs to its answer.
     let Some(token) = token else {
         return Some(Response::answering(id, reply.await));

@@ -15,6 +15,7 @@ use axum::extract::{Request as HttpRequest, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use bytes::Bytes;
+use futures::FutureExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -476,12 +477,14 @@ async fn post<H: RequestHandler>(
     serve_post_in_span(transport, request).await
 }
 
-async fn serve_post_in_span<H: RequestHandler>(
+/// A `POST` served in its span. Not an `async fn`: that would hold the arguments and the future
+/// made from them side by side, and the future is moved whole into its box.
+fn serve_post_in_span<H: RequestHandler>(
     transport: Arc<StreamableHttp<H>>,
     request: HttpRequest,
-) -> Response {
+) -> impl Future<Output = Response> + Send {
     let span = tracing::debug_span!("post", session = tracing::field::Empty);
-    transport.serve_post(request).instrument(span).await
+    transport.serve_post(request).instrument(span)
 }
 
 async fn get<H: RequestHandler>(
@@ -534,10 +537,8 @@ impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
         use futures::future::Either;
         let answer = match *request.method() {
             Method::POST => {
-                let transport = Arc::clone(&self.0);
-                return Either::Left(Box::pin(async move {
-                    Ok(serve_post_in_span(transport, request).await)
-                }));
+                let serving = serve_post_in_span(Arc::clone(&self.0), request);
+                return Either::Left(Box::pin(serving.map(Ok)));
             }
             Method::GET => self.0.serve_get(request.headers()),
             // As axum answers `HEAD` on a `get` route: the `GET` answer's head alone.
