@@ -292,13 +292,20 @@ impl Response {
         }
     }
 
+    /// The serialized length: exact for a success with a numeric or null id (nearly every
+    /// answer), so [`Self::to_bytes`] has nothing to shrink; a bound with room to spare otherwise.
     fn encoded_len_hint(&self) -> usize {
         const FRAME: usize = 64;
-        FRAME
-            + match &self.outcome {
-                Ok(result) => result.get().len(),
-                Err(error) => FRAME + error.message.len(),
+        // `{"jsonrpc":"2.0"` `,"id":` `,"result":` `}`
+        const SUCCESS_FRAME: usize = 16 + 6 + 10 + 1;
+        match (&self.outcome, &self.id) {
+            (Ok(result), None) => SUCCESS_FRAME + "null".len() + result.get().len(),
+            (Ok(result), Some(RequestId::Number(number))) => {
+                SUCCESS_FRAME + decimal_len(*number) + result.get().len()
             }
+            (Ok(result), Some(RequestId::String(_))) => FRAME + result.get().len(),
+            (Err(error), _) => FRAME + FRAME + error.message.len(),
+        }
     }
 
     /// Appends `,"id":…` and the outcome.
@@ -313,6 +320,15 @@ impl Response {
         }
         Ok(())
     }
+}
+
+/// How many bytes `number` takes in decimal, its sign included.
+fn decimal_len(number: i64) -> usize {
+    let digits = number
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |log| log as usize + 1);
+    usize::from(number < 0) + digits
 }
 
 fn write_id(out: &mut Vec<u8>, id: Option<&RequestId>) -> Result<(), serde_json::Error> {
@@ -347,6 +363,7 @@ pub fn batch_to_bytes(messages: &[Message]) -> Bytes {
         .iter()
         .map(Message::encoded_len_hint)
         .sum::<usize>()
+        + messages.len()
         + 2;
     let mut out = Vec::with_capacity(capacity);
     out.push(b'[');
@@ -817,6 +834,24 @@ pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_j
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_success_with_a_numeric_or_null_id_is_sized_exactly() {
+        let result = RawValue::from_string(r#"{"text":"hello, world"}"#.into()).unwrap();
+        for id in [0, 7, 10, 99, -1, -10, 1_000_000, i64::MAX, i64::MIN] {
+            let answer = Response::success(RequestId::Number(id), result.clone());
+            assert_eq!(
+                answer.encoded_len_hint(),
+                answer.to_bytes().len(),
+                "id {id}"
+            );
+        }
+        let answer = Response {
+            id: None,
+            outcome: Ok(result),
+        };
+        assert_eq!(answer.encoded_len_hint(), answer.to_bytes().len());
+    }
 
     fn limits() -> DecodeLimits {
         DecodeLimits::default()
