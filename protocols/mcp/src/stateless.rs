@@ -2,7 +2,9 @@
 //! (2025-06-18 on; a value we do not serve is refused with 400, an absent one means 2025-03-26)
 //! and, for the stateless 2026-07-28 revision, the per-request `_meta` protocol version and the
 //! `Mcp-Method`/`Mcp-Name` headers that must agree with the body (-32020, -32022, both 400);
-//! and the HTTP status each 2026-07-28 error code carries however it arises.
+//! and the HTTP status each 2026-07-28 error code carries however it arises. The one read of a
+//! request's params those checks use (`RequestHead`) also says which `_meta` the handler is
+//! not given: one holding nothing but the keys the server itself reads.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

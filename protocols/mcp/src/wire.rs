@@ -3,7 +3,9 @@
 //! out and is re-expressed in the peer's revision: content kinds the revision lacks become text,
 //! then the value is decoded into that revision's generated type and encoded again, which drops
 //! every field the revision does not define. Tool schemas are JSON Schema documents the
-//! generated types cannot hold verbatim, so they are carried across unchanged.
+//! generated types cannot hold verbatim, so they are carried across unchanged. A result whose
+//! definition in the peer's revision takes every 2025-11-25 one as written (2026-07-28
+//! `tools/call`) is not decoded at all: it gets `resultType` and goes as the handler wrote it.
 
 use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
