@@ -43,10 +43,34 @@ impl std::fmt::Debug for Mount {
 }
 
 /// The whole app: the routes wrapped in the hardening, and each mount hardened as its own route.
-fn assemble(hardening: &Hardening, routes: Router, mounts: &[Mount]) -> Router {
-    mounts.iter().fold(hardening.wrap(routes), |app, mount| {
-        app.merge((mount.harden)(hardening, &mount.path))
-    })
+///
+/// A mount owns its path outright, so a second mount or a caller's route at that path is a
+/// conflict: axum reports it only by panicking, which is turned into an error here so that
+/// building a server fails cleanly instead.
+fn assemble(
+    hardening: &Hardening,
+    routes: Router,
+    mounts: &[Mount],
+) -> Result<Router, HardeningError> {
+    let mut seen = std::collections::HashSet::new();
+    if let Some(mount) = mounts
+        .iter()
+        .find(|mount| !seen.insert(mount.path.as_str()))
+    {
+        return Err(HardeningError::RouteConflict(mount.path.clone()));
+    }
+    let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mounts.iter().fold(hardening.wrap(routes), |app, mount| {
+            app.merge((mount.harden)(hardening, &mount.path))
+        })
+    }));
+    merged.map_err(|_| HardeningError::RouteConflict(mounts_named(mounts)))
+}
+
+/// The mounted paths, for an error that cannot tell which of them conflicted.
+fn mounts_named(mounts: &[Mount]) -> String {
+    let paths: Vec<&str> = mounts.iter().map(|mount| mount.path.as_str()).collect();
+    paths.join(", ")
 }
 
 /// Builds a [`Server`] from protocol mounts and extra routes.
@@ -161,7 +185,7 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, HardeningError> {
         let hardening = self.hardening.clone().build()?;
         Ok(Server {
-            router: assemble(&hardening, self.routes.clone(), &self.mounts),
+            router: assemble(&hardening, self.routes.clone(), &self.mounts)?,
             routes: self.routes,
             mounts: self.mounts,
             hardening: self.hardening,
@@ -237,7 +261,8 @@ impl Server {
         let hardening = self
             .hardened_for(address)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        let router = assemble(&hardening, self.routes, &self.mounts);
+        let router = assemble(&hardening, self.routes, &self.mounts)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         let shutdown = self.shutdown.clone();
         tracing::info!(%address, "serving");
         let app = router.into_make_service_with_connect_info::<SocketAddr>();

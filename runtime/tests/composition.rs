@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use common::{Endpoint, SESSION_HEADER, TestProtocol, request, serve, test_hardening};
-use protocols_runtime::hardening::{AuthPolicy, BearerAuthenticator, Principal};
+use protocols_runtime::hardening::{AuthPolicy, BearerAuthenticator, HardeningError, Principal};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::sse::EventName;
@@ -261,4 +261,24 @@ async fn authentication_runs_before_any_session_lookup_and_the_principal_reaches
         .unwrap();
     let body: Value = whoami.json().await.unwrap();
     assert_eq!(body["result"]["subject"], "alice");
+}
+
+#[test]
+fn two_transports_mounted_at_one_path_fail_the_build_with_an_error() {
+    let built = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http("/rpc", TestProtocol::new(), HttpConfig::default())
+        .streamable_http("/rpc", TestProtocol::new(), HttpConfig::default())
+        .build();
+    assert!(matches!(built, Err(HardeningError::RouteConflict(path)) if path == "/rpc"));
+}
+
+#[test]
+fn a_callers_route_at_a_mounted_path_fails_the_build_instead_of_panicking() {
+    let built = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http("/rpc", TestProtocol::new(), HttpConfig::default())
+        .routes(Router::new().route("/rpc", get(|| async { "mine" })))
+        .build();
+    assert!(matches!(built, Err(HardeningError::RouteConflict(_))));
 }

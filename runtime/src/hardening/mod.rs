@@ -83,6 +83,8 @@ pub enum HardeningError {
     PolicyWithoutAuthenticator,
     #[error("`{0}` must be positive")]
     NonPositiveLimit(&'static str),
+    #[error("a mounted transport's path is served by another mount or route too (mounts: {0})")]
+    RouteConflict(String),
 }
 
 /// The hardening a server runs with, before validation. Every field has a safe default.
