@@ -644,18 +644,9 @@ mod tests {
     use super::*;
     use crate::types_emit::render_types_for_test;
 
-    fn defs(value: Value) -> Definitions {
-        value
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
     /// Normalizes, runs typify, returns the formatted Rust.
     fn generate(value: Value) -> (Treatments, String) {
-        let mut definitions = defs(value);
+        let mut definitions: Definitions = serde_json::from_value(value).unwrap();
         let treatments = normalize(&mut definitions).unwrap();
         (treatments, render_types_for_test(&definitions))
     }

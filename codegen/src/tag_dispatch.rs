@@ -185,15 +185,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn definitions(value: Value) -> Definitions {
-        value
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
     fn rewrite(code: &str, definitions: &Definitions) -> (Vec<TagDispatch>, String) {
         let mut file: syn::File = syn::parse_str(code).unwrap();
         let rewritten = dispatch_on_tags(&mut file, &discriminators(definitions));
@@ -201,13 +192,14 @@ mod tests {
     }
 
     fn content_definitions() -> Definitions {
-        definitions(json!({
+        serde_json::from_value(json!({
             "Text": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]},
                 "text": {"type": "string"}}, "required": ["type", "text"]},
             "Image": {"type": "object", "properties": {"type": {"type": "string", "enum": ["image"]},
                 "data": {"type": "string"}}, "required": ["type", "data"]},
             "Loose": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}}}
         }))
+        .unwrap()
     }
 
     #[test]
