@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request as HttpRequest, State};
+use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
-use axum::routing::MethodRouter;
 use bytes::Bytes;
 use futures::FutureExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
@@ -169,13 +168,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         Endpoint(Arc::new(self))
     }
 
-    /// Routes at `path`, without hardening (the composition applies it once to everything).
+    /// The route at `path`, without hardening (the composition applies it once to everything).
+    /// It is the same [`Endpoint`] service a mount hardens, so it owns `path` outright.
     pub fn into_routes(self, path: &str) -> Router {
-        let transport = Arc::new(self);
-        let methods: MethodRouter<Arc<Self>> = axum::routing::post(post::<H>)
-            .get(get::<H>)
-            .delete(delete::<H>);
-        Router::new().route(path, methods).with_state(transport)
+        Router::new().route_service(path, self.into_endpoint())
     }
 }
 
@@ -470,13 +466,6 @@ pub(crate) fn decode_refusal(error: &DecodeError) -> Refusal {
     }
 }
 
-async fn post<H: RequestHandler>(
-    State(transport): State<Arc<StreamableHttp<H>>>,
-    request: HttpRequest,
-) -> Response {
-    serve_post_in_span(transport, request).await
-}
-
 /// A `POST` served in its span. Not an `async fn`: that would hold the arguments and the future
 /// made from them side by side, and the future is moved whole into its box.
 fn serve_post_in_span<H: RequestHandler>(
@@ -487,27 +476,13 @@ fn serve_post_in_span<H: RequestHandler>(
     transport.serve_post(request).instrument(span)
 }
 
-async fn get<H: RequestHandler>(
-    State(transport): State<Arc<StreamableHttp<H>>>,
-    request: HttpRequest,
-) -> Response {
-    transport.serve_get(request.headers())
-}
-
-async fn delete<H: RequestHandler>(
-    State(transport): State<Arc<StreamableHttp<H>>>,
-    request: HttpRequest,
-) -> Response {
-    transport.serve_delete(request.headers())
-}
-
 /// The methods the endpoint serves, as its `405` names them (`GET` answers `HEAD` too).
 const ALLOWED_METHODS: &str = "POST,GET,HEAD,DELETE";
 
 /// The transport as one tower service that routes by method itself, for
-/// [`Hardening::endpoint`]: hardened that way it is a single boxed route, where the
-/// [`MethodRouter`] of [`StreamableHttp::into_routes`] behind `Router::layer` is three (a
-/// service box cloned and a future boxed at each), and a `POST`'s work is boxed once here.
+/// [`Hardening::endpoint`]: hardened that way it is a single boxed route, where a
+/// `MethodRouter` behind `Router::layer` is three (a service box cloned and a future boxed at
+/// each), and a `POST`'s work is boxed once here.
 pub(crate) struct Endpoint<H: RequestHandler>(Arc<StreamableHttp<H>>);
 
 impl<H: RequestHandler> Clone for Endpoint<H> {
