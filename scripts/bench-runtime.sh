@@ -5,12 +5,14 @@
 # pre-encoded requests on raw sockets from one thread and checks every answer, so it stays
 # cheaper per request than the servers it measures (a hyper client cost as much as the bare
 # server). `bare-headers` is a second baseline: the bare handler answering with the six
-# security headers the hardening stamps; the headline ratios stay against `bare`.
+# security headers the hardening stamps; the headline ratios stay against `bare`. `runtime` is
+# the echo served by the runtime's own listener (`Server::serve_until`, as a deployment runs);
+# `runtime-nested` is the same hardened router nested into `axum::serve`.
 #
 #   scripts/bench-runtime.sh [all|http|sessions|sse|layers|callgrind]
 #
 # Tunables: ROUNDS (default 3), SECONDS_PER_RUN (3), SESSIONS (10000), SERVER_CPU (0),
-# LOAD_CPU (1), KINDS ("bare bare-headers hardened runtime runtime-auto"), CONCURRENCY ("1 16 64"),
+# LOAD_CPU (1), KINDS ("bare bare-headers hardened runtime runtime-nested runtime-auto"), CONCURRENCY ("1 16 64"),
 # CALLGRIND_REQUESTS (4000), EXE (a prebuilt http_overhead binary).
 #
 # `callgrind` (needs valgrind; not part of `all`) counts each server's instructions per request:
@@ -24,7 +26,7 @@ SECONDS_PER_RUN="${SECONDS_PER_RUN:-3}"
 SESSIONS="${SESSIONS:-10000}"
 SERVER_CPU="${SERVER_CPU:-0}"
 LOAD_CPU="${LOAD_CPU:-1}"
-KINDS="${KINDS:-bare bare-headers hardened runtime runtime-auto}"
+KINDS="${KINDS:-bare bare-headers hardened runtime runtime-nested runtime-auto}"
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
 OUT="${OUT:-target/bench-runtime}"
 mkdir -p "$OUT"

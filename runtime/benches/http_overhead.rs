@@ -1,11 +1,12 @@
 //! The HTTP overhead benchmark: one binary that is either a server (a bare axum handler, the
-//! same handler behind the hardening layers, or a JSON-RPC echo through the runtime) or the
+//! same handler behind the hardening layers, or a JSON-RPC echo through the runtime — served by
+//! the runtime's own listener, or nested as a router into `axum::serve`) or the
 //! closed-loop load generator that drives them. `scripts/bench-runtime.sh` runs the servers and
 //! the generator as separate processes pinned to separate cores and reports the ratios; run
 //! directly by `cargo bench` it only prints how to.
 //!
 //! ```text
-//! http_overhead serve <bare|bare-headers|hardened|runtime|runtime-auto|sessions> <port-file>
+//! http_overhead serve <bare|bare-headers|hardened|runtime|runtime-auto|runtime-nested|sessions> <port-file>
 //! http_overhead load <port> <concurrency> <seconds>
 //! http_overhead exactly <port> <concurrency> <requests>  # a fixed count, for instruction counts
 //! http_overhead open <port> <sessions>      # against `serve sessions`: prints one id opened
@@ -75,9 +76,26 @@ fn serve(kind: &str, port_file: PathBuf) -> Result<(), String> {
             .await
             .map_err(|error| error.to_string())?;
         let address = listener.local_addr().map_err(|error| error.to_string())?;
+        let write_port = || {
+            std::fs::write(&port_file, address.port().to_string())
+                .map_err(|error| error.to_string())
+        };
+        // The runtime serving its own listener, as a deployment does.
+        let owned_mode = match kind {
+            "runtime" => Some(ResponseMode::Json),
+            "runtime-auto" => Some(ResponseMode::Auto),
+            _ => None,
+        };
+        if let Some(mode) = owned_mode {
+            let server = bench_support::runtime_echo_server(address, mode)?;
+            write_port()?;
+            return server
+                .serve_until(listener, std::future::pending())
+                .await
+                .map_err(|error| error.to_string());
+        }
         let app = app(kind, address)?;
-        std::fs::write(&port_file, address.port().to_string())
-            .map_err(|error| error.to_string())?;
+        write_port()?;
         bench_support::serve_nodelay(listener, app).await
     })
 }
@@ -92,8 +110,7 @@ fn app(kind: &str, address: SocketAddr) -> Result<Router, String> {
                 .map_err(|error| error.to_string())?;
             Ok(hardening.wrap(Router::new().route("/mcp", post(hardened_echo))))
         }
-        "runtime" => bench_support::runtime_echo(address, ResponseMode::Json),
-        "runtime-auto" => bench_support::runtime_echo(address, ResponseMode::Auto),
+        "runtime-nested" => bench_support::runtime_echo(address, ResponseMode::Json),
         "sessions" => bench_support::runtime_sessions(address),
         other => Err(format!("unknown server kind {other}")),
     }

@@ -491,7 +491,7 @@ impl<H: RequestHandler> Clone for Endpoint<H> {
     }
 }
 
-type EndpointFuture = futures::future::Either<
+pub(crate) type EndpointFuture = futures::future::Either<
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>,
     std::future::Ready<Result<Response, Infallible>>,
 >;
@@ -509,6 +509,14 @@ impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
     }
 
     fn call(&mut self, request: HttpRequest) -> EndpointFuture {
+        crate::hardening::SharedService::serve(self, request)
+    }
+}
+
+impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
+    type Future = EndpointFuture;
+
+    fn serve(&self, request: HttpRequest) -> EndpointFuture {
         use futures::future::Either;
         let answer = match *request.method() {
             Method::POST => {

@@ -50,6 +50,7 @@ pub mod hardening;
 pub mod http;
 pub mod jsonrpc;
 pub mod legacy;
+mod listen;
 pub mod method;
 pub mod peer;
 pub mod server;

@@ -1,9 +1,8 @@
 //! Composition: several protocols mounted at their own paths in one server, hardened once as a
-//! whole, returned as an axum `Router` a user can nest into their own app — or served here on a
-//! listener this module owns (TCP_NODELAY on every accepted socket; the peer address handed to
-//! the per-caller rate limit; the `Host`/`Origin` defaults pinned to the address actually bound;
-//! graceful shutdown that stops accepting, lets in-flight requests finish and ends every stream
-//! cleanly).
+//! whole, returned as an axum `Router` a user can nest into their own app — or served on a
+//! listener the server owns ([`crate::listen`]: the `Host`/`Origin` defaults pinned to the
+//! address actually bound, mounted transports dispatched to directly, graceful shutdown that
+//! stops accepting, lets in-flight requests finish and ends every stream cleanly).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,6 +17,7 @@ use crate::handler::RequestHandler;
 use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
 use crate::legacy::LegacySse;
+use crate::listen::{App, DirectMount, DirectRoute};
 use crate::session::SessionStore;
 use crate::tail::EventStore;
 
@@ -29,10 +29,14 @@ use crate::tail::EventStore;
 struct Mount {
     path: String,
     harden: Arc<HardenAt>,
+    direct: Arc<HardenDirect>,
 }
 
 /// Hardens a mounted transport at a path.
 type HardenAt = dyn Fn(&Hardening, &str) -> Router + Send + Sync;
+
+/// Hardens a mounted transport for a server that dispatches to it without the router.
+type HardenDirect = dyn Fn(&Hardening) -> Box<dyn DirectRoute> + Send + Sync;
 
 impl std::fmt::Debug for Mount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -137,9 +141,11 @@ impl ServerBuilder {
 
     fn mount<H: RequestHandler>(mut self, path: &str, transport: StreamableHttp<H>) -> Self {
         let endpoint = transport.into_endpoint();
+        let shared = endpoint.clone();
         self.mounts.push(Mount {
             path: path.to_owned(),
             harden: Arc::new(move |hardening, path| hardening.endpoint(path, endpoint.clone())),
+            direct: Arc::new(move |hardening| Box::new(hardening.shared(shared.clone()))),
         });
         self
     }
@@ -263,19 +269,22 @@ impl Server {
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         let router = assemble(&hardening, self.routes, &self.mounts)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
+        let app = App {
+            direct: direct_mounts(&hardening, &self.mounts),
+            router,
+        };
         let shutdown = self.shutdown.clone();
         tracing::info!(%address, "serving");
-        let app = router.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(without_nagle(listener), app)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    () = signal => {}
-                    () = shutdown.cancelled() => {}
-                }
-                shutdown.cancel();
-                tracing::info!("shutting down");
-            })
-            .await
+        crate::listen::serve(listener, app, async move {
+            tokio::select! {
+                () = signal => {}
+                () = shutdown.cancelled() => {}
+            }
+            shutdown.cancel();
+            tracing::info!("shutting down");
+        })
+        .await;
+        Ok(())
     }
 }
 
@@ -287,6 +296,19 @@ impl Server {
     }
 }
 
+/// The mounts a server dispatches to by path equality ([`assemble`] has already refused two
+/// mounts at one path); the router still holds them all, for any path it alone can match.
+fn direct_mounts(hardening: &Hardening, mounts: &[Mount]) -> Box<[DirectMount]> {
+    mounts
+        .iter()
+        .filter(|mount| DirectMount::is_literal(&mount.path))
+        .map(|mount| DirectMount {
+            path: mount.path.as_str().into(),
+            route: (mount.direct)(hardening),
+        })
+        .collect()
+}
+
 /// `listener` with TCP_NODELAY set on every accepted socket: without it a small SSE write waits
 /// for the peer's delayed ACK (about 40 ms). Use it when serving a [`Server::router`] yourself.
 pub fn without_nagle(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
@@ -294,9 +316,7 @@ pub fn without_nagle(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStr
 }
 
 fn set_nodelay(stream: &mut TcpStream) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%error, "could not set TCP_NODELAY");
-    }
+    crate::listen::set_nodelay(stream);
 }
 
 #[cfg(test)]

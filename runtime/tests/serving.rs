@@ -1,6 +1,8 @@
 //! What a server that owns its listener adds over a bare router, over real sockets: the peer
 //! address reaches the per-caller rate limit, the `Host`/`Origin` defaults follow the address
-//! actually bound, and graceful shutdown ends an open stream with HTTP's final chunk.
+//! actually bound, graceful shutdown ends an open stream with HTTP's final chunk and lets a
+//! request in flight finish, mounts it dispatches to directly are hardened as the router's
+//! paths are, and HTTP/2 is spoken as well as HTTP/1.1.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -173,4 +175,143 @@ async fn graceful_shutdown_ends_an_open_get_stream_with_the_final_chunk_and_no_r
         matches!(stopped, Ok(Ok(Ok(())))),
         "the server stopped gracefully"
     );
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_a_request_in_flight_finish_and_then_refuses_connections() {
+    let server = serve_with(test_hardening()).await;
+    let address = server.address;
+    let url = server.url("/rpc");
+    let in_flight = tokio::spawn(async move {
+        Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(request(7, "stateless/pause", json!({})).to_string())
+            .send()
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(5), server.stop()).await;
+    assert!(
+        matches!(stopped, Ok(Ok(()))),
+        "the server stopped gracefully"
+    );
+    let answer = in_flight
+        .await
+        .unwrap()
+        .expect("the request in flight was answered");
+    assert_eq!(answer.status(), StatusCode::OK);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"jsonrpc": "2.0", "id": 7, "result": "resumed"})
+    );
+    assert!(
+        TcpStream::connect(address).await.is_err(),
+        "a stopped server accepts no connection"
+    );
+}
+
+/// The security headers every response of the runtime carries.
+const SECURITY_HEADERS: [&str; 4] = [
+    "content-security-policy",
+    "strict-transport-security",
+    "x-frame-options",
+    "cache-control",
+];
+
+fn assert_hardened(response: &reqwest::Response, what: &str) {
+    for name in SECURITY_HEADERS {
+        assert!(response.headers().contains_key(name), "{what}: {name}");
+    }
+}
+
+#[tokio::test]
+async fn a_served_mount_and_the_paths_beside_it_are_hardened_alike() {
+    let server = serve_with(test_hardening()).await;
+    let client = Client::new();
+    let served = echo(&client, &server).await;
+    assert_eq!(served.status(), StatusCode::OK);
+    assert_hardened(&served, "the mount");
+    // Only the exact path is the mount's: a trailing slash is an unknown path.
+    for path in ["/rpc/", "/rpc/extra", "/elsewhere"] {
+        let refused = client
+            .post(server.url(path))
+            .header("content-type", "application/json")
+            .body(request(1, "stateless/echo", json!({})).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::NOT_FOUND, "{path}");
+        assert_hardened(&refused, path);
+        let body: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(body["jsonrpc"], "2.0", "{path}: a JSON-RPC error body");
+        assert!(body["error"]["code"].is_i64(), "{path}");
+    }
+    // A refused `Host` on the mount is refused before the transport runs, headers and all.
+    let misdirected = client
+        .post(server.url("/rpc"))
+        .header("host", "example.com")
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(request(1, "stateless/echo", json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(misdirected.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert_hardened(&misdirected, "a refused host");
+}
+
+#[tokio::test]
+async fn a_mount_at_a_path_with_a_capture_is_served_through_the_router() {
+    let built = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http(
+            "/tenants/{tenant}/rpc",
+            TestProtocol::new(),
+            HttpConfig::default(),
+        )
+        .build()
+        .expect("server builds");
+    let server = serve(built).await;
+    let answer = Client::new()
+        .post(server.url("/tenants/acme/rpc"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(request(3, "stateless/echo", json!({"n": 3})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_hardened(&answer, "a captured mount");
+}
+
+#[tokio::test]
+async fn a_served_server_answers_http2_with_prior_knowledge() {
+    use http_body_util::{BodyExt as _, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let server = serve_with(test_hardening()).await;
+    let stream = TcpStream::connect(server.address).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("an HTTP/2 handshake");
+    tokio::spawn(connection);
+    let call = http::Request::post(server.url("/rpc"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(Full::new(bytes::Bytes::from(
+            request(5, "stateless/echo", json!({"n": 5})).to_string(),
+        )))
+        .unwrap();
+    let answer = sender.send_request(call).await.expect("an HTTP/2 answer");
+    assert_eq!(answer.version(), http::Version::HTTP_2);
+    assert_eq!(answer.status(), http::StatusCode::OK);
+    assert!(answer.headers().contains_key("content-security-policy"));
+    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["id"], 5);
+    assert_eq!(body["result"], json!({"n": 5}));
 }

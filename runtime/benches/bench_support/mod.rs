@@ -12,6 +12,7 @@ use http::{HeaderMap, HeaderName};
 use protocols_runtime::hardening::{HardeningConfig, RateLimit};
 use protocols_runtime::http::{HttpConfig, ResponseMode, router};
 use protocols_runtime::jsonrpc::{ErrorObject, Message, Notification, Request};
+use protocols_runtime::server::Server;
 use protocols_runtime::{Context, Profile, Reply, RequestHandler, SessionLimits, Unsessioned};
 use serde_json::value::RawValue;
 use tokio::net::TcpListener;
@@ -76,19 +77,40 @@ impl RequestHandler for Echo {
     async fn notify(&self, _notification: Notification, _cx: Context<()>) {}
 }
 
-/// The sessionless echo through the runtime's Streamable HTTP transport, hardened.
+/// The sessionless echo through the runtime's Streamable HTTP transport, hardened, as a router
+/// to nest into an axum app.
 pub fn runtime_echo(address: SocketAddr, mode: ResponseMode) -> Result<Router, String> {
     let hardening = bench_hardening(address)
         .build()
         .map_err(|error| error.to_string())?;
-    let config = HttpConfig {
+    Ok(router(
+        "/mcp",
+        sessionless_echo(),
+        echo_config(mode),
+        &hardening,
+    ))
+}
+
+/// The same echo as a [`Server`] that serves its own listener.
+pub fn runtime_echo_server(address: SocketAddr, mode: ResponseMode) -> Result<Server, String> {
+    Server::builder()
+        .hardening(bench_hardening(address))
+        .streamable_http("/mcp", sessionless_echo(), echo_config(mode))
+        .build()
+        .map_err(|error| error.to_string())
+}
+
+fn sessionless_echo() -> Echo {
+    Echo {
+        profile: Profile::new(),
+    }
+}
+
+fn echo_config(mode: ResponseMode) -> HttpConfig {
+    HttpConfig {
         response_mode: mode,
         ..HttpConfig::default()
-    };
-    let echo = Echo {
-        profile: Profile::new(),
-    };
-    Ok(router("/mcp", echo, config, &hardening))
+    }
 }
 
 /// The sessionful echo: sessions expire after [`SESSION_IDLE`] and are reaped every second.

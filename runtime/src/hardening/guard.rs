@@ -109,23 +109,31 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let policy = Arc::clone(&self.policy);
-        let permit = match policy.screen(&request) {
-            Ok(permit) => permit,
-            Err(refusal) => {
-                let refused = policy.finish(refusal.into_response());
-                return GuardFuture(GuardState::Refused(Some(refused)));
-            }
-        };
         // `poll_ready` readied `inner`, so it is called directly rather than cloned.
-        let answer = self.inner.call(request);
-        GuardFuture(GuardState::Answering(Answering {
-            answer,
-            policy,
-            permit,
-            timer: None,
-        }))
+        guard(&self.policy, request, |request| self.inner.call(request))
     }
+}
+
+/// What [`Guard`] does with a request, for any way of calling what it guards: screen it, then
+/// answer through `inner` or refuse.
+fn guard<F>(
+    policy: &Arc<GuardPolicy>,
+    request: Request,
+    inner: impl FnOnce(Request) -> F,
+) -> GuardFuture<F> {
+    let permit = match policy.screen(&request) {
+        Ok(permit) => permit,
+        Err(refusal) => {
+            let refused = policy.finish(refusal.into_response());
+            return GuardFuture(GuardState::Refused(Some(refused)));
+        }
+    };
+    GuardFuture(GuardState::Answering(Answering {
+        answer: inner(request),
+        policy: Arc::clone(policy),
+        permit,
+        timer: None,
+    }))
 }
 
 /// What [`Guard`] returns. A named future rather than a boxed one: axum boxes each route's
@@ -217,7 +225,8 @@ pub(crate) struct Admit<S> {
 
 /// What [`Admit`] returns: the route's own future when admission needed no waiting (no box
 /// per request), a refusal at once, or a boxed future when an authenticator must be awaited.
-type AdmitFuture<F> = Either<Either<F, Ready<Result<Response, Infallible>>>, ResponseFuture>;
+pub(crate) type AdmitFuture<F> =
+    Either<Either<F, Ready<Result<Response, Infallible>>>, ResponseFuture>;
 
 impl<S> Service<Request> for Admit<S>
 where
@@ -232,24 +241,103 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request) -> Self::Future {
+    fn call(&mut self, request: Request) -> Self::Future {
         if !self.admission.authenticates() {
             // Nothing to wait for: admit now and call the service `poll_ready` readied.
-            return Either::Left(match self.admission.charge_and_bound(&mut request) {
-                Ok(()) => Either::Left(self.inner.call(request)),
-                Err(refusal) => Either::Right(std::future::ready(Ok(refusal.into_response()))),
-            });
+            return admit_now(&self.admission, request, |request| self.inner.call(request));
         }
         // Authentication waits, so the readied service is kept for after it and a fresh clone
         // takes its place.
         let fresh = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, fresh);
-        let admission = Arc::clone(&self.admission);
-        Either::Right(Box::pin(async move {
-            match admission.admit(&mut request).await {
-                Ok(()) => inner.oneshot(request).await,
-                Err(refusal) => Ok(refusal.into_response()),
+        admit_later(&self.admission, request, inner)
+    }
+}
+
+/// Admission that needs no waiting: charge and bound the request, then answer through `inner`.
+fn admit_now<F>(
+    admission: &Admission,
+    mut request: Request,
+    inner: impl FnOnce(Request) -> F,
+) -> AdmitFuture<F> {
+    Either::Left(match admission.charge_and_bound(&mut request) {
+        Ok(()) => Either::Left(inner(request)),
+        Err(refusal) => Either::Right(std::future::ready(Ok(refusal.into_response()))),
+    })
+}
+
+/// Admission that awaits the authenticator, then answers through `inner` (owned, as it is
+/// called only after the wait).
+fn admit_later<S, F>(admission: &Arc<Admission>, mut request: Request, inner: S) -> AdmitFuture<F>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let admission = Arc::clone(admission);
+    Either::Right(Box::pin(async move {
+        match admission.admit(&mut request).await {
+            Ok(()) => inner.oneshot(request).await,
+            Err(refusal) => Ok(refusal.into_response()),
+        }
+    }))
+}
+
+/// A service answering through a shared reference: a server holding it calls it without
+/// cloning it per request, as a tower `Service` (which takes `&mut self`) would need.
+pub(crate) trait SharedService: Clone + Send + Sync + 'static {
+    type Future: Future<Output = Result<Response, Infallible>> + Send + Unpin + 'static;
+
+    fn serve(&self, request: Request) -> Self::Future;
+}
+
+/// A shared service behind both hardening services, callable through `&self`: what a server
+/// that owns its listener dispatches a mounted transport to, sparing the router's per-request
+/// route clone. It enforces exactly what `Guard(Admit(service))` does.
+pub(crate) struct HardenedShared<S> {
+    policy: Arc<GuardPolicy>,
+    admission: Arc<Admission>,
+    service: S,
+}
+
+/// What a [`HardenedShared`] returns.
+pub(crate) type HardenedFuture<F> = GuardFuture<AdmitFuture<F>>;
+
+impl<S: SharedService> HardenedShared<S> {
+    pub(crate) fn new(policy: Arc<GuardPolicy>, admission: Arc<Admission>, service: S) -> Self {
+        Self {
+            policy,
+            admission,
+            service,
+        }
+    }
+
+    pub(crate) fn serve(&self, request: Request) -> HardenedFuture<S::Future> {
+        guard(&self.policy, request, |request| {
+            if self.admission.authenticates() {
+                admit_later(&self.admission, request, ServeOnce(self.service.clone()))
+            } else {
+                admit_now(&self.admission, request, |request| {
+                    self.service.serve(request)
+                })
             }
-        }))
+        })
+    }
+}
+
+/// A [`SharedService`] as a tower service, for the path that awaits an authenticator.
+#[derive(Clone)]
+struct ServeOnce<S>(S);
+
+impl<S: SharedService> Service<Request> for ServeOnce<S> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> S::Future {
+        self.0.serve(request)
     }
 }

@@ -43,6 +43,7 @@ pub(crate) use security_headers::response_headers;
 
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
 use guard::{AdmitLayer, GuardLayer, GuardPolicy};
+pub(crate) use guard::{HardenedFuture, HardenedShared, SharedService};
 use limits::{RateKey, RateLimiter};
 use origin::SiteCheck;
 use security_headers::refuse_unknown_path;
@@ -317,7 +318,7 @@ fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
 /// The per-request admission state: who is calling, whether they may, and how much they may
 /// send.
 #[derive(Debug)]
-struct Admission {
+pub(crate) struct Admission {
     gate: Option<Gate>,
     rate_limiter: Option<RateLimiter>,
     body_limit: BodyLimit,
@@ -419,6 +420,16 @@ impl Hardening {
 
     /// The RFC 9728 document route alone, for an application that nests the wrapped router
     /// under a prefix and must serve the document at its own root.
+    /// `service` behind the same two services [`Self::endpoint`] puts around it, called
+    /// through `&self` by a server that dispatches to it directly.
+    pub(crate) fn shared<S: SharedService>(&self, service: S) -> HardenedShared<S> {
+        HardenedShared::new(
+            Arc::clone(&self.guard),
+            Arc::clone(&self.admission),
+            service,
+        )
+    }
+
     pub fn metadata_router(&self) -> Option<Router> {
         let metadata = self.metadata.clone()?;
         let path = metadata.path.clone();

@@ -150,6 +150,10 @@ impl RequestHandler for TestProtocol {
                 Ok(_) => reply(&json!("answered")),
                 Err(error) => Err(ErrorObject::new(-32002, error.to_string())),
             },
+            "stateless/pause" => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                reply(&json!("resumed"))
+            }
             "slow" => {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 reply(&json!("finished"))

@@ -1,0 +1,165 @@
+//! Serving on a listener this crate owns: the accept loop (TCP_NODELAY on every socket, the
+//! peer's address handed to the routes, accept errors survived), each connection served by
+//! hyper over HTTP/1.1 or HTTP/2 with upgrades (WebSocket transports), and graceful shutdown:
+//! stop accepting, let every connection finish its in-flight requests, wait for all of them.
+//!
+//! A request for a mounted transport's exact path goes straight to that transport's hardened
+//! service; everything else goes through the axum router, which holds the same mounts. The
+//! router would clone the matched route's boxed service, box its future and record the matched
+//! path for every request; a transport that owns its path outright needs none of that.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::response::Response;
+use futures::future::Either;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt as _;
+use tower::util::Oneshot;
+
+use crate::hardening::{HardenedFuture, HardenedShared, SharedService};
+use crate::http::EndpointFuture;
+
+/// A mounted transport hardened as a whole, called through `&self`.
+pub(crate) trait DirectRoute: Send + Sync {
+    fn serve(&self, request: Request) -> HardenedFuture<EndpointFuture>;
+}
+
+impl<S: SharedService<Future = EndpointFuture>> DirectRoute for HardenedShared<S> {
+    fn serve(&self, request: Request) -> HardenedFuture<EndpointFuture> {
+        HardenedShared::serve(self, request)
+    }
+}
+
+/// A transport served at exactly `path`.
+pub(crate) struct DirectMount {
+    pub(crate) path: Box<str>,
+    pub(crate) route: Box<dyn DirectRoute>,
+}
+
+impl DirectMount {
+    /// Whether `path` can be matched by plain equality: a path with captures or wildcards is
+    /// left to the router, which knows their syntax.
+    pub(crate) fn is_literal(path: &str) -> bool {
+        !path.contains(['{', '}', '*'])
+    }
+}
+
+/// Everything a server answers: its directly served mounts, and the router for the rest.
+pub(crate) struct App {
+    pub(crate) direct: Box<[DirectMount]>,
+    pub(crate) router: Router,
+}
+
+type AppFuture = Either<HardenedFuture<EndpointFuture>, Oneshot<Router, Request>>;
+
+impl App {
+    fn serve(&self, request: Request) -> AppFuture {
+        let path = request.uri().path();
+        match self.direct.iter().find(|mount| *mount.path == *path) {
+            Some(mount) => Either::Left(mount.route.serve(request)),
+            None => Either::Right(self.router.clone().oneshot(request)),
+        }
+    }
+}
+
+/// One connection's view of the app: its requests carry the peer's address.
+struct Connection {
+    app: Arc<App>,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<http::Request<Incoming>> for Connection {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AppFuture;
+
+    fn call(&self, request: http::Request<Incoming>) -> AppFuture {
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        self.app.serve(request)
+    }
+}
+
+/// Serves `app` on `listener` until `stop` completes, then shuts down gracefully.
+pub(crate) async fn serve(listener: TcpListener, app: App, stop: impl Future<Output = ()>) {
+    let app = Arc::new(app);
+    let connections = TaskTracker::new();
+    let closing = CancellationToken::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let service = Connection {
+                    app: Arc::clone(&app),
+                    peer,
+                };
+                connections.spawn(serve_connection(stream, service, closing.clone()));
+            }
+            Err(error) => survive_accept_error(error).await,
+        }
+    }
+    drop(listener);
+    closing.cancel();
+    connections.close();
+    connections.wait().await;
+}
+
+async fn serve_connection(stream: TcpStream, service: Connection, closing: CancellationToken) {
+    set_nodelay(&stream);
+    let mut builder = Builder::new(TokioExecutor::new());
+    // HTTP/2 WebSockets (RFC 8441) ride on extended CONNECT.
+    builder.http2().enable_connect_protocol();
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    let outcome = tokio::select! {
+        outcome = connection.as_mut() => outcome,
+        () = closing.cancelled() => {
+            // Finishes the requests in flight, then closes; streams end with the server's
+            // shutdown token.
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = outcome {
+        tracing::trace!(%error, "connection ended with an error");
+    }
+}
+
+/// Disables Nagle's algorithm: without it a small SSE write waits for the peer's delayed ACK
+/// (about 40 ms).
+pub(crate) fn set_nodelay(stream: &TcpStream) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "could not set TCP_NODELAY");
+    }
+}
+
+/// A failed accept: a connection that died before it was accepted is skipped; anything else
+/// (such as running out of file descriptors) is logged and waited out, as hyper's own server
+/// did, instead of spinning.
+async fn survive_accept_error(error: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(%error, "accept failed; retrying in a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
