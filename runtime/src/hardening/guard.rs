@@ -8,8 +8,9 @@
 //! future per request. Built from eight such layers (tower's `Timeout`, `LoadShed`,
 //! `GlobalConcurrencyLimit` behind `HandleError`, plus four `from_fn` middlewares) the hardening
 //! halved an echo server's throughput on loopback (≈25k → ≈12k req/s at 16 connections). These
-//! two services use the same primitives tower's layers do — `tokio::time::timeout` for the
-//! deadline, a `tokio::sync::Semaphore` acquired without waiting for load shedding — and
+//! two services use what tower's layers do — a `tokio::time` timer for the deadline, a count of
+//! requests in flight that is refused rather than waited on for load shedding (an atomic
+//! counter: a semaphore that is never waited on only adds a lock to every release) — and
 //! [`Hardening::wrap`](super::Hardening::wrap) stacks them as one layer on the transport
 //! routes. Neither boxes a future per request (axum's route already does); `Admit` boxes one
 //! only while an authenticator is awaited, and the deadline's timer is allocated only for an
@@ -19,13 +20,13 @@ use std::convert::Infallible;
 use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -41,23 +42,29 @@ type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> 
 pub(crate) struct GuardPolicy {
     pub(crate) headers: ParsedSecurityHeaders,
     pub(crate) site: SiteCheck,
-    pub(crate) in_flight: Option<Arc<Semaphore>>,
+    pub(crate) in_flight: Option<InFlight>,
     pub(crate) deadline: Option<Duration>,
 }
 
 impl GuardPolicy {
-    /// The checks that need no waiting: `Host`/`Origin`, then a concurrency permit. Shed rather
-    /// than queue: a permit is taken now or the request is refused with 503. The permit lives
-    /// until the response head exists; a stream's body is not counted.
-    fn screen(&self, request: &Request) -> Result<Option<OwnedSemaphorePermit>, Refusal> {
+    /// The checks that need no waiting: `Host`/`Origin`, then a place among the requests in
+    /// flight. Shed rather than queue: a place is taken now or the request is refused with 503.
+    /// The place is held until the response head exists; a stream's body is not counted.
+    fn screen(&self, request: &Request) -> Result<Occupancy, Refusal> {
         self.site.check(request.headers(), request.uri())?;
         match &self.in_flight {
-            Some(semaphore) => Arc::clone(semaphore)
-                .try_acquire_owned()
-                .map(Some)
-                .map_err(|_| Refusal::Overloaded),
-            None => Ok(None),
+            Some(in_flight) if !in_flight.try_enter() => Err(Refusal::Overloaded),
+            Some(_) => Ok(Occupancy::Holding),
+            None => Ok(Occupancy::Unlimited),
         }
+    }
+
+    /// Gives back the place `screen` took, once.
+    fn leave(&self, occupancy: &mut Occupancy) {
+        if let (Occupancy::Holding, Some(in_flight)) = (*occupancy, &self.in_flight) {
+            in_flight.leave();
+        }
+        *occupancy = Occupancy::Left;
     }
 
     /// What every response leaves through: bare framework errors get a body, all get headers.
@@ -71,6 +78,45 @@ fn into_response(result: Result<Response, Infallible>) -> Response {
         Ok(response) => response,
         Err(never) => match never {},
     }
+}
+
+/// The concurrency limit: how many requests may be in flight at once, and how many are.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    limit: usize,
+    count: AtomicUsize,
+}
+
+impl InFlight {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    fn try_enter(&self) -> bool {
+        let entered = self
+            .count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+                (count < self.limit).then_some(count + 1)
+            });
+        entered.is_ok()
+    }
+
+    fn leave(&self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether a request holds a place among those in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Occupancy {
+    /// There is no limit to hold a place under.
+    Unlimited,
+    Holding,
+    /// The place was given back.
+    Left,
 }
 
 /// Layer producing [`Guard`].
@@ -121,8 +167,8 @@ fn guard<F>(
     request: Request,
     inner: impl FnOnce(Request) -> F,
 ) -> GuardFuture<F> {
-    let permit = match policy.screen(&request) {
-        Ok(permit) => permit,
+    let occupancy = match policy.screen(&request) {
+        Ok(occupancy) => occupancy,
         Err(refusal) => {
             let refused = policy.finish(refusal.into_response());
             return GuardFuture(GuardState::Refused(Some(refused)));
@@ -131,7 +177,7 @@ fn guard<F>(
     GuardFuture(GuardState::Answering(Answering {
         answer: inner(request),
         policy: Arc::clone(policy),
-        permit,
+        occupancy,
         timer: None,
     }))
 }
@@ -151,8 +197,9 @@ enum GuardState<F> {
 struct Answering<F> {
     answer: F,
     policy: Arc<GuardPolicy>,
-    /// Held until the response head exists; a stream's body is not counted.
-    permit: Option<OwnedSemaphorePermit>,
+    /// Held until the response head exists (or the answer is dropped unfinished); a stream's
+    /// body is not counted.
+    occupancy: Occupancy,
     /// The deadline's timer, armed only once the answer has to wait: most answers are ready
     /// at their first poll, and those never touch the timer wheel. The first poll follows the
     /// call at once, so the deadline still runs from the request's arrival.
@@ -181,6 +228,13 @@ where
     }
 }
 
+impl<F> Drop for Answering<F> {
+    fn drop(&mut self) {
+        // An answer abandoned before its head (the client went away) gives its place back too.
+        self.policy.leave(&mut self.occupancy);
+    }
+}
+
 impl<F> Future for GuardFuture<F>
 where
     F: Future<Output = Result<Response, Infallible>> + Unpin,
@@ -193,7 +247,7 @@ where
             GuardState::Refused(refused) => Poll::Ready(Ok(refused.take().unwrap_or_default())),
             GuardState::Answering(answering) => {
                 let response = std::task::ready!(answering.poll_head(cx));
-                answering.permit = None;
+                answering.policy.leave(&mut answering.occupancy);
                 Poll::Ready(Ok(answering.policy.finish(response)))
             }
         }

@@ -28,7 +28,6 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
-use tokio::sync::Semaphore;
 use tower::Layer as _;
 
 pub use auth::{
@@ -42,7 +41,7 @@ pub use security_headers::SecurityHeaders;
 pub(crate) use security_headers::response_headers;
 
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
-use guard::{AdmitLayer, GuardLayer, GuardPolicy};
+use guard::{AdmitLayer, GuardLayer, GuardPolicy, InFlight};
 pub(crate) use guard::{HardenedFuture, HardenedShared, SharedService};
 use limits::{RateKey, RateLimiter};
 use origin::SiteCheck;
@@ -242,9 +241,7 @@ impl HardeningConfig {
             guard: Arc::new(GuardPolicy {
                 headers,
                 site,
-                in_flight: self
-                    .max_concurrency
-                    .map(|limit| Arc::new(Semaphore::new(limit))),
+                in_flight: self.max_concurrency.map(InFlight::new),
                 deadline: self.request_deadline,
             }),
             admission: Arc::new(Admission {

@@ -390,6 +390,49 @@ async fn requests_past_the_concurrency_limit_are_shed_with_503() {
     assert_eq!(first.await.unwrap().status(), StatusCode::OK);
 }
 
+#[tokio::test]
+async fn a_place_in_flight_is_given_back_when_answered_and_when_abandoned() {
+    let release = Arc::new(Notify::new());
+    let entered = Arc::new(Notify::new());
+    let router = {
+        let (release, entered) = (Arc::clone(&release), Arc::clone(&entered));
+        Router::new().route(
+            "/slow",
+            get(move || {
+                let (release, entered) = (Arc::clone(&release), Arc::clone(&entered));
+                async move {
+                    entered.notify_one();
+                    release.notified().await;
+                    "done"
+                }
+            }),
+        )
+    };
+    let app = HardeningConfig::new()
+        .bind_address(bind())
+        .max_concurrency(Some(1))
+        .build()
+        .unwrap()
+        .wrap(router);
+    let slow = || request(Method::GET, "/slow").body(Body::empty()).unwrap();
+    // Answered: the place is free for the next request.
+    let answered = tokio::spawn(send(app.clone(), slow()));
+    entered.notified().await;
+    release.notify_one();
+    assert_eq!(answered.await.unwrap().status(), StatusCode::OK);
+    // Abandoned before its answer (the client went away): the place is free too.
+    let abandoned = tokio::spawn(send(app.clone(), slow()));
+    entered.notified().await;
+    abandoned.abort();
+    assert!(abandoned.await.unwrap_err().is_cancelled());
+    let next = tokio::spawn(send(app.clone(), slow()));
+    tokio::time::timeout(Duration::from_secs(5), entered.notified())
+        .await
+        .expect("the abandoned request's place was given back");
+    release.notify_one();
+    assert_eq!(next.await.unwrap().status(), StatusCode::OK);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_request_past_its_deadline_is_refused_with_504() {
     let router = Router::new().route(
