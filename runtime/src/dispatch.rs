@@ -3,12 +3,16 @@
 //! cancel convention); notifications that cancel are applied before the handler sees them;
 //! responses are handed to the conversation awaiting them.
 
+use std::future::Future;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
+use futures::future::Either;
+use tokio_util::future::FutureExt as _;
 use tracing::Instrument;
 
 use crate::handler::{Context, RequestHandler, RequestMeta};
-use crate::jsonrpc::{ErrorObject, Message, Notification, Request, Response};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use crate::peer::{CancelReply, Conversation, Peer, cancelled_request_id};
 use crate::session::Session;
 
@@ -33,30 +37,35 @@ impl<S> Clone for Scope<S> {
 }
 
 /// Serves one message; returns the answer owed to it, if any.
-pub(crate) async fn serve_message<H: RequestHandler>(
+///
+/// Like the functions it picks from, this does its bookkeeping when called and returns the
+/// handler's future wrapped in combinators, not an `async fn`: an `async fn` keeps its
+/// arguments beside the future built from them, so each layer would add another copy of the
+/// request and its [`Context`] to every request's state.
+pub(crate) fn serve_message<H: RequestHandler>(
     handler: &H,
     message: Message,
     scope: Scope<H::Session>,
-) -> Option<Response> {
+) -> impl Future<Output = Option<Response>> + Send + '_ {
     match message {
-        Message::Request(request) => answer_request(handler, request, scope).await,
-        Message::Notification(notification) => {
-            take_notification(handler, notification, scope).await;
-            None
-        }
+        Message::Request(request) => Either::Left(answer_request(handler, request, scope)),
+        Message::Notification(notification) => Either::Right(Either::Left(
+            take_notification(handler, notification, scope).map(|()| None),
+        )),
         Message::Response(response) => {
             take_response(scope.conversation.as_deref(), response);
-            None
+            Either::Right(Either::Right(std::future::ready(None)))
         }
     }
 }
 
-/// Runs a request to its answer, or to its cancellation.
-pub(crate) async fn answer_request<H: RequestHandler>(
+/// Runs a request to its answer, or to its cancellation. The request is registered with its
+/// conversation (if any) now, and unregistered once the returned future ends or is dropped.
+pub(crate) fn answer_request<H: RequestHandler>(
     handler: &H,
     request: Request,
     scope: Scope<H::Session>,
-) -> Option<Response> {
+) -> impl Future<Output = Option<Response>> + Send + '_ {
     let id = request.id.clone();
     let running = scope
         .conversation
@@ -64,6 +73,7 @@ pub(crate) async fn answer_request<H: RequestHandler>(
         .map(|conversation| conversation.start(&id));
     let token = running.as_ref().map(|running| running.token().clone());
     let profile = handler.profile();
+    let span = tracing::debug_span!("request", method = %request.method, id = %id);
     let cx = Context::new(
         Some(id.clone()),
         scope.session,
@@ -72,35 +82,41 @@ pub(crate) async fn answer_request<H: RequestHandler>(
         token.clone(),
         scope.peer,
     );
-    let span = tracing::debug_span!("request", method = %request.method, id = %id);
-    // Pinned where it is built, so both ways of awaiting it below share this one copy of the
-    // handler's (often large) future, and neither moves it.
-    let reply = std::pin::pin!(handler.handle(request, cx).instrument(span));
+    let reply = handler.handle(request, cx).instrument(span);
     // Without a conversation nothing can cancel the request: it runs to its answer.
     let Some(token) = token else {
-        return Some(Response::answering(id, reply.await));
+        return Either::Left(reply.map(move |reply| Some(Response::answering(id, reply))));
     };
-    tokio::select! {
-        biased;
-        reply = reply => Some(Response::answering(id, reply)),
-        () = token.cancelled() => {
-            tracing::debug!(%id, "request cancelled by the peer");
-            match profile.cancellation().map(|convention| convention.reply) {
-                Some(CancelReply::Error(code)) => {
-                    Some(Response::error(Some(id), ErrorObject::new(code, "request cancelled")))
-                }
-                Some(CancelReply::Nothing) | None => None,
-            }
+    let cancel_reply = profile.cancellation().map(|convention| convention.reply);
+    // Polls the handler first, so an answer ready when the peer cancels is still the answer.
+    let cancellable = reply.with_cancellation_token_owned(token);
+    Either::Right(cancellable.map(move |reply| {
+        drop(running);
+        match reply {
+            Some(reply) => Some(Response::answering(id, reply)),
+            None => cancelled(id, cancel_reply),
         }
+    }))
+}
+
+/// The answer a request the peer cancelled is owed under the protocol's convention.
+fn cancelled(id: RequestId, reply: Option<CancelReply>) -> Option<Response> {
+    tracing::debug!(%id, "request cancelled by the peer");
+    match reply {
+        Some(CancelReply::Error(code)) => Some(Response::error(
+            Some(id),
+            ErrorObject::new(code, "request cancelled"),
+        )),
+        Some(CancelReply::Nothing) | None => None,
     }
 }
 
-/// Applies a cancellation the notification carries, then hands it to the handler.
-pub(crate) async fn take_notification<H: RequestHandler>(
+/// Applies a cancellation the notification carries now, then hands it to the handler.
+pub(crate) fn take_notification<H: RequestHandler>(
     handler: &H,
     notification: Notification,
     scope: Scope<H::Session>,
-) {
+) -> impl Future<Output = ()> + Send + '_ {
     if let (Some(convention), Some(conversation)) = (
         handler.profile().cancellation(),
         scope.conversation.as_ref(),
@@ -117,7 +133,7 @@ pub(crate) async fn take_notification<H: RequestHandler>(
         None,
         scope.peer,
     );
-    handler.notify(notification, cx).await;
+    handler.notify(notification, cx)
 }
 
 /// Hands the peer's answer to the call awaiting it.
