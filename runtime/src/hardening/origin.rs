@@ -4,9 +4,13 @@
 //! Both are on by default: a server that does not know its bind address allows the loopback
 //! names on any port; one bound to a loopback address allows them on that port only. A request
 //! without `Origin` is allowed (non-browser clients send none); `Origin: null` is foreign.
+//!
+//! The check runs on every request, so the values a policy admits in their usual spellings
+//! (`127.0.0.1:8080`, `http://localhost:8080`, ...) are worked out when it is built and compared
+//! with the raw header bytes first; only a value that is not one of them is parsed.
 
 use http::uri::{Authority, Scheme};
-use http::{HeaderMap, Uri, header};
+use http::{HeaderMap, HeaderValue, Uri, header};
 
 use super::HardeningError;
 use super::refusal::Refusal;
@@ -82,28 +86,287 @@ pub enum OriginPolicy {
 /// The parsed host and origin rules, checked on every request.
 #[derive(Debug, Clone)]
 pub(crate) struct SiteCheck {
-    hosts: Option<Vec<AllowedAuthority>>,
-    origins: Option<Vec<(Option<Scheme>, AllowedAuthority)>>,
+    hosts: Option<Rules<AllowedAuthority>>,
+    origins: Option<Rules<OriginRule>>,
 }
 
 impl SiteCheck {
     pub(crate) fn new(hosts: &HostPolicy, origins: &OriginPolicy) -> Result<Self, HardeningError> {
         Ok(Self {
-            hosts: parse_hosts(hosts)?,
-            origins: parse_origins(origins)?,
+            hosts: parse_hosts(hosts)?.map(Rules::new),
+            origins: parse_origins(origins)?.map(Rules::new),
         })
     }
 
     /// Refuses a request whose `Host` or `Origin` is not allowed.
     pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
-        if let Some(allowed) = &self.hosts {
-            check_host(allowed, headers, uri)?;
+        if self.hosts.is_none() && self.origins.is_none() {
+            return Ok(());
         }
-        if let Some(allowed) = &self.origins {
-            check_origin(allowed, headers)?;
+        let found = SiteHeaders::find(headers);
+        if let Some(hosts) = &self.hosts
+            && !hosts_admit(hosts, found.host, uri)
+        {
+            return Err(Refusal::MisdirectedHost);
+        }
+        if let Some(origins) = &self.origins
+            && let Some(origin) = found.origin
+            && !origins.admits(origin)
+        {
+            return Err(Refusal::ForbiddenOrigin);
         }
         Ok(())
     }
+
+    /// The same check with no known spellings, so every value goes through the parser.
+    #[cfg(test)]
+    fn parser_only(mut self) -> Self {
+        for known in [
+            self.hosts.as_mut().map(|rules| &mut rules.known),
+            self.origins.as_mut().map(|rules| &mut rules.known),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            known.0.clear();
+        }
+        self
+    }
+}
+
+/// The first `Host` and `Origin` values, as [`HeaderMap::get`] would return them.
+struct SiteHeaders<'a> {
+    host: Option<&'a HeaderValue>,
+    origin: Option<&'a HeaderValue>,
+}
+
+/// Past this many header names, two hashed lookups cost less than one pass over them all.
+const SCAN_LIMIT: usize = 8;
+
+impl<'a> SiteHeaders<'a> {
+    /// A request carries a handful of headers, and one pass over them costs less than the two
+    /// hashed lookups (about a hundred instructions each) that would find the same values.
+    fn find(headers: &'a HeaderMap) -> Self {
+        if headers.keys_len() > SCAN_LIMIT {
+            return Self {
+                host: headers.get(header::HOST),
+                origin: headers.get(header::ORIGIN),
+            };
+        }
+        let mut found = Self {
+            host: None,
+            origin: None,
+        };
+        for (name, value) in headers {
+            if *name == header::HOST {
+                found.host.get_or_insert(value);
+            } else if *name == header::ORIGIN {
+                found.origin.get_or_insert(value);
+            }
+        }
+        found
+    }
+}
+
+/// The authority the request names: `Host` for HTTP/1.1, the URI's authority for HTTP/2.
+fn hosts_admit(hosts: &Rules<AllowedAuthority>, host: Option<&HeaderValue>, uri: &Uri) -> bool {
+    match host {
+        Some(value) => hosts.admits(value),
+        None => uri
+            .authority()
+            .is_some_and(|authority| hosts.admits_text(authority.as_str())),
+    }
+}
+
+/// A parsed allow-list and the header values it admits spelled out, so that the usual
+/// request costs a comparison or two instead of a parse. The spellings are only a shortcut
+/// to the parser's answer: each is kept only if the parser admits it, and a value that is
+/// not one of them is parsed.
+#[derive(Debug, Clone)]
+struct Rules<R> {
+    allowed: Vec<R>,
+    known: KnownValues,
+}
+
+/// A parsed allow-list entry: what it admits, and how it is usually spelled.
+trait Rule: Sized {
+    /// Whether any of `allowed` admits the header value `text`; the one rule of the check.
+    fn any_admits(allowed: &[Self], text: &str) -> bool;
+
+    /// The header values this entry admits in their usual spellings (none when it admits
+    /// any port, which has no one spelling).
+    fn spellings(&self) -> Vec<String>;
+}
+
+impl<R: Rule> Rules<R> {
+    fn new(allowed: Vec<R>) -> Self {
+        let known = allowed
+            .iter()
+            .flat_map(Rule::spellings)
+            .filter(|text| R::any_admits(&allowed, text))
+            .filter_map(|text| FoldedText::new(text.as_bytes()))
+            .collect();
+        Self {
+            allowed,
+            known: KnownValues(known),
+        }
+    }
+
+    fn admits(&self, value: &HeaderValue) -> bool {
+        self.known.contains(value.as_bytes())
+            || value
+                .to_str()
+                .is_ok_and(|text| R::any_admits(&self.allowed, text))
+    }
+
+    fn admits_text(&self, text: &str) -> bool {
+        self.known.contains(text.as_bytes()) || R::any_admits(&self.allowed, text)
+    }
+}
+
+impl Rule for AllowedAuthority {
+    fn any_admits(allowed: &[Self], text: &str) -> bool {
+        split_authority(text).is_some_and(|named| allowed.iter().any(|rule| rule.admits(named, 80)))
+    }
+
+    fn spellings(&self) -> Vec<String> {
+        self.spellings_after("", 80)
+    }
+}
+
+impl Rule for OriginRule {
+    fn any_admits(allowed: &[Self], text: &str) -> bool {
+        origin_admitted(allowed, text)
+    }
+
+    fn spellings(&self) -> Vec<String> {
+        let (scheme, authority) = self;
+        let schemes = match scheme {
+            Some(scheme) => vec![scheme.clone()],
+            None => vec![Scheme::HTTP, Scheme::HTTPS],
+        };
+        schemes
+            .iter()
+            .flat_map(|scheme| {
+                authority.spellings_after(&format!("{scheme}://"), default_port(scheme))
+            })
+            .collect()
+    }
+}
+
+impl AllowedAuthority {
+    /// `prefix` then `host:port`, and `prefix` then the bare host when the port is the default.
+    fn spellings_after(&self, prefix: &str, default_port: u16) -> Vec<String> {
+        let PortRule::Exactly(port) = self.port else {
+            return Vec::new();
+        };
+        let host = &self.host;
+        let mut spellings = vec![format!("{prefix}{host}:{port}")];
+        if port == default_port {
+            spellings.push(format!("{prefix}{host}"));
+        }
+        spellings
+    }
+}
+
+/// Header values compared as they arrive, before any parsing.
+#[derive(Debug, Clone, Default)]
+struct KnownValues(Vec<FoldedText>);
+
+impl KnownValues {
+    fn contains(&self, value: &[u8]) -> bool {
+        // A value's first and last words are read once and compared with every known text.
+        let ends = end_words(value);
+        self.0.iter().any(|known| known.matches(value, ends))
+    }
+}
+
+/// A text matched ASCII-case-insensitively eight bytes at a time, as little-endian words. Each
+/// word is kept in lower case with a mask holding `0x20` (the bit that tells an ASCII letter's
+/// cases apart) on each letter: a byte `b` matches the lower-case byte `l` exactly when
+/// `b | mask == l`.
+#[derive(Debug, Clone)]
+struct FoldedText {
+    len: usize,
+    /// The first and last words, from [`end_words`].
+    ends: [FoldedWord; 2],
+    /// The words between them: eight bytes at each multiple of eight past the first word and
+    /// short of the last one (empty for a text of up to sixteen bytes).
+    middle: Vec<(usize, FoldedWord)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FoldedWord {
+    lower: u64,
+    case_mask: u64,
+}
+
+impl FoldedWord {
+    fn matches(self, word: u64) -> bool {
+        word | self.case_mask == self.lower
+    }
+}
+
+impl FoldedText {
+    fn new(text: &[u8]) -> Option<Self> {
+        let lower = text.to_ascii_lowercase();
+        let case_mask: Vec<u8> = lower
+            .iter()
+            .map(|byte| if byte.is_ascii_lowercase() { 0x20 } else { 0 })
+            .collect();
+        let fold = |(lower, case_mask)| FoldedWord { lower, case_mask };
+        let [lower_first, lower_last] = end_words(&lower);
+        let [mask_first, mask_last] = end_words(&case_mask);
+        let middle = middle_offsets(text.len())
+            .map(|at| Some((at, fold((word_at(&lower, at)?, word_at(&case_mask, at)?)))))
+            .collect::<Option<_>>()?;
+        Some(Self {
+            len: text.len(),
+            ends: [
+                fold((lower_first, mask_first)),
+                fold((lower_last, mask_last)),
+            ],
+            middle,
+        })
+    }
+
+    /// Whether `value`, whose [`end_words`] are `ends`, is this text in any ASCII case.
+    fn matches(&self, value: &[u8], [first, last]: [u64; 2]) -> bool {
+        let [known_first, known_last] = self.ends;
+        value.len() == self.len
+            && known_first.matches(first)
+            && known_last.matches(last)
+            && self
+                .middle
+                .iter()
+                .all(|&(at, known)| word_at(value, at).is_some_and(|word| known.matches(word)))
+    }
+}
+
+/// A text's first eight bytes and its last eight (overlapping when it is shorter than
+/// sixteen), or the whole text zero-padded twice when it is shorter than eight.
+fn end_words(bytes: &[u8]) -> [u64; 2] {
+    match (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
+        (Some(first), Some(last)) => [u64::from_le_bytes(*first), u64::from_le_bytes(*last)],
+        _ => {
+            let mut word = [0; 8];
+            for (slot, byte) in word.iter_mut().zip(bytes) {
+                *slot = *byte;
+            }
+            [u64::from_le_bytes(word); 2]
+        }
+    }
+}
+
+/// Where the words between a text's first and last words start: 8, 16, ... while the word
+/// ends before the last word starts. With the end words, every byte is in some word.
+fn middle_offsets(len: usize) -> impl Iterator<Item = usize> {
+    (8..len.saturating_sub(8)).step_by(8)
+}
+
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let word = bytes.get(at..)?.first_chunk::<8>()?;
+    Some(u64::from_le_bytes(*word))
 }
 
 fn loopback_authorities(port: Option<u16>) -> Vec<AllowedAuthority> {
@@ -183,8 +446,8 @@ fn default_port(scheme: &Scheme) -> u16 {
     if *scheme == Scheme::HTTPS { 443 } else { 80 }
 }
 
-/// Splits `host[:port]` (IPv6 hosts in brackets) without allocating: this runs on every
-/// request. Anything that is not that shape is `None`.
+/// Splits `host[:port]` (IPv6 hosts in brackets) without allocating. Anything that is not
+/// that shape is `None`.
 fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
     let (host, port) = if text.starts_with('[') {
         let close = text.find(']')?;
@@ -207,43 +470,18 @@ fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
     (!host.is_empty()).then_some((host, port))
 }
 
-/// The authority the request names: `Host` for HTTP/1.1, the URI's authority for HTTP/2.
-fn check_host(allowed: &[AllowedAuthority], headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
-    let text = match headers.get(header::HOST) {
-        Some(value) => value.to_str().ok(),
-        None => uri.authority().map(Authority::as_str),
-    };
-    let Some(named) = text.and_then(split_authority) else {
-        return Err(Refusal::MisdirectedHost);
-    };
-    if allowed.iter().any(|rule| rule.admits(named, 80)) {
-        Ok(())
-    } else {
-        Err(Refusal::MisdirectedHost)
-    }
-}
-
-fn check_origin(allowed: &[OriginRule], headers: &HeaderMap) -> Result<(), Refusal> {
-    let Some(value) = headers.get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let parsed = value.to_str().ok().and_then(split_origin);
-    let Some((scheme, authority)) = parsed else {
-        return Err(Refusal::ForbiddenOrigin);
+fn origin_admitted(allowed: &[OriginRule], text: &str) -> bool {
+    let Some((scheme, authority)) = split_origin(text) else {
+        return false;
     };
     let default = default_port(&scheme);
     let named = (authority.host(), authority.port_u16());
-    let admitted = allowed.iter().any(|(wanted_scheme, rule)| {
+    allowed.iter().any(|(wanted_scheme, rule)| {
         wanted_scheme
             .as_ref()
             .is_none_or(|wanted| *wanted == scheme)
             && rule.admits(named, default)
-    });
-    if admitted {
-        Ok(())
-    } else {
-        Err(Refusal::ForbiddenOrigin)
-    }
+    })
 }
 
 #[cfg(test)]
@@ -423,5 +661,258 @@ mod tests {
             SiteCheck::new(&HostPolicy::AnyHost, &origins),
             Err(HardeningError::InvalidAllowedOrigin(_))
         ));
+    }
+
+    /// Host values around the loopback and allow-listed spellings: case, trailing dots, ports
+    /// (missing, default, wrong, padded, out of range), IPv6, userinfo and stray bytes.
+    const HOST_VALUES: &[&str] = &[
+        "localhost:8080",
+        "LOCALHOST:8080",
+        "LocalHost:8080",
+        "localhost.:8080",
+        "localhost:8080.",
+        "localhost",
+        "LOCALHOST",
+        "localhost:80",
+        "localhost:443",
+        "localhost:08080",
+        "localhost:9090",
+        "localhost:80800",
+        "localhost:65536",
+        "localhost:",
+        "localhost :8080",
+        " localhost:8080",
+        "xlocalhost:8080",
+        "localhost\u{f6}:8080",
+        "127.0.0.1:8080",
+        "127.0.0.1",
+        "127.0.0.1:80",
+        "127.000.000.001:8080",
+        "127.0.0.2:8080",
+        "[::1]:8080",
+        "[::1]",
+        "[::1]:80",
+        "[0:0:0:0:0:0:0:1]:8080",
+        "::1:8080",
+        "[::1",
+        "[::1]x",
+        "user@localhost:8080",
+        "localhost:8080@evil.example",
+        "evil.example:8080",
+        "evil.example",
+        "",
+        ":8080",
+        "app.example.com:8443",
+        "APP.Example.COM:8443",
+        "app.example.com",
+        "app.example.com:443",
+        "api.example.com",
+        "api.example.com:1234",
+        "[fe80::1]:9000",
+        "[FE80::1]:9000",
+        "[fe80::1]",
+    ];
+
+    /// Origin values around the loopback and allow-listed origins: scheme and host case,
+    /// default and explicit ports, paths, userinfo, `null` and non-web schemes.
+    const ORIGIN_VALUES: &[&str] = &[
+        "http://localhost:8080",
+        "HTTP://LOCALHOST:8080",
+        "https://LocalHost:8080",
+        "http://localhost:8080/",
+        "http://localhost:8080/path",
+        "http://localhost:8080?query",
+        "http://localhost.:8080",
+        "http://localhost",
+        "https://localhost",
+        "http://localhost:80",
+        "https://localhost:443",
+        "http://localhost:443",
+        "http://localhost:9090",
+        "ws://localhost:8080",
+        "ftp://localhost:8080",
+        "http://127.0.0.1:8080",
+        "https://127.0.0.1:8080",
+        "http://127.0.0.1",
+        "http://[::1]:8080",
+        "http://[::1]",
+        "http://[0:0:0:0:0:0:0:1]:8080",
+        "http://user@localhost:8080",
+        "http://localhost:8080@evil.example",
+        "https://evil.example",
+        "http://evil.example:8080",
+        "null",
+        "",
+        "localhost:8080",
+        "//localhost:8080",
+        "https://app.example.com",
+        "HTTPS://APP.EXAMPLE.COM",
+        "https://app.example.com:443",
+        "https://app.example.com:8443",
+        "http://app.example.com",
+        "http://localhost:3000",
+        "https://localhost:3000",
+    ];
+
+    fn host_policies() -> Vec<HostPolicy> {
+        vec![
+            HostPolicy::Loopback { port: Some(8080) },
+            HostPolicy::Loopback { port: Some(80) },
+            HostPolicy::Loopback { port: None },
+            HostPolicy::Allow(vec![
+                "app.example.com:8443".into(),
+                "api.example.com".into(),
+                "[fe80::1]:9000".into(),
+                "LocalHost:80".into(),
+            ]),
+        ]
+    }
+
+    fn origin_policies() -> Vec<OriginPolicy> {
+        vec![
+            OriginPolicy::Loopback { port: Some(8080) },
+            OriginPolicy::Loopback { port: Some(80) },
+            OriginPolicy::Loopback { port: Some(443) },
+            OriginPolicy::Loopback { port: None },
+            OriginPolicy::Allow(vec![
+                "https://app.example.com".into(),
+                "http://localhost:3000".into(),
+                "http://[::1]".into(),
+            ]),
+        ]
+    }
+
+    fn parts_with_bytes(host: Option<&[u8]>, origin: Option<&[u8]>) -> Parts {
+        let mut parts = parts(None, None);
+        if let Some(host) = host {
+            let value = HeaderValue::from_bytes(host).unwrap();
+            parts.headers.insert(header::HOST, value);
+        }
+        if let Some(origin) = origin {
+            let value = HeaderValue::from_bytes(origin).unwrap();
+            parts.headers.insert(header::ORIGIN, value);
+        }
+        parts
+    }
+
+    #[test]
+    fn the_known_host_shortcut_answers_as_the_parser_does() {
+        for policy in host_policies() {
+            let check = SiteCheck::new(&policy, &OriginPolicy::AnyOrigin).unwrap();
+            let parser = check.clone().parser_only();
+            for host in HOST_VALUES {
+                let request = parts_with_bytes(Some(host.as_bytes()), None);
+                assert_eq!(
+                    check.check_parts(&request),
+                    parser.check_parts(&request),
+                    "{policy:?} {host:?}"
+                );
+                // HTTP/2 names the authority in the URI instead of a Host header.
+                if let Ok(uri) = format!("http://{host}/mcp").parse::<Uri>() {
+                    let mut request = parts(None, None);
+                    request.uri = uri;
+                    assert_eq!(
+                        check.check_parts(&request),
+                        parser.check_parts(&request),
+                        "{policy:?} authority {host:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_known_origin_shortcut_answers_as_the_parser_does() {
+        for policy in origin_policies() {
+            let check = SiteCheck::new(&HostPolicy::AnyHost, &policy).unwrap();
+            let parser = check.clone().parser_only();
+            for origin in ORIGIN_VALUES {
+                let request = parts_with_bytes(None, Some(origin.as_bytes()));
+                assert_eq!(
+                    check.check_parts(&request),
+                    parser.check_parts(&request),
+                    "{policy:?} {origin:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn usual_loopback_spellings_are_answered_without_parsing() {
+        let check = loopback(8080);
+        let hosts = check.hosts.as_ref().unwrap();
+        let origins = check.origins.as_ref().unwrap();
+        for host in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST:8080",
+            "[::1]:8080",
+        ] {
+            assert!(hosts.known.contains(host.as_bytes()), "{host}");
+        }
+        for refused in ["localhost:9090", "localhost", "evil.example:8080"] {
+            assert!(!hosts.known.contains(refused.as_bytes()), "{refused}");
+        }
+        for origin in [
+            "http://localhost:8080",
+            "https://127.0.0.1:8080",
+            "HTTP://[::1]:8080",
+        ] {
+            assert!(origins.known.contains(origin.as_bytes()), "{origin}");
+        }
+        // The default port may be left out, and only then.
+        let default_port = loopback(80);
+        let hosts = default_port.hosts.as_ref().unwrap();
+        assert!(hosts.known.contains(b"localhost"));
+        assert!(hosts.known.contains(b"[::1]:80"));
+        let origins = default_port.origins.as_ref().unwrap();
+        assert!(origins.known.contains(b"http://localhost"));
+        assert!(!origins.known.contains(b"https://localhost"));
+    }
+
+    #[test]
+    fn a_folded_text_matches_exactly_its_ascii_case_variants() {
+        // Every length around the word boundaries, every byte value at every position.
+        let source = b"Local-Host.Example:8080/abcdefghijklmnop";
+        for len in 0..source.len() {
+            let text = &source[..len];
+            let folded = FoldedText::new(text).unwrap();
+            let known = KnownValues(vec![folded]);
+            assert!(known.contains(text));
+            assert!(known.contains(&text.to_ascii_uppercase()));
+            assert!(!known.contains(&source[..len + 1]));
+            for at in 0..len {
+                for byte in 0..=u8::MAX {
+                    let mut variant = text.to_vec();
+                    variant[at] = byte;
+                    assert_eq!(
+                        known.contains(&variant),
+                        variant.eq_ignore_ascii_case(text),
+                        "{len} {at} {byte}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn host_and_origin_are_found_as_get_finds_them_in_small_and_large_requests() {
+        for extra_headers in [0, 3, 20] {
+            let mut headers = HeaderMap::new();
+            for index in 0..extra_headers {
+                let name = http::HeaderName::try_from(format!("x-extra-{index}")).unwrap();
+                headers.insert(name, HeaderValue::from_static("1"));
+            }
+            headers.append(header::HOST, HeaderValue::from_static("first:1"));
+            headers.append(header::ORIGIN, HeaderValue::from_static("http://a"));
+            headers.append(header::HOST, HeaderValue::from_static("second:2"));
+            headers.append(header::ORIGIN, HeaderValue::from_static("http://b"));
+            let found = SiteHeaders::find(&headers);
+            assert_eq!(found.host, headers.get(header::HOST), "{extra_headers}");
+            assert_eq!(found.origin, headers.get(header::ORIGIN), "{extra_headers}");
+        }
+        let empty = HeaderMap::new();
+        let found = SiteHeaders::find(&empty);
+        assert!(found.host.is_none() && found.origin.is_none());
     }
 }
