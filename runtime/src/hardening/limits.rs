@@ -9,6 +9,7 @@
 //! token bucket by authenticated subject, or by peer address for anonymous callers.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -159,7 +160,7 @@ impl RateLimit {
 }
 
 /// Who a request is charged to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RateKey {
     Subject(Arc<str>),
     Peer(IpAddr),
@@ -180,11 +181,31 @@ impl RateKey {
     }
 }
 
+/// Keys are hashed with std's keyed SipHash: the keys are chosen by callers (an IPv6 peer
+/// has billions of addresses to pick from), so a hash whose key could be learnt would let
+/// one caller make every lookup in the table scan it whole. SipHash costs per `write` call
+/// and per eight bytes, and a key is hashed on every request, so each key is one write of
+/// as few bytes as tell it apart, where the derived impl made three.
+impl Hash for RateKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Self::Subject(subject) => subject.hash(state),
+            Self::Peer(IpAddr::V4(address)) => state.write_u32(address.to_bits()),
+            Self::Peer(IpAddr::V6(address)) => state.write_u128(address.to_bits()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
     tokens: f64,
-    updated: Instant,
+    /// When `tokens` was last brought up to date, as [`RateLimiter::clock`] reads.
+    updated: Nanos,
 }
+
+/// Nanoseconds since a limiter was made: a plain number, so that reading the clock (the costly
+/// part) happens before the lock is taken and refilling under the lock is arithmetic only.
+type Nanos = u64;
 
 /// The per-key buckets. The map is bounded: when it reaches `max_keys`, buckets that have
 /// refilled completely (and so carry no state worth keeping) are dropped first; if none can be
@@ -193,6 +214,7 @@ struct Bucket {
 pub(crate) struct RateLimiter {
     limit: RateLimit,
     max_keys: usize,
+    started: Instant,
     buckets: Mutex<HashMap<RateKey, Bucket>>,
     overflow: Mutex<Bucket>,
     warned_unattributed: AtomicBool,
@@ -202,11 +224,12 @@ impl RateLimiter {
     pub(crate) fn new(limit: RateLimit, max_keys: usize) -> Self {
         let full = Bucket {
             tokens: f64::from(limit.burst),
-            updated: Instant::now(),
+            updated: 0,
         };
         Self {
             limit,
             max_keys,
+            started: Instant::now(),
             buckets: Mutex::new(HashMap::new()),
             overflow: Mutex::new(full),
             warned_unattributed: AtomicBool::new(false),
@@ -224,7 +247,7 @@ impl RateLimiter {
             }
             return Ok(());
         };
-        let now = Instant::now();
+        let now = self.clock();
         // A poisoned lock only means another request panicked mid-update; the bucket numbers
         // are still usable, so keep serving rather than failing every request after it.
         let mut buckets = self
@@ -254,14 +277,22 @@ impl RateLimiter {
         self.take(bucket, now)
     }
 
-    fn refill(&self, bucket: &mut Bucket, now: Instant) {
-        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+    /// The time now, on the buckets' clock.
+    fn clock(&self) -> Nanos {
+        let elapsed = Instant::now().saturating_duration_since(self.started);
+        Nanos::try_from(elapsed.as_nanos()).unwrap_or(Nanos::MAX)
+    }
+
+    fn refill(&self, bucket: &mut Bucket, now: Nanos) {
+        // Exact below 2^53 ns (104 days) between two requests of one key; a coarser figure
+        // past that still refills the bucket to full.
+        let elapsed = now.saturating_sub(bucket.updated) as f64 / 1e9;
         let full = f64::from(self.limit.burst);
         bucket.tokens = (bucket.tokens + elapsed * self.limit.per_second).min(full);
         bucket.updated = now;
     }
 
-    fn take(&self, bucket: &mut Bucket, now: Instant) -> Result<(), Refusal> {
+    fn take(&self, bucket: &mut Bucket, now: Nanos) -> Result<(), Refusal> {
         self.refill(bucket, now);
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
@@ -277,7 +308,7 @@ impl RateLimiter {
         Err(Refusal::RateLimited { retry_after_secs })
     }
 
-    fn evict_full(&self, buckets: &mut HashMap<RateKey, Bucket>, now: Instant) {
+    fn evict_full(&self, buckets: &mut HashMap<RateKey, Bucket>, now: Nanos) {
         let full = f64::from(self.limit.burst);
         buckets.retain(|_, bucket| {
             self.refill(bucket, now);
@@ -338,6 +369,37 @@ mod tests {
         assert!(limiter.charge(subject("a")).is_err());
         tokio::time::advance(Duration::from_millis(500)).await;
         assert_eq!(limiter.charge(subject("a")), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_bucket_refills_to_its_burst_and_no_further() {
+        let limiter = limiter(1.0, 2);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        tokio::time::advance(Duration::from_secs(100)).await;
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(
+            limiter.charge(subject("a")),
+            Err(Refusal::RateLimited {
+                retry_after_secs: 1
+            })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn peers_are_charged_by_their_whole_address_in_either_family() {
+        let limiter = limiter(1.0, 1);
+        let v4 = IpAddr::from([127, 0, 0, 1]);
+        let v6 = IpAddr::from(std::net::Ipv6Addr::LOCALHOST);
+        let next_door = IpAddr::from([127, 0, 0, 2]);
+        for peer in [v4, v6, next_door] {
+            assert_eq!(limiter.charge(Some(RateKey::Peer(peer))), Ok(()), "{peer}");
+        }
+        for peer in [v4, v6, next_door] {
+            assert!(limiter.charge(Some(RateKey::Peer(peer))).is_err(), "{peer}");
+        }
+        assert_eq!(limiter.tracked_keys(), 3);
     }
 
     #[tokio::test(start_paused = true)]
