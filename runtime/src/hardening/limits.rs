@@ -86,19 +86,16 @@ impl ReadSoFar {
         if self.len().saturating_add(chunk.len()) > limit {
             return Err(Refusal::BodyTooLarge);
         }
-        *self = match std::mem::take(self) {
-            Self::Nothing => Self::One(chunk),
+        match self {
+            Self::Nothing => *self = Self::One(chunk),
             Self::One(first) => {
                 let mut joined = BytesMut::with_capacity(first.len() + chunk.len());
-                joined.extend_from_slice(&first);
+                joined.extend_from_slice(first);
                 joined.extend_from_slice(&chunk);
-                Self::Joined(joined)
+                *self = Self::Joined(joined);
             }
-            Self::Joined(mut joined) => {
-                joined.extend_from_slice(&chunk);
-                Self::Joined(joined)
-            }
-        };
+            Self::Joined(joined) => joined.extend_from_slice(&chunk),
+        }
         Ok(())
     }
 
