@@ -4,16 +4,20 @@
 //! responses are handed to the conversation awaiting them.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::FutureExt as _;
 use futures::future::Either;
-use tokio_util::future::FutureExt as _;
+use pin_project_lite::pin_project;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
-use crate::handler::{Context, RequestHandler, RequestMeta};
+use crate::handler::{Context, Reply, RequestHandler, RequestMeta};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
-use crate::peer::{CancelReply, Conversation, Peer, cancelled_request_id};
+use crate::peer::{CancelReply, Conversation, Peer, RunningRequest, cancelled_request_id};
 use crate::session::Session;
 
 /// Where a message is being served: the session (if any), the request's metadata and the
@@ -60,13 +64,14 @@ pub(crate) fn serve_message<H: RequestHandler>(
 }
 
 /// Runs a request to its answer, or to its cancellation. The request is registered with its
-/// conversation (if any) now, and unregistered once the returned future ends or is dropped.
+/// conversation (if any) now, and unregistered once it is answered or its future is dropped.
 pub(crate) fn answer_request<H: RequestHandler>(
     handler: &H,
     request: Request,
     scope: Scope<H::Session>,
-) -> impl Future<Output = Option<Response>> + Send + '_ {
+) -> Answering<impl Future<Output = Reply> + Send + '_> {
     let id = request.id.clone();
+    // Without a conversation nothing can cancel the request: it runs to its answer.
     let running = scope
         .conversation
         .as_ref()
@@ -74,33 +79,61 @@ pub(crate) fn answer_request<H: RequestHandler>(
     let token = running.as_ref().map(|running| running.token().clone());
     let profile = handler.profile();
     let span = tracing::debug_span!("request", method = %request.method, id = %id);
+    let cancelled = token.clone().map(CancellationToken::cancelled_owned);
     let cx = Context::new(
         Some(id.clone()),
         scope.session,
         scope.meta,
         profile,
-        token.clone(),
+        token,
         scope.peer,
     );
-    let reply = handler.handle(request, cx).instrument(span);
-    // Without a conversation nothing can cancel the request: it runs to its answer.
-    let Some(token) = token else {
-        return Either::Left(reply.map(move |reply| Some(Response::answering(id, reply))));
-    };
-    let cancel_reply = profile.cancellation().map(|convention| convention.reply);
-    // Polls the handler first, so an answer ready when the peer cancels is still the answer.
-    let cancellable = reply.with_cancellation_token_owned(token);
-    Either::Right(cancellable.map(move |reply| {
-        drop(running);
-        match reply {
-            Some(reply) => Some(Response::answering(id, reply)),
-            None => cancelled(id, cancel_reply),
+    Answering {
+        reply: handler.handle(request, cx).instrument(span),
+        cancelled,
+        id,
+        running,
+        cancel_reply: profile.cancellation().map(|convention| convention.reply),
+    }
+}
+
+pin_project! {
+    /// A request's answer in the making: the handler's future, polled in the request's span,
+    /// until it answers or the peer cancels the request. One struct rather than nested
+    /// combinators, so the future is built (and moved) once.
+    pub(crate) struct Answering<F> {
+        #[pin]
+        reply: Instrumented<F>,
+        #[pin]
+        cancelled: Option<WaitForCancellationFutureOwned>,
+        id: RequestId,
+        running: Option<RunningRequest>,
+        cancel_reply: Option<CancelReply>,
+    }
+}
+
+impl<F: Future<Output = Reply>> Future for Answering<F> {
+    type Output = Option<Response>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // The handler first, so an answer ready when the peer cancels is still the answer.
+        if let Poll::Ready(reply) = this.reply.poll(cx) {
+            this.running.take();
+            return Poll::Ready(Some(Response::answering(this.id.clone(), reply)));
         }
-    }))
+        if let Some(cancelled) = this.cancelled.as_pin_mut()
+            && cancelled.poll(cx).is_ready()
+        {
+            this.running.take();
+            return Poll::Ready(cancelled_answer(this.id.clone(), *this.cancel_reply));
+        }
+        Poll::Pending
+    }
 }
 
 /// The answer a request the peer cancelled is owed under the protocol's convention.
-fn cancelled(id: RequestId, reply: Option<CancelReply>) -> Option<Response> {
+fn cancelled_answer(id: RequestId, reply: Option<CancelReply>) -> Option<Response> {
     tracing::debug!(%id, "request cancelled by the peer");
     match reply {
         Some(CancelReply::Error(code)) => Some(Response::error(

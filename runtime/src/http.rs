@@ -504,9 +504,10 @@ struct PostStart {
 }
 
 /// A `POST`'s work once its head passed: read the body, then answer it. While reading it holds
-/// only the transport, the request's metadata and the body (the head was taken apart before),
-/// and an answer's future replaces the read's in the same space, so the state each request
-/// boxes is little more than its handler's own future.
+/// only the transport, the request's metadata and the body (the head was taken apart before);
+/// the single request's answer then takes the read's place, awaited here rather than through
+/// further layers, so the state each request boxes is little more than its handler's own
+/// future, built and moved once.
 fn serve_post<H: RequestHandler>(
     transport: Arc<StreamableHttp<H>>,
     start: PostStart,
@@ -519,14 +520,46 @@ fn serve_post<H: RequestHandler>(
     } = start;
     async move {
         let read = read_body(body, limit).await;
-        transport.answer_post(read, limit, meta, framing).await
+        // In a block of its own, so what was prepared is gone before the request's future is
+        // awaited, and does not stay beside it in this future's state.
+        let (request, scope, opening) = {
+            let prepared = transport.prepare_post(read, limit, meta, framing);
+            match prepared {
+                Prepared::One {
+                    request,
+                    scope,
+                    opening,
+                } => (request, scope, opening),
+                Prepared::Other(answer) => return answer.await,
+            }
+        };
+        let answer = answer_request(&transport.handler, request, scope).await;
+        transport.finish_one(answer, opening.as_ref())
     }
 }
 
-/// How a `POST` is answered once its body is read: at once (a refusal), by its single
-/// request's own future (the common case, not boxed again), or by a boxed future for anything
-/// rarer, whose larger state stays out of the common request's.
-type PostAnswer<'a, One> = Either<Ready<Response>, Either<One, BoxFuture<'a, Response>>>;
+/// What a `POST`'s read body comes to before anything runs.
+// `One` is much the largest, and the common case: it lives only until its parts are moved
+// into the request's future, and boxing it would cost the allocation this path avoids.
+#[allow(clippy::large_enum_variant)]
+enum Prepared<S> {
+    /// A single request answered as plain JSON, run in the `POST`'s own future.
+    One {
+        request: Request,
+        scope: Scope<S>,
+        opening: Option<Arc<Session<S>>>,
+    },
+    /// Anything else: a refusal answered at once, or the boxed future of a rarer body (one
+    /// without requests, a batch, an answer that may stream), whose larger state stays out of
+    /// the common request's.
+    Other(Either<Ready<Response>, BoxFuture<'static, Response>>),
+}
+
+impl<S> Prepared<S> {
+    fn refused(response: Response) -> Self {
+        Self::Other(Either::Left(std::future::ready(response)))
+    }
+}
 
 /// The methods the endpoint serves, as its `405` names them (`GET` answers `HEAD` too).
 const ALLOWED_METHODS: &str = "POST,GET,HEAD,DELETE";
@@ -648,51 +681,57 @@ impl<H: RequestHandler> StreamableHttp<H> {
         })
     }
 
-    /// Answers a `POST` whose body was read: decoded, its session resolved and the request
-    /// admitted here, before anything runs; then its single request's future, or a boxed one.
-    fn answer_post(
+    /// Decodes a read body, resolves its session and admits it, before anything runs.
+    fn prepare_post(
         self: &Arc<Self>,
         read: Result<Bytes, Refusal>,
         limit: usize,
         meta: Arc<RequestMeta>,
         framing: Framed,
-    ) -> PostAnswer<'static, impl Future<Output = Response> + Send + '_> {
-        let at_once = |response| Either::Left(std::future::ready(response));
+    ) -> Prepared<H::Session> {
         let bytes = match read {
             Ok(bytes) => bytes,
-            Err(refusal) => return at_once(refuse(refusal, None)),
+            Err(refusal) => return Prepared::refused(refuse(refusal, None)),
         };
         let body = match self.decode_inbound(&bytes, limit) {
             Ok(body) => body,
-            Err(error) => return at_once(refuse(decode_refusal(&error), error.request_id())),
+            Err(error) => {
+                return Prepared::refused(refuse(decode_refusal(&error), error.request_id()));
+            }
         };
         let resolved = match self.resolve_post_session(&meta.headers, &body) {
             Ok(resolved) => resolved,
-            Err(refusal) => return at_once(refuse(refusal, body.echo_id())),
+            Err(refusal) => return Prepared::refused(refuse(refusal, body.echo_id())),
         };
         if let Some(session) = resolved.session() {
             record_session(session.id());
         }
         if let Err(denial) = self.admit_inbound(&meta.headers, &body, &resolved) {
-            return at_once(denial.into_response(body.echo_id()));
+            return Prepared::refused(denial.into_response(body.echo_id()));
         }
         // Only an admitted opening is stored, so a refused one leaves nothing behind.
         if let Resolved::Opening(session) = &resolved
             && self.store.insert(Arc::clone(session)).is_err()
         {
-            return at_once(refuse(Refusal::Overloaded, body.echo_id()));
+            return Prepared::refused(refuse(Refusal::Overloaded, body.echo_id()));
         }
         let body = match framing {
             Framed::Json => match body.into_single_request() {
                 Ok(request) => {
-                    return Either::Right(Either::Left(self.answer_one(request, resolved, meta)));
+                    let scope = self.scope(&resolved, meta, Self::side_route(&resolved));
+                    let opening = resolved.into_opening();
+                    return Prepared::One {
+                        request,
+                        scope,
+                        opening,
+                    };
                 }
                 Err(body) => body,
             },
             Framed::Sse | Framed::Auto => body,
         };
         let rare = Arc::clone(self).answer_rare(body, resolved, meta, framing);
-        Either::Right(Either::Right(Box::pin(rare)))
+        Prepared::Other(Either::Right(Box::pin(rare)))
     }
 
     /// Decodes a read body within the body limit in force.
@@ -704,24 +743,19 @@ impl<H: RequestHandler> StreamableHttp<H> {
         decode(bytes, &limits).map(Inbound::from_payload)
     }
 
-    /// A single request answered as plain JSON: the common `POST`, served by the request's own
-    /// future with its answer mapped to the response.
-    fn answer_one(
+    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
+    /// owed none); an opening that answered only errors is forgotten, one that succeeded named.
+    fn finish_one(
         &self,
-        request: Request,
-        resolved: Resolved<H::Session>,
-        meta: Arc<RequestMeta>,
-    ) -> impl Future<Output = Response> + Send + '_ {
-        let scope = self.scope(&resolved, meta, Self::side_route(&resolved));
-        let opening = resolved.into_opening();
-        answer_request(&self.handler, request, scope).map(move |answer| {
-            self.settle_opening(opening.as_ref(), answer.as_slice());
-            let response = match answer {
-                Some(answer) => self.single_answer(&answer),
-                None => StatusCode::ACCEPTED.into_response(),
-            };
-            self.name_opened_session(response, opening.as_ref())
-        })
+        answer: Option<RpcResponse>,
+        opening: Option<&Arc<Session<H::Session>>>,
+    ) -> Response {
+        self.settle_opening(opening, answer.as_slice());
+        let response = match answer {
+            Some(answer) => self.single_answer(&answer),
+            None => StatusCode::ACCEPTED.into_response(),
+        };
+        self.name_opened_session(response, opening)
     }
 
     /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
