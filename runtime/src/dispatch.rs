@@ -84,7 +84,6 @@ pub(crate) fn answer_request<H: RequestHandler>(
         Some(id.clone()),
         scope.session,
         scope.meta,
-        profile,
         token,
         scope.peer,
     );
@@ -158,14 +157,7 @@ pub(crate) fn take_notification<H: RequestHandler>(
     {
         conversation.cancel_inbound(&id);
     }
-    let cx = Context::new(
-        None,
-        scope.session,
-        scope.meta,
-        handler.profile(),
-        None,
-        scope.peer,
-    );
+    let cx = Context::new(None, scope.session, scope.meta, None, scope.peer);
     handler.notify(notification, cx)
 }
 

@@ -228,6 +228,20 @@ pub trait RequestHandler: Send + Sync + 'static {
 pub struct RequestMeta {
     pub headers: HeaderMap,
     pub extensions: Extensions,
+    /// The profile's version header, kept once per request here rather than copied into the
+    /// [`Context`] of each of its messages (a context is moved with every handler's future).
+    version_header: Option<HeaderName>,
+}
+
+impl RequestMeta {
+    /// The metadata of a request served under `profile`.
+    pub fn new(headers: HeaderMap, extensions: Extensions, profile: &Profile) -> Self {
+        Self {
+            headers,
+            extensions,
+            version_header: profile.version_header().cloned(),
+        }
+    }
 }
 
 /// Everything a handler gets beside the message.
@@ -235,7 +249,6 @@ pub struct Context<S> {
     request_id: Option<RequestId>,
     session: Option<Arc<Session<S>>>,
     meta: Arc<RequestMeta>,
-    version_header: Option<HeaderName>,
     /// The token the peer can fire; a request nothing can cancel (no conversation) gets one
     /// only if the handler asks, so the common stateless call allocates none.
     cancellation: OnceLock<CancellationToken>,
@@ -259,7 +272,6 @@ impl<S> Context<S> {
         request_id: Option<RequestId>,
         session: Option<Arc<Session<S>>>,
         meta: Arc<RequestMeta>,
-        profile: &Profile,
         cancellation: Option<CancellationToken>,
         peer: Peer,
     ) -> Self {
@@ -267,7 +279,6 @@ impl<S> Context<S> {
             request_id,
             session,
             meta,
-            version_header: profile.version_header().cloned(),
             cancellation: cancellation.map_or_else(OnceLock::new, OnceLock::from),
             peer,
         }
@@ -304,7 +315,7 @@ impl<S> Context<S> {
 
     /// The value of the profile's version header, when the client sent one.
     pub fn protocol_version(&self) -> Option<&str> {
-        let name = self.version_header.as_ref()?;
+        let name = self.meta.version_header.as_ref()?;
         self.meta
             .headers
             .get(name)

@@ -669,10 +669,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             .extensions
             .get::<BodyLimit>()
             .map_or(self.config.limits.max_bytes, |limit| limit.0);
-        let meta = Arc::new(RequestMeta {
-            headers: parts.headers,
-            extensions: parts.extensions,
-        });
+        let meta = Arc::new(RequestMeta::new(parts.headers, parts.extensions, profile));
         Ok(PostStart {
             body,
             limit,

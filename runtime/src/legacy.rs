@@ -218,10 +218,11 @@ async fn message<H: RequestHandler>(
         ),
         conversation: Some(conversation),
         session: Some(session),
-        meta: Arc::new(RequestMeta {
-            headers: parts.headers,
-            extensions: parts.extensions,
-        }),
+        meta: Arc::new(RequestMeta::new(
+            parts.headers,
+            parts.extensions,
+            transport.handler.profile(),
+        )),
     };
     // The answer travels on the stream, so the POST is acknowledged at once and the work runs
     // on its own, as the transport expects.
