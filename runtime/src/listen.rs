@@ -128,8 +128,9 @@ async fn serve_connection(stream: TcpStream, service: Connection, closing: Cance
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
     let outcome = tokio::select! {
+        biased;
         outcome = connection.as_mut() => outcome,
-        () = closing.cancelled() => {
+        () = Closing::new(&closing) => {
             // Finishes the requests in flight, then closes; streams end with the server's
             // shutdown token.
             connection.as_mut().graceful_shutdown();
@@ -138,6 +139,48 @@ async fn serve_connection(stream: TcpStream, service: Connection, closing: Cance
     };
     if let Err(error) = outcome {
         tracing::trace!(%error, "connection ended with an error");
+    }
+}
+
+/// Completes once the server starts closing. A cancellation future re-registers its waker under
+/// a lock at every poll, and a connection's task is polled for every read and write; this one
+/// registers again only when the task's waker changes, and otherwise reads one flag.
+struct Closing<'a> {
+    token: &'a CancellationToken,
+    cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>,
+    registered: Option<std::task::Waker>,
+}
+
+impl<'a> Closing<'a> {
+    fn new(token: &'a CancellationToken) -> Self {
+        Self {
+            token,
+            cancelled: Box::pin(token.cancelled()),
+            registered: None,
+        }
+    }
+}
+
+impl Future for Closing<'_> {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.token.is_cancelled() {
+            return std::task::Poll::Ready(());
+        }
+        let current = self
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()));
+        if current {
+            return std::task::Poll::Pending;
+        }
+        let polled = self.cancelled.as_mut().poll(cx);
+        self.registered = Some(cx.waker().clone());
+        polled
     }
 }
 
