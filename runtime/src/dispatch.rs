@@ -168,3 +168,103 @@ pub(crate) fn take_response(conversation: Option<&Conversation>, response: Respo
         tracing::debug!("dropped an answer no call was awaiting");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::handler::Profile;
+    use crate::peer::{CancelConvention, Route};
+
+    const CANCELLED: i64 = -32800;
+
+    /// Answers `ready` at once and never answers anything else.
+    struct Handler {
+        profile: Profile,
+    }
+
+    impl RequestHandler for Handler {
+        type Session = ();
+
+        fn profile(&self) -> &Profile {
+            &self.profile
+        }
+
+        async fn handle(&self, request: Request, _cx: Context<()>) -> Reply {
+            if request.method == "ready" {
+                return RawValue::from_string("true".into())
+                    .map_err(|_| ErrorObject::internal_error());
+            }
+            std::future::pending().await
+        }
+
+        async fn notify(&self, _notification: Notification, _cx: Context<()>) {}
+    }
+
+    fn handler() -> Handler {
+        Handler {
+            profile: Profile::new().with_cancellation(CancelConvention {
+                method: "cancel",
+                id_field: "id",
+                reply: CancelReply::Error(CANCELLED),
+            }),
+        }
+    }
+
+    fn scope(conversation: &Arc<Conversation>) -> Scope<()> {
+        Scope {
+            session: None,
+            conversation: Some(Arc::clone(conversation)),
+            meta: Arc::new(RequestMeta::default()),
+            peer: Peer::new(
+                Route::Nowhere,
+                Some(Arc::clone(conversation)),
+                Duration::from_secs(1),
+                None,
+            ),
+        }
+    }
+
+    fn request(id: i64, method: &str) -> Request {
+        Request {
+            id: RequestId::Number(id),
+            method: method.into(),
+            params: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_ready_when_the_peer_cancels_is_still_the_answer() {
+        let (handler, conversation) = (handler(), Arc::new(Conversation::new()));
+        let answering = answer_request(&handler, request(7, "ready"), scope(&conversation));
+        // Registered when called, so the peer can cancel it before it is first polled.
+        assert!(conversation.cancel_inbound(&RequestId::Number(7)));
+        let answer = answering.await.expect("an answer");
+        assert_eq!(answer.id(), Some(&RequestId::Number(7)));
+        assert_eq!(answer.outcome().as_ref().map(|raw| raw.get()), Ok("true"));
+    }
+
+    #[tokio::test]
+    async fn a_request_the_peer_cancels_gets_the_conventions_error_and_is_unregistered() {
+        let (handler, conversation) = (handler(), Arc::new(Conversation::new()));
+        let answering = answer_request(&handler, request(8, "never"), scope(&conversation));
+        assert!(conversation.cancel_inbound(&RequestId::Number(8)));
+        // Bounded, so a cancellation that is not applied fails here instead of hanging.
+        let answer = tokio::time::timeout(Duration::from_secs(5), answering)
+            .await
+            .expect("cancelled in time")
+            .expect("the convention's error");
+        assert_eq!(
+            answer
+                .outcome()
+                .as_ref()
+                .map(|raw| raw.get())
+                .map_err(|error| error.code),
+            Err(CANCELLED)
+        );
+        assert!(!conversation.cancel_inbound(&RequestId::Number(8)));
+    }
+}

@@ -910,7 +910,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         }
     }
 
-    /// A batch answered as one JSON array (a single request is [`Self::answer_one`]'s).
+    /// A batch answered as one JSON array (a single request is answered by [`serve_post`]).
     async fn answer_batch(
         &self,
         body: Inbound,
