@@ -66,6 +66,20 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The bytes a plain string's scan stops at: its closing quote, an escape or a control
+/// character. One table lookup a byte instead of three comparisons.
+const ENDS_PLAIN_STRING: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 struct Cursor<'a> {
     text: &'a str,
     at: usize,
@@ -96,34 +110,43 @@ impl<'a> Cursor<'a> {
     /// A string with no escape and no control character, without its quotes.
     fn plain_string(&mut self) -> Option<&'a str> {
         self.expect(b'"')?;
-        let rest = self.text.get(self.at..)?;
+        let start = self.at;
+        let rest = self.text.as_bytes().get(start..)?;
         let length = rest
-            .bytes()
-            .position(|byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
-        if rest.as_bytes().get(length) != Some(&b'"') {
+            .iter()
+            .position(|&byte| ENDS_PLAIN_STRING[usize::from(byte)])?;
+        if rest.get(length) != Some(&b'"') {
             return None;
         }
-        self.at += length + 1;
-        rest.get(..length)
+        self.at = start + length + 1;
+        self.text.get(start..start + length)
     }
 
     /// A plain string id, or an unsigned integer id of at most 18 digits (so it fits an `i64`)
     /// without a leading zero, fraction or exponent.
     fn id(&mut self) -> Option<RequestId> {
-        if self.text.as_bytes().get(self.at) == Some(&b'"') {
+        let bytes = self.text.as_bytes();
+        if bytes.get(self.at) == Some(&b'"') {
             return self
                 .plain_string()
                 .map(|text| RequestId::String(Arc::from(text)));
         }
-        let rest = self.text.get(self.at..)?;
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let after = rest.as_bytes().get(digits).copied();
-        let leading_zero = digits > 1 && rest.starts_with('0');
-        if digits == 0 || digits > 18 || leading_zero || matches!(after, Some(b'.' | b'e' | b'E')) {
+        let start = self.at;
+        let mut end = start;
+        // Accumulated while scanned: 18 digits cannot overflow, and a 19th is never taken.
+        let mut number = 0i64;
+        while let Some(&digit @ b'0'..=b'9') = bytes.get(end) {
+            if end - start == 18 {
+                return None;
+            }
+            number = number * 10 + i64::from(digit - b'0');
+            end += 1;
+        }
+        let leading_zero = end - start > 1 && bytes.get(start) == Some(&b'0');
+        if end == start || leading_zero || matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let number = rest.get(..digits)?.parse().ok()?;
-        self.at += digits;
+        self.at = end;
         Some(RequestId::Number(number))
     }
 
