@@ -7,7 +7,8 @@
 # server). `bare-headers` is a second baseline: the bare handler answering with the six
 # security headers the hardening stamps; the headline ratios stay against `bare`. `runtime` is
 # the echo served by the runtime's own listener (`Server::serve_until`, as a deployment runs);
-# `runtime-nested` is the same hardened router nested into `axum::serve`.
+# `runtime-nested` is the same hardened router nested into `axum::serve`; `runtime-unstamped` is
+# `runtime` with every security header omitted, to show what the runtime costs apart from them.
 #
 #   scripts/bench-runtime.sh [all|http|sessions|sse|layers|callgrind]
 #

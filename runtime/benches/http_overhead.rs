@@ -6,7 +6,7 @@
 //! directly by `cargo bench` it only prints how to.
 //!
 //! ```text
-//! http_overhead serve <bare|bare-headers|hardened|runtime|runtime-auto|runtime-nested|sessions> <port-file>
+//! http_overhead serve <bare|bare-headers|hardened|runtime|runtime-auto|runtime-nested|runtime-unstamped|sessions> <port-file>
 //! http_overhead load <port> <concurrency> <seconds>
 //! http_overhead exactly <port> <concurrency> <requests>  # a fixed count, for instruction counts
 //! http_overhead open <port> <sessions>      # against `serve sessions`: prints one id opened
@@ -25,7 +25,7 @@ use bytes::Bytes;
 use http::{Request, header};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::TokioIo;
-use protocols_runtime::hardening::BoundedBody;
+use protocols_runtime::hardening::{BoundedBody, SecurityHeaders};
 use protocols_runtime::http::ResponseMode;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -81,13 +81,19 @@ fn serve(kind: &str, port_file: PathBuf) -> Result<(), String> {
                 .map_err(|error| error.to_string())
         };
         // The runtime serving its own listener, as a deployment does.
-        let owned_mode = match kind {
-            "runtime" => Some(ResponseMode::Json),
-            "runtime-auto" => Some(ResponseMode::Auto),
+        let hardening = bench_support::bench_hardening(address);
+        let owned = match kind {
+            "runtime" => Some((hardening, ResponseMode::Json)),
+            "runtime-auto" => Some((hardening, ResponseMode::Auto)),
+            // What the runtime costs apart from the security headers it must send.
+            "runtime-unstamped" => Some((
+                hardening.security_headers(SecurityHeaders::none()),
+                ResponseMode::Json,
+            )),
             _ => None,
         };
-        if let Some(mode) = owned_mode {
-            let server = bench_support::runtime_echo_server(address, mode)?;
+        if let Some((hardening, mode)) = owned {
+            let server = bench_support::runtime_echo_server(hardening, mode)?;
             write_port()?;
             return server
                 .serve_until(listener, std::future::pending())

@@ -91,10 +91,13 @@ pub fn runtime_echo(address: SocketAddr, mode: ResponseMode) -> Result<Router, S
     ))
 }
 
-/// The same echo as a [`Server`] that serves its own listener.
-pub fn runtime_echo_server(address: SocketAddr, mode: ResponseMode) -> Result<Server, String> {
+/// The same echo as a [`Server`] that serves its own listener, behind `hardening`.
+pub fn runtime_echo_server(
+    hardening: HardeningConfig,
+    mode: ResponseMode,
+) -> Result<Server, String> {
     Server::builder()
-        .hardening(bench_hardening(address))
+        .hardening(hardening)
         .streamable_http("/mcp", sessionless_echo(), echo_config(mode))
         .build()
         .map_err(|error| error.to_string())

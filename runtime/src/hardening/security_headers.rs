@@ -48,6 +48,19 @@ impl Default for SecurityHeaders {
 }
 
 impl SecurityHeaders {
+    /// No security header at all: for a deployment whose proxy stamps its own, and for
+    /// measuring what stamping costs.
+    pub fn none() -> Self {
+        Self {
+            content_security_policy: None,
+            strict_transport_security: None,
+            x_frame_options: None,
+            x_content_type_options: None,
+            cache_control: None,
+            referrer_policy: None,
+        }
+    }
+
     /// Parses the configured values into the form the layer stamps on each response.
     pub(crate) fn parse(&self) -> Result<ParsedSecurityHeaders, HardeningError> {
         let configured = [
@@ -309,5 +322,20 @@ mod tests {
                 .contains_key(header::STRICT_TRANSPORT_SECURITY)
         );
         assert_eq!(response.headers()[header::X_FRAME_OPTIONS], "DENY");
+    }
+
+    #[tokio::test]
+    async fn with_no_security_headers_configured_a_response_carries_only_its_own() {
+        let router = guarded(
+            Router::new().route("/mcp", get(|| async { "ok" })),
+            &SecurityHeaders::none(),
+        );
+        let response = send(router, Method::GET, "/mcp").await;
+        let names: Vec<&str> = response
+            .headers()
+            .keys()
+            .map(|name| name.as_str())
+            .collect();
+        assert_eq!(names, ["content-type", "content-length"]);
     }
 }
