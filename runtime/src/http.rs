@@ -602,11 +602,23 @@ impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
     type Future = EndpointFuture;
 
     fn serve(&self, request: HttpRequest) -> EndpointFuture {
+        self.answer(request, None)
+    }
+
+    fn serve_within(&self, request: HttpRequest, limit: BodyLimit) -> EndpointFuture {
+        self.answer(request, Some(limit))
+    }
+}
+
+impl<H: RequestHandler> Endpoint<H> {
+    /// Answers by method; a POST's body is read within `limit`, or else within the limit its
+    /// [`BodyLimit`] extension names, or else the transport's own.
+    fn answer(&self, request: HttpRequest, limit: Option<BodyLimit>) -> EndpointFuture {
         use futures::future::Either;
         let answer = match *request.method() {
             Method::POST => {
                 let span = tracing::debug_span!("post", session = tracing::field::Empty);
-                match span.in_scope(|| self.0.start_post(request)) {
+                match span.in_scope(|| self.0.start_post(request, limit)) {
                     Ok(start) => {
                         let serving = serve_post(Arc::clone(&self.0), start).instrument(span);
                         return Either::Left(Box::pin(serving.map(Ok)));
@@ -648,7 +660,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// The checks a `POST`'s head must pass before its body is read; the head is taken apart
     /// here, so what the body's reading holds on to is small.
-    fn start_post(&self, request: HttpRequest) -> Result<PostStart, Refusal> {
+    fn start_post(
+        &self,
+        request: HttpRequest,
+        limit: Option<BodyLimit>,
+    ) -> Result<PostStart, Refusal> {
         self.reaper.ensure::<H::Session, _>(
             &self.store,
             &self.config.clock,
@@ -665,9 +681,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
         ) else {
             return Err(Refusal::NotAcceptable);
         };
-        let limit = parts
-            .extensions
-            .get::<BodyLimit>()
+        let limit = limit
+            .or_else(|| parts.extensions.get::<BodyLimit>().copied())
             .map_or(self.config.limits.max_bytes, |limit| limit.0);
         let meta = Arc::new(RequestMeta::new(parts.headers, parts.extensions, profile));
         Ok(PostStart {

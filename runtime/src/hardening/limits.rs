@@ -26,8 +26,9 @@ use tokio::time::Instant;
 use super::auth::Principal;
 use super::refusal::Refusal;
 
-/// The body limit in force for a request, placed in its extensions by the hardening so the
-/// transport reads the body against it without knowing the configuration.
+/// The body limit in force for a request, placed in its extensions by the hardening so a route
+/// reads the body against it without knowing the configuration (a mount served directly is
+/// handed it instead).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyLimit(pub usize);
 

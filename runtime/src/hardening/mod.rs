@@ -437,7 +437,8 @@ impl Hardening {
         ))
     }
 
-    /// The body limit handed to routes (also available per request as a [`BodyLimit`]).
+    /// The body limit handed to routes (per request as a [`BodyLimit`] extension, except to a
+    /// mount a server dispatches to directly, which is handed it as an argument).
     pub fn max_body_bytes(&self) -> usize {
         self.admission.body_limit.0
     }
