@@ -957,9 +957,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     fn json_response(&self, bytes: Bytes) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        // Sized for the security headers too, so stamping them does not grow the map.
+        // Room for the media type alone: the hardening stamps an answer carrying nothing else
+        // by replacing its map with a prepared copy.
         let headers = response.headers_mut();
-        *headers = response_headers();
+        *headers = HeaderMap::with_capacity(1);
         headers.insert(header::CONTENT_TYPE, self.content_type.clone());
         response
     }
