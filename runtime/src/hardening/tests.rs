@@ -351,8 +351,9 @@ async fn guessing_tokens_is_rate_limited_per_peer() {
     assert_refused(response, StatusCode::TOO_MANY_REQUESTS, -32012).await;
 }
 
-#[tokio::test]
-async fn requests_past_the_concurrency_limit_are_shed_with_503() {
+/// A hardened app letting one request in flight at a time, whose `/slow` route notifies
+/// `entered` when a request reaches it and answers once `release` is notified.
+fn one_at_a_time_slow_route() -> (Router, Arc<Notify>, Arc<Notify>) {
     let release = Arc::new(Notify::new());
     let entered = Arc::new(Notify::new());
     let router = {
@@ -375,6 +376,12 @@ async fn requests_past_the_concurrency_limit_are_shed_with_503() {
         .build()
         .unwrap()
         .wrap(router);
+    (app, entered, release)
+}
+
+#[tokio::test]
+async fn requests_past_the_concurrency_limit_are_shed_with_503() {
+    let (app, entered, release) = one_at_a_time_slow_route();
     let first = tokio::spawn(send(
         app.clone(),
         request(Method::GET, "/slow").body(Body::empty()).unwrap(),
@@ -392,28 +399,7 @@ async fn requests_past_the_concurrency_limit_are_shed_with_503() {
 
 #[tokio::test]
 async fn a_place_in_flight_is_given_back_when_answered_and_when_abandoned() {
-    let release = Arc::new(Notify::new());
-    let entered = Arc::new(Notify::new());
-    let router = {
-        let (release, entered) = (Arc::clone(&release), Arc::clone(&entered));
-        Router::new().route(
-            "/slow",
-            get(move || {
-                let (release, entered) = (Arc::clone(&release), Arc::clone(&entered));
-                async move {
-                    entered.notify_one();
-                    release.notified().await;
-                    "done"
-                }
-            }),
-        )
-    };
-    let app = HardeningConfig::new()
-        .bind_address(bind())
-        .max_concurrency(Some(1))
-        .build()
-        .unwrap()
-        .wrap(router);
+    let (app, entered, release) = one_at_a_time_slow_route();
     let slow = || request(Method::GET, "/slow").body(Body::empty()).unwrap();
     // Answered: the place is free for the next request.
     let answered = tokio::spawn(send(app.clone(), slow()));
