@@ -295,10 +295,11 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         if !self.admission.authenticates() {
             // Nothing to wait for: admit now and call the service `poll_ready` readied.
-            return admit_now(&self.admission, request, |request| self.inner.call(request));
+            let admitted = self.admission.charge_and_bound(&mut request);
+            return admitted_or_refused(admitted, || self.inner.call(request));
         }
         // Authentication waits, so the readied service is kept for after it and a fresh clone
         // takes its place.
@@ -308,14 +309,13 @@ where
     }
 }
 
-/// Admission that needs no waiting: charge and bound the request, then answer through `inner`.
-fn admit_now<F>(
-    admission: &Admission,
-    mut request: Request,
-    inner: impl FnOnce(Request) -> F,
+/// Admission that needed no waiting: the answer when `admitted`, the refusal at once otherwise.
+fn admitted_or_refused<F>(
+    admitted: Result<(), Refusal>,
+    answer: impl FnOnce() -> F,
 ) -> AdmitFuture<F> {
-    Either::Left(match admission.charge_and_bound(&mut request) {
-        Ok(()) => Either::Left(inner(request)),
+    Either::Left(match admitted {
+        Ok(()) => Either::Left(answer()),
         Err(refusal) => Either::Right(std::future::ready(Ok(refusal.into_response()))),
     })
 }
@@ -375,15 +375,11 @@ impl<S: SharedService> HardenedShared<S> {
             if self.admission.authenticates() {
                 admit_later(&self.admission, request, ServeOnce(self.service.clone()))
             } else {
-                match self.admission.charge(&request) {
-                    Ok(()) => Either::Left(Either::Left(
-                        self.service
-                            .serve_within(request, self.admission.body_limit),
-                    )),
-                    Err(refusal) => Either::Left(Either::Right(std::future::ready(Ok(
-                        refusal.into_response()
-                    )))),
-                }
+                let admitted = self.admission.charge(&request);
+                admitted_or_refused(admitted, || {
+                    self.service
+                        .serve_within(request, self.admission.body_limit)
+                })
             }
         })
     }

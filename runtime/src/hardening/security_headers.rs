@@ -177,7 +177,8 @@ fn carries_only_json_media_type(headers: &HeaderMap) -> bool {
 const SPARE_HEADERS: usize = 4;
 
 /// An empty header map with room for the default security headers and the response's own, for
-/// responses built on the hot path (a JSON answer) so stamping them never grows the map.
+/// responses the runtime builds with headers beyond a JSON media type (streams, refusals,
+/// rejections), so stamping them never grows the map.
 pub(crate) fn response_headers() -> HeaderMap {
     HeaderMap::with_capacity(6 + SPARE_HEADERS)
 }
