@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::future::Ready;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -113,6 +113,11 @@ pub struct StreamableHttp<H: RequestHandler> {
     reaper: LazyReaper,
     /// The profile's media type as a header value, parsed once.
     content_type: HeaderValue,
+    /// The header map a plain JSON answer is built with, once a hardening serving this
+    /// transport directly has offered one carrying its security headers: the guard then finds
+    /// them in place. A transport hardened more than once keeps the first offer; the guard
+    /// stamps any answer it does not recognise as usual.
+    json_answer: OnceLock<HeaderMap>,
 }
 
 impl<H: RequestHandler> std::fmt::Debug for StreamableHttp<H> {
@@ -157,6 +162,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             events,
             reaper: LazyReaper::new(),
             content_type,
+            json_answer: OnceLock::new(),
         }
     }
 
@@ -188,7 +194,10 @@ pub fn router<H: RequestHandler>(
     hardening.wrap(Router::new()).merge(endpoint)
 }
 
-/// A refusal echoing the request id when it is known.
+/// A refusal echoing the request id when it is known. Out of line, as every refusal is: the
+/// path a served request takes stays short.
+#[cold]
+#[inline(never)]
 fn refuse(refusal: Refusal, id: Option<&RequestId>) -> Response {
     refusal.into_response_with_id(echo(id).as_ref())
 }
@@ -203,6 +212,8 @@ pub(crate) fn echo(id: Option<&RequestId>) -> Option<EchoId> {
 }
 
 /// The protocol's own refusal: its status and its JSON-RPC error.
+#[cold]
+#[inline(never)]
 fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
     let body =
         Message::Response(RpcResponse::error(id.cloned(), rejection.error().clone())).to_bytes();
@@ -556,7 +567,27 @@ enum Prepared<S> {
 }
 
 impl<S> Prepared<S> {
-    fn refused(response: Response) -> Self {
+    #[cold]
+    #[inline(never)]
+    fn refused(refusal: Refusal, id: Option<&RequestId>) -> Self {
+        Self::answered(refuse(refusal, id))
+    }
+
+    /// A body that did not decode.
+    #[cold]
+    #[inline(never)]
+    fn undecoded(error: &DecodeError) -> Self {
+        Self::refused(decode_refusal(error), error.request_id())
+    }
+
+    /// A request the transport or the protocol would not serve.
+    #[cold]
+    #[inline(never)]
+    fn denied(denial: Denial, id: Option<&RequestId>) -> Self {
+        Self::answered(denial.into_response(id))
+    }
+
+    fn answered(response: Response) -> Self {
         Self::Other(Either::Left(std::future::ready(response)))
     }
 }
@@ -576,10 +607,10 @@ impl<H: RequestHandler> Clone for Endpoint<H> {
     }
 }
 
-pub(crate) type EndpointFuture = Either<
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>,
-    std::future::Ready<Result<Response, Infallible>>,
->;
+/// Boxed whatever the method: a `POST`'s work has to be, and a response held inline would make
+/// every request's future as large as a response, copied at each layer it passes.
+pub(crate) type EndpointFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>;
 
 impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
     type Response = Response;
@@ -608,24 +639,40 @@ impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
     fn serve_within(&self, request: HttpRequest, limit: BodyLimit) -> EndpointFuture {
         self.answer(request, Some(limit))
     }
+
+    fn answer_json_with(&self, headers: &HeaderMap) {
+        // Taken only when it labels an answer with this profile's media type.
+        if headers.get(header::CONTENT_TYPE) == Some(&self.0.content_type) {
+            let _first_offer_kept = self.0.json_answer.set(headers.clone());
+        }
+    }
 }
 
 impl<H: RequestHandler> Endpoint<H> {
     /// Answers by method; a POST's body is read within `limit`, or else within the limit its
     /// [`BodyLimit`] extension names, or else the transport's own.
     fn answer(&self, request: HttpRequest, limit: Option<BodyLimit>) -> EndpointFuture {
-        use futures::future::Either;
-        let answer = match *request.method() {
-            Method::POST => {
-                let span = tracing::debug_span!("post", session = tracing::field::Empty);
-                match span.in_scope(|| self.0.start_post(request, limit)) {
-                    Ok(start) => {
-                        let serving = serve_post(Arc::clone(&self.0), start).instrument(span);
-                        return Either::Left(Box::pin(serving.map(Ok)));
-                    }
-                    Err(refusal) => refuse(refusal, None),
-                }
+        if *request.method() != Method::POST {
+            return self.answer_other(&request);
+        }
+        let span = tracing::debug_span!("post", session = tracing::field::Empty);
+        let started = {
+            let _entered = span.enter();
+            self.0.start_post(request, limit)
+        };
+        match started {
+            Ok(start) => {
+                let serving = serve_post(Arc::clone(&self.0), start).instrument(span);
+                Box::pin(serving.map(Ok))
             }
+            Err(refusal) => answered(refuse(refusal, None)),
+        }
+    }
+
+    /// Every method but `POST`, answered at once.
+    #[inline(never)]
+    fn answer_other(&self, request: &HttpRequest) -> EndpointFuture {
+        let answer = match *request.method() {
             Method::GET => self.0.serve_get(request.headers()),
             // As axum answers `HEAD` on a `get` route: the `GET` answer's head alone.
             Method::HEAD => {
@@ -637,11 +684,17 @@ impl<H: RequestHandler> Endpoint<H> {
             _ => Refusal::MethodNotAllowed(Some(HeaderValue::from_static(ALLOWED_METHODS)))
                 .into_response(),
         };
-        Either::Right(std::future::ready(Ok(answer)))
+        answered(answer)
     }
 }
 
+/// A response ready at once, as an [`EndpointFuture`].
+fn answered(response: Response) -> EndpointFuture {
+    Box::pin(std::future::ready(Ok(response)))
+}
+
 /// Names the session in the current request's span.
+#[inline(never)]
 fn record_session(id: &SessionId) {
     tracing::Span::current().record("session", tracing::field::display(id));
 }
@@ -703,29 +756,27 @@ impl<H: RequestHandler> StreamableHttp<H> {
     ) -> Prepared<H::Session> {
         let bytes = match read {
             Ok(bytes) => bytes,
-            Err(refusal) => return Prepared::refused(refuse(refusal, None)),
+            Err(refusal) => return Prepared::refused(refusal, None),
         };
         let body = match self.decode_inbound(&bytes, limit) {
             Ok(body) => body,
-            Err(error) => {
-                return Prepared::refused(refuse(decode_refusal(&error), error.request_id()));
-            }
+            Err(error) => return Prepared::undecoded(&error),
         };
         let resolved = match self.resolve_post_session(&meta.headers, &body) {
             Ok(resolved) => resolved,
-            Err(refusal) => return Prepared::refused(refuse(refusal, body.echo_id())),
+            Err(refusal) => return Prepared::refused(refusal, body.echo_id()),
         };
         if let Some(session) = resolved.session() {
             record_session(session.id());
         }
         if let Err(denial) = self.admit_inbound(&meta.headers, &body, &resolved) {
-            return Prepared::refused(denial.into_response(body.echo_id()));
+            return Prepared::denied(denial, body.echo_id());
         }
         // Only an admitted opening is stored, so a refused one leaves nothing behind.
         if let Resolved::Opening(session) = &resolved
             && self.store.insert(Arc::clone(session)).is_err()
         {
-            return Prepared::refused(refuse(Refusal::Overloaded, body.echo_id()));
+            return Prepared::refused(Refusal::Overloaded, body.echo_id());
         }
         let body = match framing {
             Framed::Json => match body.into_single_request() {
@@ -957,12 +1008,20 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     fn json_response(&self, bytes: Bytes) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        // Room for the media type alone: the hardening stamps an answer carrying nothing else
-        // by replacing its map with a prepared copy.
-        let headers = response.headers_mut();
-        *headers = HeaderMap::with_capacity(1);
-        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
+        *response.headers_mut() = match self.json_answer.get() {
+            Some(prepared) => prepared.clone(),
+            None => self.media_type_only(),
+        };
         response
+    }
+
+    /// Room for the media type alone: the hardening stamps an answer carrying nothing else by
+    /// replacing its map with a prepared copy.
+    #[inline(never)]
+    fn media_type_only(&self) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(1);
+        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
+        headers
     }
 
     /// An opening session whose opening request failed is forgotten.
@@ -1262,9 +1321,7 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}"#,
             ))
             .unwrap();
-        let Either::Left(serving) = endpoint.serve(request) else {
-            panic!("a POST with an acceptable head is served by a boxed future");
-        };
+        let serving = endpoint.serve(request);
         // glibc serves blocks up to 1,032 bytes from its per-thread cache; a larger box takes
         // the slow path on every request.
         let size = std::mem::size_of_val(&*serving);

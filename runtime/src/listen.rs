@@ -62,14 +62,17 @@ pub(crate) struct App {
     pub(crate) router: Router,
 }
 
-type AppFuture = Either<HardenedFuture<EndpointFuture>, Oneshot<Router, Request>>;
+/// A few words long: hyper copies each request's future into its connection's slot, so the
+/// router's future, which holds the whole request until it is first polled, is boxed.
+type AppFuture =
+    Either<HardenedFuture<EndpointFuture>, std::pin::Pin<Box<Oneshot<Router, Request>>>>;
 
 impl App {
     fn serve(&self, request: Request) -> AppFuture {
         let path = request.uri().path();
         match self.direct.iter().find(|mount| *mount.path == *path) {
             Some(mount) => Either::Left(mount.route.serve(request)),
-            None => Either::Right(self.router.clone().oneshot(request)),
+            None => Either::Right(Box::pin(self.router.clone().oneshot(request))),
         }
     }
 }

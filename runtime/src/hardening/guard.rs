@@ -17,7 +17,7 @@
 //! answer that has to wait.
 
 use std::convert::Infallible;
-use std::future::{Future, Ready};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +27,7 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
+use http::HeaderMap;
 use tokio::time::Sleep;
 use tower::{Layer, Service, ServiceExt as _};
 
@@ -169,10 +170,7 @@ fn guard<F>(
 ) -> GuardFuture<F> {
     let occupancy = match policy.screen(&request) {
         Ok(occupancy) => occupancy,
-        Err(refusal) => {
-            let refused = policy.finish(refusal.into_response());
-            return GuardFuture(GuardState::Refused(Some(refused)));
-        }
+        Err(refusal) => return refused(policy, refusal),
     };
     GuardFuture(GuardState::Answering(Answering {
         answer: inner(request),
@@ -182,14 +180,24 @@ fn guard<F>(
     }))
 }
 
+/// A request [`guard`] refused, answered without calling what it guards.
+#[cold]
+#[inline(never)]
+fn refused<F>(policy: &GuardPolicy, refusal: Refusal) -> GuardFuture<F> {
+    let response = policy.finish(refusal.into_response());
+    GuardFuture(GuardState::Refused(Some(Box::new(response))))
+}
+
 /// What [`Guard`] returns. A named future rather than a boxed one: axum boxes each route's
 /// future once already, and a second box per request (with a copy of the whole route future
 /// into it) bought nothing.
 pub(crate) struct GuardFuture<F>(GuardState<F>);
 
+/// A response is boxed while it waits to be taken, so the future stays a few words long: a
+/// server copies the future it gets for each request into its own slot.
 enum GuardState<F> {
     /// Refused before the inner service ran; the finished refusal, until it is taken.
-    Refused(Option<Response>),
+    Refused(Option<Box<Response>>),
     Answering(Answering<F>),
 }
 
@@ -244,7 +252,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().0 {
             // Polled again after completion: an empty response rather than a panic.
-            GuardState::Refused(refused) => Poll::Ready(Ok(refused.take().unwrap_or_default())),
+            GuardState::Refused(refused) => Poll::Ready(Ok(refused
+                .take()
+                .map(|response| *response)
+                .unwrap_or_default())),
             GuardState::Answering(answering) => {
                 let response = std::task::ready!(answering.poll_head(cx));
                 answering.policy.leave(&mut answering.occupancy);
@@ -278,9 +289,9 @@ pub(crate) struct Admit<S> {
 }
 
 /// What [`Admit`] returns: the route's own future when admission needed no waiting (no box
-/// per request), a refusal at once, or a boxed future when an authenticator must be awaited.
-pub(crate) type AdmitFuture<F> =
-    Either<Either<F, Ready<Result<Response, Infallible>>>, ResponseFuture>;
+/// per request), or a boxed one: a refusal, or an authenticator to be awaited. A refusal is
+/// boxed rather than held inline so the common future stays small.
+pub(crate) type AdmitFuture<F> = Either<F, ResponseFuture>;
 
 impl<S> Service<Request> for Admit<S>
 where
@@ -314,10 +325,16 @@ fn admitted_or_refused<F>(
     admitted: Result<(), Refusal>,
     answer: impl FnOnce() -> F,
 ) -> AdmitFuture<F> {
-    Either::Left(match admitted {
+    match admitted {
         Ok(()) => Either::Left(answer()),
-        Err(refusal) => Either::Right(std::future::ready(Ok(refusal.into_response()))),
-    })
+        Err(refusal) => refused_admission(refusal),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refused_admission<F>(refusal: Refusal) -> AdmitFuture<F> {
+    Either::Right(Box::pin(std::future::ready(Ok(refusal.into_response()))))
 }
 
 /// Admission that awaits the authenticator, then answers through `inner` (owned, as it is
@@ -347,6 +364,10 @@ pub(crate) trait SharedService: Clone + Send + Sync + 'static {
     /// Answers a request whose body is read within `limit`, handed over directly rather than
     /// through a request extension (an allocation and two map lookups per request).
     fn serve_within(&self, request: Request, limit: BodyLimit) -> Self::Future;
+
+    /// Offers the header map a plain JSON answer may be built with: its media type and the
+    /// security headers, which the guard then finds in place and does not stamp again.
+    fn answer_json_with(&self, headers: &HeaderMap);
 }
 
 /// A shared service behind both hardening services, callable through `&self`: what a server
@@ -363,6 +384,7 @@ pub(crate) type HardenedFuture<F> = GuardFuture<AdmitFuture<F>>;
 
 impl<S: SharedService> HardenedShared<S> {
     pub(crate) fn new(policy: Arc<GuardPolicy>, admission: Arc<Admission>, service: S) -> Self {
+        service.answer_json_with(policy.headers.json_answer());
         Self {
             policy,
             admission,

@@ -137,17 +137,56 @@ impl ParsedSecurityHeaders {
     /// one exact-sized copy costs less than six inserts into a map sized past the allocator's
     /// small-size cache, and holds the same headers. (A copy is not used for other responses:
     /// their own headers would have to be appended to its exact-sized storage.)
+    ///
+    /// A copy of [`Self::json_answer`] a transport answered with, untouched since, already
+    /// carries every header and is left as it is.
     pub(crate) fn stamp(&self, mut response: Response) -> Response {
         let headers = response.headers_mut();
-        if carries_only_json_media_type(headers) {
-            *headers = self.json_answer.clone();
+        if self.is_json_answer_copy(headers) {
             return response;
         }
+        if carries_only_json_media_type(headers) {
+            *headers = self.json_answer.clone();
+        } else {
+            self.stamp_one_by_one(headers);
+        }
+        response
+    }
+
+    /// The header map a plain JSON answer can be built with: its media type and every security
+    /// header, ready to send as it is.
+    pub(crate) fn json_answer(&self) -> &HeaderMap {
+        &self.json_answer
+    }
+
+    /// Whether `headers` holds exactly the prepared JSON answer's headers, in its order, each
+    /// value sharing the prepared one's storage (as a copy's does). Comparing where a value's
+    /// bytes live rather than the bytes keeps this a few instructions a header; a map that
+    /// merely holds equal text is stamped in full instead, with the same result.
+    fn is_json_answer_copy(&self, headers: &HeaderMap) -> bool {
+        // The prepared map is the media type followed by `self.headers`, whose values it
+        // shares; walking a slice beside the map costs less than walking a second map.
+        let mut own = headers.iter();
+        headers.len() == self.headers.len() + 1
+            && own
+                .next()
+                .is_some_and(|(name, value)| *name == header::CONTENT_TYPE && *value == JSON)
+            && own.zip(self.headers.iter()).all(
+                |((name, value), (prepared_name, prepared_value))| {
+                    name == prepared_name
+                        && std::ptr::eq(value.as_bytes(), prepared_value.as_bytes())
+                },
+            )
+    }
+
+    /// Inserts each header into `headers`; out of line, so the common JSON answer's path
+    /// stays short.
+    #[inline(never)]
+    fn stamp_one_by_one(&self, headers: &mut HeaderMap) {
         headers.reserve(self.headers.len());
         for (name, value) in self.headers.iter() {
             headers.insert(name.clone(), value.clone());
         }
-        response
     }
 
     fn new(headers: Vec<(HeaderName, HeaderValue)>) -> Self {
@@ -190,9 +229,22 @@ pub(crate) fn response_headers() -> HeaderMap {
 /// or a media type are left untouched, so refusals built elsewhere pass through unchanged.
 pub(crate) fn refuse_bare_error(response: Response) -> Response {
     let status = response.status();
+    // Nearly every response is a success, decided from the status alone; what an error needs
+    // (its body's size, its headers) is looked at out of line.
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    give_bare_error_a_body(response)
+}
+
+/// The error half of [`refuse_bare_error`].
+#[cold]
+#[inline(never)]
+fn give_bare_error_a_body(response: Response) -> Response {
+    let status = response.status();
     let is_bare = response.body().size_hint().exact() == Some(0)
         && !response.headers().contains_key(header::CONTENT_TYPE);
-    if !(status.is_client_error() || status.is_server_error()) || !is_bare {
+    if !is_bare {
         return response;
     }
     let Some(refusal) = Refusal::for_bare_status(status, response.headers().get(header::ALLOW))
@@ -400,6 +452,38 @@ mod tests {
             assert_eq!(header_list(&copied), header_list(&one_by_one));
             assert_eq!(copied.headers()[header::CONTENT_TYPE], "application/json");
         }
+    }
+
+    #[test]
+    fn a_copy_of_the_prepared_json_answer_is_sent_as_is_and_an_altered_copy_is_stamped_again() {
+        let parsed = SecurityHeaders::default().parse().unwrap();
+        let answer_with = |headers: HeaderMap| {
+            let mut response = Response::new(Body::from("{}"));
+            *response.headers_mut() = headers;
+            response
+        };
+        let copy = parsed.stamp(answer_with(parsed.json_answer().clone()));
+        assert_eq!(header_list(&copy), header_list(&parsed.stamp(json_only())));
+        // A policy header a handler overwrote in the copy is put back.
+        let mut altered = parsed.json_answer().clone();
+        altered.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
+        let altered = parsed.stamp(answer_with(altered));
+        assert_eq!(altered.headers()[header::CACHE_CONTROL], "no-store");
+        assert_security_headers(&altered);
+        // Equal text in storage of its own is not taken for a copy, and still ends up right.
+        let mut retyped = parsed.json_answer().clone();
+        retyped.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_str("DENY").unwrap(),
+        );
+        assert!(!parsed.is_json_answer_copy(&retyped));
+        assert_security_headers(&parsed.stamp(answer_with(retyped)));
+    }
+
+    fn json_only() -> Response {
+        let mut response = Response::new(Body::from("{}"));
+        response.headers_mut().insert(header::CONTENT_TYPE, JSON);
+        response
     }
 
     #[test]
