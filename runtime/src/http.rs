@@ -15,7 +15,6 @@ use axum::body::Body;
 use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::FutureExt as _;
 use futures::future::{BoxFuture, Either};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio_util::sync::CancellationToken;
@@ -522,7 +521,7 @@ struct PostStart {
 fn serve_post<H: RequestHandler>(
     transport: Arc<StreamableHttp<H>>,
     start: PostStart,
-) -> impl Future<Output = Response> + Send {
+) -> impl Future<Output = Result<Response, Infallible>> + Send {
     let PostStart {
         body,
         limit,
@@ -541,11 +540,11 @@ fn serve_post<H: RequestHandler>(
                     scope,
                     opening,
                 } => (request, scope, opening),
-                Prepared::Other(answer) => return answer.await,
+                Prepared::Other(answer) => return Ok(answer.await),
             }
         };
         let answer = answer_request(&transport.handler, request, scope).await;
-        transport.finish_one(answer, opening.as_ref())
+        Ok(transport.finish_one(answer, opening.as_ref()))
     }
 }
 
@@ -661,10 +660,7 @@ impl<H: RequestHandler> Endpoint<H> {
             self.0.start_post(request, limit)
         };
         match started {
-            Ok(start) => {
-                let serving = serve_post(Arc::clone(&self.0), start).instrument(span);
-                Box::pin(serving.map(Ok))
-            }
+            Ok(start) => Box::pin(serve_post(Arc::clone(&self.0), start).instrument(span)),
             Err(refusal) => answered(refuse(refusal, None)),
         }
     }

@@ -69,8 +69,9 @@ impl GuardPolicy {
     }
 
     /// What every response leaves through: bare framework errors get a body, all get headers.
-    fn finish(&self, response: Response) -> Response {
-        self.headers.stamp(refuse_bare_error(response))
+    fn finish(&self, response: &mut Response) {
+        refuse_bare_error(response);
+        self.headers.stamp(response.headers_mut());
     }
 }
 
@@ -161,30 +162,36 @@ where
     }
 }
 
-/// What [`Guard`] does with a request, for any way of calling what it guards: screen it, then
-/// answer through `inner` or refuse.
+/// What [`Guard`] does with a request: screen it, then answer through `inner` or refuse.
 fn guard<F>(
     policy: &Arc<GuardPolicy>,
     request: Request,
     inner: impl FnOnce(Request) -> F,
 ) -> GuardFuture<F> {
-    let occupancy = match policy.screen(&request) {
-        Ok(occupancy) => occupancy,
-        Err(refusal) => return refused(policy, refusal),
-    };
-    GuardFuture(GuardState::Answering(Answering {
-        answer: inner(request),
-        policy: Arc::clone(policy),
-        occupancy,
-        timer: None,
-    }))
+    match policy.screen(&request) {
+        Ok(occupancy) => GuardFuture::answering(policy, occupancy, inner(request)),
+        Err(refusal) => refused(policy, refusal),
+    }
+}
+
+impl<F> GuardFuture<F> {
+    /// A request [`GuardPolicy::screen`] let through, answered by `answer`.
+    fn answering(policy: &Arc<GuardPolicy>, occupancy: Occupancy, answer: F) -> Self {
+        GuardFuture(GuardState::Answering(Answering {
+            answer,
+            policy: Arc::clone(policy),
+            occupancy,
+            timer: None,
+        }))
+    }
 }
 
 /// A request [`guard`] refused, answered without calling what it guards.
 #[cold]
 #[inline(never)]
 fn refused<F>(policy: &GuardPolicy, refusal: Refusal) -> GuardFuture<F> {
-    let response = policy.finish(refusal.into_response());
+    let mut response = refusal.into_response();
+    policy.finish(&mut response);
     GuardFuture(GuardState::Refused(Some(Box::new(response))))
 }
 
@@ -257,9 +264,10 @@ where
                 .map(|response| *response)
                 .unwrap_or_default())),
             GuardState::Answering(answering) => {
-                let response = std::task::ready!(answering.poll_head(cx));
+                let mut response = std::task::ready!(answering.poll_head(cx));
                 answering.policy.leave(&mut answering.occupancy);
-                Poll::Ready(Ok(answering.policy.finish(response)))
+                answering.policy.finish(&mut response);
+                Poll::Ready(Ok(response))
             }
         }
     }
@@ -392,18 +400,25 @@ impl<S: SharedService> HardenedShared<S> {
         }
     }
 
+    /// What `Guard(Admit(service))` does, spelt out rather than through [`guard`] and
+    /// [`admitted_or_refused`]: their closures would each take a copy of the request.
     pub(crate) fn serve(&self, request: Request) -> HardenedFuture<S::Future> {
-        guard(&self.policy, request, |request| {
-            if self.admission.authenticates() {
-                admit_later(&self.admission, request, ServeOnce(self.service.clone()))
-            } else {
-                let admitted = self.admission.charge(&request);
-                admitted_or_refused(admitted, || {
+        let occupancy = match self.policy.screen(&request) {
+            Ok(occupancy) => occupancy,
+            Err(refusal) => return refused(&self.policy, refusal),
+        };
+        let answer = if self.admission.authenticates() {
+            admit_later(&self.admission, request, ServeOnce(self.service.clone()))
+        } else {
+            match self.admission.charge(&request) {
+                Ok(()) => Either::Left(
                     self.service
-                        .serve_within(request, self.admission.body_limit)
-                })
+                        .serve_within(request, self.admission.body_limit),
+                ),
+                Err(refusal) => refused_admission(refusal),
             }
-        })
+        };
+        GuardFuture::answering(&self.policy, occupancy, answer)
     }
 }
 

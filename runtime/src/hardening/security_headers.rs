@@ -140,17 +140,15 @@ impl ParsedSecurityHeaders {
     ///
     /// A copy of [`Self::json_answer`] a transport answered with, untouched since, already
     /// carries every header and is left as it is.
-    pub(crate) fn stamp(&self, mut response: Response) -> Response {
-        let headers = response.headers_mut();
+    pub(crate) fn stamp(&self, headers: &mut HeaderMap) {
         if self.is_json_answer_copy(headers) {
-            return response;
+            return;
         }
         if carries_only_json_media_type(headers) {
             *headers = self.json_answer.clone();
         } else {
             self.stamp_one_by_one(headers);
         }
-        response
     }
 
     /// The header map a plain JSON answer can be built with: its media type and every security
@@ -164,19 +162,27 @@ impl ParsedSecurityHeaders {
     /// bytes live rather than the bytes keeps this a few instructions a header; a map that
     /// merely holds equal text is stamped in full instead, with the same result.
     fn is_json_answer_copy(&self, headers: &HeaderMap) -> bool {
+        if headers.len() != self.headers.len() + 1 {
+            return false;
+        }
         // The prepared map is the media type followed by `self.headers`, whose values it
         // shares; walking a slice beside the map costs less than walking a second map.
         let mut own = headers.iter();
-        headers.len() == self.headers.len() + 1
-            && own
-                .next()
-                .is_some_and(|(name, value)| *name == header::CONTENT_TYPE && *value == JSON)
-            && own.zip(self.headers.iter()).all(
-                |((name, value), (prepared_name, prepared_value))| {
-                    name == prepared_name
-                        && std::ptr::eq(value.as_bytes(), prepared_value.as_bytes())
-                },
-            )
+        if !own
+            .next()
+            .is_some_and(|(name, value)| *name == header::CONTENT_TYPE && *value == JSON)
+        {
+            return false;
+        }
+        for (prepared_name, prepared_value) in self.headers.iter() {
+            let Some((name, value)) = own.next() else {
+                return false;
+            };
+            if name != prepared_name || !std::ptr::eq(value.as_bytes(), prepared_value.as_bytes()) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Inserts each header into `headers`; out of line, so the common JSON answer's path
@@ -227,37 +233,34 @@ pub(crate) fn response_headers() -> HeaderMap {
 /// axum answers an unknown path or method, and tower an over-limit body, with an empty body;
 /// clients of a JSON-RPC endpoint expect an error object. Responses that already carry a body
 /// or a media type are left untouched, so refusals built elsewhere pass through unchanged.
-pub(crate) fn refuse_bare_error(response: Response) -> Response {
+pub(crate) fn refuse_bare_error(response: &mut Response) {
     let status = response.status();
     // Nearly every response is a success, decided from the status alone; what an error needs
     // (its body's size, its headers) is looked at out of line.
-    if !(status.is_client_error() || status.is_server_error()) {
-        return response;
+    if status.is_client_error() || status.is_server_error() {
+        give_bare_error_a_body(response);
     }
-    give_bare_error_a_body(response)
 }
 
 /// The error half of [`refuse_bare_error`].
 #[cold]
 #[inline(never)]
-fn give_bare_error_a_body(response: Response) -> Response {
-    let status = response.status();
+fn give_bare_error_a_body(response: &mut Response) {
     let is_bare = response.body().size_hint().exact() == Some(0)
         && !response.headers().contains_key(header::CONTENT_TYPE);
     if !is_bare {
-        return response;
+        return;
     }
-    let Some(refusal) = Refusal::for_bare_status(status, response.headers().get(header::ALLOW))
-    else {
-        return response;
+    let allow = response.headers().get(header::ALLOW);
+    let Some(refusal) = Refusal::for_bare_status(response.status(), allow) else {
+        return;
     };
-    let (mut parts, _) = response.into_parts();
     let (refused_parts, body) = refusal.into_response().into_parts();
     // Keep what the framework said (Allow, Retry-After) and add the refusal's media type.
     for (name, value) in &refused_parts.headers {
-        parts.headers.insert(name.clone(), value.clone());
+        response.headers_mut().insert(name.clone(), value.clone());
     }
-    Response::from_parts(parts, body)
+    *response.body_mut() = body;
 }
 
 /// The router's fallback: an unknown path is a [`Refusal::NotFound`].
@@ -441,13 +444,13 @@ mod tests {
                 response.headers_mut().insert(header::CONTENT_TYPE, JSON);
                 response
             };
-            let copied = parsed.stamp(json_answer());
+            let copied = stamped_by(&parsed, json_answer());
             // A second header of the response's own takes the one-by-one path.
             let mut one_by_one = json_answer();
             one_by_one
                 .headers_mut()
                 .insert("x-own", HeaderValue::from_static("1"));
-            let mut one_by_one = parsed.stamp(one_by_one);
+            let mut one_by_one = stamped_by(&parsed, one_by_one);
             one_by_one.headers_mut().remove("x-own");
             assert_eq!(header_list(&copied), header_list(&one_by_one));
             assert_eq!(copied.headers()[header::CONTENT_TYPE], "application/json");
@@ -462,12 +465,15 @@ mod tests {
             *response.headers_mut() = headers;
             response
         };
-        let copy = parsed.stamp(answer_with(parsed.json_answer().clone()));
-        assert_eq!(header_list(&copy), header_list(&parsed.stamp(json_only())));
+        let copy = stamped_by(&parsed, answer_with(parsed.json_answer().clone()));
+        assert_eq!(
+            header_list(&copy),
+            header_list(&stamped_by(&parsed, json_only()))
+        );
         // A policy header a handler overwrote in the copy is put back.
         let mut altered = parsed.json_answer().clone();
         altered.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
-        let altered = parsed.stamp(answer_with(altered));
+        let altered = stamped_by(&parsed, answer_with(altered));
         assert_eq!(altered.headers()[header::CACHE_CONTROL], "no-store");
         assert_security_headers(&altered);
         // Equal text in storage of its own is not taken for a copy, and still ends up right.
@@ -477,7 +483,12 @@ mod tests {
             HeaderValue::from_str("DENY").unwrap(),
         );
         assert!(!parsed.is_json_answer_copy(&retyped));
-        assert_security_headers(&parsed.stamp(answer_with(retyped)));
+        assert_security_headers(&stamped_by(&parsed, answer_with(retyped)));
+    }
+
+    fn stamped_by(parsed: &ParsedSecurityHeaders, mut response: Response) -> Response {
+        parsed.stamp(response.headers_mut());
+        response
     }
 
     fn json_only() -> Response {
@@ -494,7 +505,7 @@ mod tests {
         response
             .headers_mut()
             .insert("test-session-id", HeaderValue::from_static("abc"));
-        let stamped = parsed.stamp(response);
+        let stamped = stamped_by(&parsed, response);
         assert_eq!(stamped.headers()["test-session-id"], "abc");
         assert_security_headers(&stamped);
     }
