@@ -258,16 +258,26 @@ impl Accepts {
     /// An absent `Accept` admits anything.
     fn read(headers: &HeaderMap, json_type: &str) -> Self {
         let mut values = headers.get_all(header::ACCEPT).iter();
-        let Some(first) = values.next() else {
+        let first = values.next();
+        let several = values.next().is_some();
+        Self::from_first(first, several, headers, json_type)
+    }
+
+    /// What `Accept` admits, given its first value and whether it has `several`: a single
+    /// common value is recognised whole; anything else is parsed from `headers`.
+    fn from_first(
+        first: Option<&HeaderValue>,
+        several: bool,
+        headers: &HeaderMap,
+        json_type: &str,
+    ) -> Self {
+        let Some(first) = first else {
             return Self::BOTH;
         };
-        let mut values = values.peekable();
-        if values.peek().is_none()
-            && let Some(accepts) = Self::common(first.as_bytes(), json_type.as_bytes())
-        {
+        if !several && let Some(accepts) = Self::common(first.as_bytes(), json_type.as_bytes()) {
             return accepts;
         }
-        Self::parse(std::iter::once(first).chain(values), json_type)
+        Self::parse(headers.get_all(header::ACCEPT).iter(), json_type)
     }
 
     /// The general parse of every `Accept` value.
@@ -352,13 +362,46 @@ fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
 
 /// Whether the request's `Content-Type` is `media_type` (parameters aside).
 pub(crate) fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+    is_media_type(headers.get(header::CONTENT_TYPE), media_type)
+}
+
+/// Whether a `Content-Type` value is `media_type` (parameters aside).
+fn is_media_type(value: Option<&HeaderValue>, media_type: &str) -> bool {
+    let Some(value) = value else {
         return false;
     };
     // The exact media type, as nearly every client sends it, needs no parsing.
     value.as_bytes() == media_type.as_bytes()
         || (value.to_str().is_ok()
             && bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes()))
+}
+
+/// The two headers a `POST`'s head is judged by, found in one pass over its headers rather
+/// than by a hashed lookup each: a request carries a handful of headers, and walking them
+/// costs less than hashing two names and probing for each.
+struct PostHead<'a> {
+    /// The first `Content-Type`, as a lookup would find it.
+    content_type: Option<&'a HeaderValue>,
+    accept: Option<&'a HeaderValue>,
+    several_accepts: bool,
+}
+
+impl<'a> PostHead<'a> {
+    fn find(headers: &'a HeaderMap) -> Self {
+        let mut head = Self {
+            content_type: None,
+            accept: None,
+            several_accepts: false,
+        };
+        for (name, value) in headers {
+            if *name == header::CONTENT_TYPE {
+                head.content_type.get_or_insert(value);
+            } else if *name == header::ACCEPT {
+                head.several_accepts |= head.accept.replace(value).is_some();
+            }
+        }
+        head
+    }
 }
 
 /// The session the header names, if it names one.
@@ -721,13 +764,17 @@ impl<H: RequestHandler> StreamableHttp<H> {
         );
         let (parts, body) = request.into_parts();
         let profile = self.handler.profile();
-        if !content_type_is(&parts.headers, profile.media_type()) {
+        let head = PostHead::find(&parts.headers);
+        if !is_media_type(head.content_type, profile.media_type()) {
             return Err(Refusal::UnsupportedMediaType);
         }
-        let Some(framing) = choose_framing(
-            self.config.response_mode,
-            Accepts::read(&parts.headers, profile.media_type()),
-        ) else {
+        let accepts = Accepts::from_first(
+            head.accept,
+            head.several_accepts,
+            &parts.headers,
+            profile.media_type(),
+        );
+        let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
             return Err(Refusal::NotAcceptable);
         };
         let limit = limit
