@@ -6,7 +6,6 @@
 //! handler's.
 
 use std::convert::Infallible;
-use std::future::Ready;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use axum::body::Body;
 use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::future::{BoxFuture, Either};
+use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -602,10 +601,10 @@ enum Prepared<S> {
         scope: Scope<S>,
         opening: Option<Arc<Session<S>>>,
     },
-    /// Anything else: a refusal answered at once, or the boxed future of a rarer body (one
-    /// without requests, a batch, an answer that may stream), whose larger state stays out of
-    /// the common request's.
-    Other(Either<Ready<Response>, BoxFuture<'static, Response>>),
+    /// Anything else, boxed: a refusal, or the future of a rarer body (one without requests, a
+    /// batch, an answer that may stream), whose larger state stays out of the common
+    /// request's.
+    Other(BoxFuture<'static, Response>),
 }
 
 impl<S> Prepared<S> {
@@ -630,7 +629,7 @@ impl<S> Prepared<S> {
     }
 
     fn answered(response: Response) -> Self {
-        Self::Other(Either::Left(std::future::ready(response)))
+        Self::Other(Box::pin(std::future::ready(response)))
     }
 }
 
@@ -836,8 +835,20 @@ impl<H: RequestHandler> StreamableHttp<H> {
             },
             Framed::Sse | Framed::Auto => body,
         };
-        let rare = Arc::clone(self).answer_rare(body, resolved, meta, framing);
-        Prepared::Other(Either::Right(Box::pin(rare)))
+        Arc::clone(self).prepare_rare(body, resolved, meta, framing)
+    }
+
+    /// The boxed future of a rarer body ([`Self::answer_rare`]), built out of line so the
+    /// common path's code stays short.
+    #[inline(never)]
+    fn prepare_rare(
+        self: Arc<Self>,
+        body: Inbound,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Prepared<H::Session> {
+        Prepared::Other(Box::pin(self.answer_rare(body, resolved, meta, framing)))
     }
 
     /// Decodes a read body within the body limit in force.
