@@ -12,6 +12,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -99,7 +100,7 @@ impl hyper::service::Service<http::Request<Incoming>> for Connection {
 pub(crate) async fn serve(listener: TcpListener, app: App, stop: impl Future<Output = ()>) {
     let app = Arc::new(app);
     let connections = TaskTracker::new();
-    let closing = CancellationToken::new();
+    let closing = Arc::new(Shutdown::default());
     let mut stop = std::pin::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -112,18 +113,18 @@ pub(crate) async fn serve(listener: TcpListener, app: App, stop: impl Future<Out
                     app: Arc::clone(&app),
                     peer,
                 };
-                connections.spawn(serve_connection(stream, service, closing.clone()));
+                connections.spawn(serve_connection(stream, service, Arc::clone(&closing)));
             }
             Err(error) => survive_accept_error(error).await,
         }
     }
     drop(listener);
-    closing.cancel();
+    closing.begin();
     connections.close();
     connections.wait().await;
 }
 
-async fn serve_connection(stream: TcpStream, service: Connection, closing: CancellationToken) {
+async fn serve_connection(stream: TcpStream, service: Connection, closing: Arc<Shutdown>) {
     set_nodelay(&stream);
     let mut builder = Builder::new(TokioExecutor::new());
     // HTTP/2 WebSockets (RFC 8441) ride on extended CONNECT.
@@ -145,20 +146,40 @@ async fn serve_connection(stream: TcpStream, service: Connection, closing: Cance
     }
 }
 
+/// The server's closing, as its connections watch for it: a flag, and a token that wakes them.
+/// A token's own `is_cancelled` takes a lock, and a connection looks at every wake-up.
+#[derive(Default)]
+struct Shutdown {
+    closing: AtomicBool,
+    token: CancellationToken,
+}
+
+impl Shutdown {
+    /// Raises the flag, then wakes every connection, so a woken one finds it raised.
+    fn begin(&self) {
+        self.closing.store(true, Ordering::Release);
+        self.token.cancel();
+    }
+
+    fn has_begun(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+}
+
 /// Completes once the server starts closing. A cancellation future re-registers its waker under
 /// a lock at every poll, and a connection's task is polled for every read and write; this one
 /// registers again only when the task's waker changes, and otherwise reads one flag.
 struct Closing<'a> {
-    token: &'a CancellationToken,
+    shutdown: &'a Shutdown,
     cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>,
     registered: Option<std::task::Waker>,
 }
 
 impl<'a> Closing<'a> {
-    fn new(token: &'a CancellationToken) -> Self {
+    fn new(shutdown: &'a Shutdown) -> Self {
         Self {
-            token,
-            cancelled: Box::pin(token.cancelled()),
+            shutdown,
+            cancelled: Box::pin(shutdown.token.cancelled()),
             registered: None,
         }
     }
@@ -171,7 +192,7 @@ impl Future for Closing<'_> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
-        if self.token.is_cancelled() {
+        if self.shutdown.has_begun() {
             return std::task::Poll::Ready(());
         }
         let current = self
