@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -176,12 +176,20 @@ impl RateKey {
     /// any other. Charging all of those to one shared bucket would turn a per-caller limit into
     /// a server-wide one, so they are not charged (and the limiter says so once).
     pub(crate) fn of(extensions: &Extensions) -> Option<Self> {
-        if let Some(principal) = extensions.get::<Principal>() {
-            return Some(Self::Subject(Arc::clone(&principal.subject)));
+        let peer = extensions.get::<ConnectInfo<SocketAddr>>();
+        // A request from the server's own listener carries the peer's address and nothing
+        // else: only another extension can be a principal, so without one it is not looked for.
+        let others = extensions.len() - usize::from(peer.is_some());
+        if others > 0
+            && let Some(principal) = extensions.get::<Principal>()
+        {
+            return Some(Self::subject(principal));
         }
-        extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|info| Self::Peer(info.0.ip()))
+        peer.map(|info| Self::Peer(info.0.ip()))
+    }
+
+    pub(crate) fn subject(principal: &Principal) -> Self {
+        Self::Subject(Arc::clone(&principal.subject))
     }
 }
 
@@ -204,12 +212,15 @@ impl Hash for RateKey {
 struct Bucket {
     tokens: f64,
     /// When `tokens` was last brought up to date, as [`RateLimiter::clock`] reads.
-    updated: Nanos,
+    updated: Seconds,
 }
 
-/// Nanoseconds since a limiter was made: a plain number, so that reading the clock (the costly
+/// Seconds since a limiter was made: a plain number, so that reading the clock (the costly
 /// part) happens before the lock is taken and refilling under the lock is arithmetic only.
-type Nanos = u64;
+/// A double resolves a few nanoseconds after a year, far finer than any refill needs.
+type Seconds = f64;
+
+type Buckets = HashMap<RateKey, Bucket>;
 
 /// The per-key buckets. The map is bounded: when it reaches `max_keys`, buckets that have
 /// refilled completely (and so carry no state worth keeping) are dropped first; if none can be
@@ -219,7 +230,7 @@ pub(crate) struct RateLimiter {
     limit: RateLimit,
     max_keys: usize,
     started: Instant,
-    buckets: Mutex<HashMap<RateKey, Bucket>>,
+    buckets: Mutex<Buckets>,
     overflow: Mutex<Bucket>,
     warned_unattributed: AtomicBool,
 }
@@ -228,7 +239,7 @@ impl RateLimiter {
     pub(crate) fn new(limit: RateLimit, max_keys: usize) -> Self {
         let full = Bucket {
             tokens: f64::from(limit.burst),
-            updated: 0,
+            updated: 0.0,
         };
         Self {
             limit,
@@ -243,35 +254,45 @@ impl RateLimiter {
     /// Takes one token for `key`, or says how long until one is available.
     pub(crate) fn charge(&self, key: Option<RateKey>) -> Result<(), Refusal> {
         let Some(key) = key else {
-            if !self.warned_unattributed.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "anonymous callers are not rate limited: serve with \
-                     `into_make_service_with_connect_info::<SocketAddr>()` to limit them per peer"
-                );
-            }
-            return Ok(());
+            return self.pass_unattributed();
         };
         let now = self.clock();
-        // A poisoned lock only means another request panicked mid-update; the bucket numbers
-        // are still usable, so keep serving rather than failing every request after it.
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut buckets = lock(&self.buckets);
         // A known key (every request but a caller's first) costs one lookup.
-        if let Some(bucket) = buckets.get_mut(&key) {
-            return self.take(bucket, now);
+        match buckets.get_mut(&key) {
+            Some(bucket) => self.take(bucket, now),
+            None => self.charge_new_key(buckets, key, now),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pass_unattributed(&self) -> Result<(), Refusal> {
+        if !self.warned_unattributed.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "anonymous callers are not rate limited: serve with \
+                 `into_make_service_with_connect_info::<SocketAddr>()` to limit them per peer"
+            );
+        }
+        Ok(())
+    }
+
+    /// A caller's first request: a bucket of its own while the table has room (after dropping
+    /// the buckets that have refilled, once it is full), the shared overflow bucket otherwise.
+    #[cold]
+    #[inline(never)]
+    fn charge_new_key(
+        &self,
+        mut buckets: MutexGuard<'_, Buckets>,
+        key: RateKey,
+        now: Seconds,
+    ) -> Result<(), Refusal> {
         if buckets.len() >= self.max_keys {
             self.evict_full(&mut buckets, now);
         }
         if buckets.len() >= self.max_keys {
             drop(buckets);
-            let mut overflow = self
-                .overflow
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return self.take(&mut overflow, now);
+            return self.take(&mut lock(&self.overflow), now);
         }
         let full = f64::from(self.limit.burst);
         let bucket = buckets.entry(key).or_insert(Bucket {
@@ -282,37 +303,43 @@ impl RateLimiter {
     }
 
     /// The time now, on the buckets' clock.
-    fn clock(&self) -> Nanos {
-        let elapsed = Instant::now().saturating_duration_since(self.started);
-        Nanos::try_from(elapsed.as_nanos()).unwrap_or(Nanos::MAX)
+    fn clock(&self) -> Seconds {
+        let now = Instant::now();
+        now.saturating_duration_since(self.started).as_secs_f64()
     }
 
-    fn refill(&self, bucket: &mut Bucket, now: Nanos) {
-        // Exact below 2^53 ns (104 days) between two requests of one key; a coarser figure
-        // past that still refills the bucket to full.
-        let elapsed = now.saturating_sub(bucket.updated) as f64 / 1e9;
+    fn refill(&self, bucket: &mut Bucket, now: Seconds) {
+        let elapsed = (now - bucket.updated).max(0.0);
         let full = f64::from(self.limit.burst);
         bucket.tokens = (bucket.tokens + elapsed * self.limit.per_second).min(full);
         bucket.updated = now;
     }
 
-    fn take(&self, bucket: &mut Bucket, now: Nanos) -> Result<(), Refusal> {
+    #[inline]
+    fn take(&self, bucket: &mut Bucket, now: Seconds) -> Result<(), Refusal> {
         self.refill(bucket, now);
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             return Ok(());
         }
-        let wait = (1.0 - bucket.tokens) / self.limit.per_second;
+        Err(self.refusal(bucket.tokens))
+    }
+
+    /// How long until a bucket holding `tokens` (less than one) holds one.
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, tokens: f64) -> Refusal {
+        let wait = (1.0 - tokens) / self.limit.per_second;
         // Whole seconds, rounded up, at least one: Retry-After has one-second resolution.
         let retry_after_secs = Duration::try_from_secs_f64(wait)
             .map_or(u64::MAX, |wait| {
                 wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
             })
             .max(1);
-        Err(Refusal::RateLimited { retry_after_secs })
+        Refusal::RateLimited { retry_after_secs }
     }
 
-    fn evict_full(&self, buckets: &mut HashMap<RateKey, Bucket>, now: Nanos) {
+    fn evict_full(&self, buckets: &mut Buckets, now: Seconds) {
         let full = f64::from(self.limit.burst);
         buckets.retain(|_, bucket| {
             self.refill(bucket, now);
@@ -324,6 +351,14 @@ impl RateLimiter {
     fn tracked_keys(&self) -> usize {
         self.buckets.lock().map_or(0, |buckets| buckets.len())
     }
+}
+
+/// A poisoned lock only means another request panicked mid-update; the bucket numbers are
+/// still usable, so keep serving rather than failing every request after it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -418,6 +453,33 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(limiter.charge(subject("e")), Ok(()));
         assert_eq!(limiter.tracked_keys(), 1);
+    }
+
+    #[test]
+    fn a_principal_is_charged_as_its_subject_wherever_it_sits_among_the_extensions() {
+        let peer = ConnectInfo(SocketAddr::from(([10, 0, 0, 9], 5555)));
+        let principal = Principal::new("alice", []);
+        let subject = Some(RateKey::Subject("alice".into()));
+        let mut only_peer = Extensions::new();
+        only_peer.insert(peer);
+        assert_eq!(RateKey::of(&only_peer), Some(RateKey::Peer(peer.0.ip())));
+        let mut peer_and_principal = only_peer.clone();
+        peer_and_principal.insert(principal.clone());
+        assert_eq!(RateKey::of(&peer_and_principal), subject);
+        let mut only_principal = Extensions::new();
+        only_principal.insert(principal.clone());
+        assert_eq!(RateKey::of(&only_principal), subject);
+        let mut principal_among_others = only_principal.clone();
+        principal_among_others.insert(BodyLimit(1));
+        principal_among_others.insert(peer);
+        assert_eq!(RateKey::of(&principal_among_others), subject);
+        let mut peer_among_others = only_peer;
+        peer_among_others.insert(BodyLimit(1));
+        assert_eq!(
+            RateKey::of(&peer_among_others),
+            Some(RateKey::Peer(peer.0.ip()))
+        );
+        assert_eq!(RateKey::of(&Extensions::new()), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -330,31 +330,49 @@ impl Admission {
     /// Authenticates, then charges the caller's bucket. A failed authentication is charged to
     /// the peer's bucket, so guessing tokens is rate limited too.
     async fn admit(&self, request: &mut Request) -> Result<(), Refusal> {
-        if let Some(gate) = &self.gate {
-            match gate.admit(request.headers()).await {
-                Ok(principal) => {
-                    tracing::debug!(subject = %principal.subject, "authenticated");
-                    request.extensions_mut().insert(principal);
-                }
-                Err(refusal) => {
-                    self.charge(request)?;
-                    return Err(refusal);
-                }
+        let Some(gate) = &self.gate else {
+            return self.charge_and_bound(request);
+        };
+        match gate.admit(request.headers()).await {
+            Ok(principal) => {
+                tracing::debug!(subject = %principal.subject, "authenticated");
+                // Charged to the principal in hand rather than found again among the
+                // extensions it is about to join.
+                self.charge_key(Some(RateKey::subject(&principal)))?;
+                request.extensions_mut().insert(principal);
+                self.bound(request);
+                Ok(())
+            }
+            Err(refusal) => {
+                self.charge(request)?;
+                Err(refusal)
             }
         }
-        self.charge_and_bound(request)
     }
 
     /// The rate charge and the body limit: all admission asks of an authenticated or public caller.
     fn charge_and_bound(&self, request: &mut Request) -> Result<(), Refusal> {
         self.charge(request)?;
-        request.extensions_mut().insert(self.body_limit);
+        self.bound(request);
         Ok(())
     }
 
+    /// Hands the routes the body limit.
+    fn bound(&self, request: &mut Request) {
+        request.extensions_mut().insert(self.body_limit);
+    }
+
+    /// Charges the caller [`RateKey::of`] finds in the request.
     fn charge(&self, request: &Request) -> Result<(), Refusal> {
         match &self.rate_limiter {
             Some(limiter) => limiter.charge(RateKey::of(request.extensions())),
+            None => Ok(()),
+        }
+    }
+
+    fn charge_key(&self, key: Option<RateKey>) -> Result<(), Refusal> {
+        match &self.rate_limiter {
+            Some(limiter) => limiter.charge(key),
             None => Ok(()),
         }
     }

@@ -148,10 +148,7 @@ impl<'a> SiteHeaders<'a> {
     /// hashed lookups (about a hundred instructions each) that would find the same values.
     fn find(headers: &'a HeaderMap) -> Self {
         if headers.keys_len() > SCAN_LIMIT {
-            return Self {
-                host: headers.get(header::HOST),
-                origin: headers.get(header::ORIGIN),
-            };
+            return Self::looked_up(headers);
         }
         let mut found = Self {
             host: None,
@@ -166,16 +163,30 @@ impl<'a> SiteHeaders<'a> {
         }
         found
     }
+
+    #[cold]
+    #[inline(never)]
+    fn looked_up(headers: &'a HeaderMap) -> Self {
+        Self {
+            host: headers.get(header::HOST),
+            origin: headers.get(header::ORIGIN),
+        }
+    }
 }
 
 /// The authority the request names: `Host` for HTTP/1.1, the URI's authority for HTTP/2.
 fn hosts_admit(hosts: &Rules<AllowedAuthority>, host: Option<&HeaderValue>, uri: &Uri) -> bool {
     match host {
         Some(value) => hosts.admits(value),
-        None => uri
-            .authority()
-            .is_some_and(|authority| hosts.admits_text(authority.as_str())),
+        None => authority_admitted(hosts, uri),
     }
+}
+
+/// Kept apart from the `Host` header's path, which HTTP/1.1 requests (nearly all) take.
+#[inline(never)]
+fn authority_admitted(hosts: &Rules<AllowedAuthority>, uri: &Uri) -> bool {
+    uri.authority()
+        .is_some_and(|authority| hosts.admits_text(authority.as_str()))
 }
 
 /// A parsed allow-list and the header values it admits spelled out, so that the usual
@@ -213,14 +224,27 @@ impl<R: Rule> Rules<R> {
     }
 
     fn admits(&self, value: &HeaderValue) -> bool {
-        self.known.contains(value.as_bytes())
-            || value
-                .to_str()
-                .is_ok_and(|text| R::any_admits(&self.allowed, text))
+        self.known.contains(value.as_bytes()) || self.parsed_admits(value)
     }
 
     fn admits_text(&self, text: &str) -> bool {
-        self.known.contains(text.as_bytes()) || R::any_admits(&self.allowed, text)
+        self.known.contains(text.as_bytes()) || self.parsed_admits_text(text)
+    }
+
+    /// The parser's answer for a value that is not a known spelling: rare, so kept out of the
+    /// known spellings' path, which stays a few cache lines long.
+    #[cold]
+    #[inline(never)]
+    fn parsed_admits(&self, value: &HeaderValue) -> bool {
+        value
+            .to_str()
+            .is_ok_and(|text| self.parsed_admits_text(text))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn parsed_admits_text(&self, text: &str) -> bool {
+        R::any_admits(&self.allowed, text)
     }
 }
 
@@ -348,14 +372,19 @@ impl FoldedText {
 fn end_words(bytes: &[u8]) -> [u64; 2] {
     match (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
         (Some(first), Some(last)) => [u64::from_le_bytes(*first), u64::from_le_bytes(*last)],
-        _ => {
-            let mut word = [0; 8];
-            for (slot, byte) in word.iter_mut().zip(bytes) {
-                *slot = *byte;
-            }
-            [u64::from_le_bytes(word); 2]
-        }
+        _ => [padded_word(bytes); 2],
     }
+}
+
+/// A text shorter than a word, zero-padded: no usual `Host` or `Origin` is that short.
+#[cold]
+#[inline(never)]
+fn padded_word(bytes: &[u8]) -> u64 {
+    let mut word = [0; 8];
+    for (slot, byte) in word.iter_mut().zip(bytes) {
+        *slot = *byte;
+    }
+    u64::from_le_bytes(word)
 }
 
 /// Where the words between a text's first and last words start: 8, 16, ... while the word
