@@ -191,6 +191,26 @@ impl RateKey {
     pub(crate) fn subject(principal: &Principal) -> Self {
         Self::Subject(Arc::clone(&principal.subject))
     }
+
+    /// Which of the table's recent lines this key is remembered in: a multiplicative hash of
+    /// a word standing for the key (the address, or a subject's length and first bytes).
+    fn recent_line(&self) -> usize {
+        let word = match self {
+            Self::Peer(IpAddr::V4(address)) => u64::from(address.to_bits()),
+            Self::Peer(IpAddr::V6(address)) => {
+                let bits = address.to_bits();
+                (bits as u64) ^ ((bits >> 64) as u64)
+            }
+            Self::Subject(subject) => subject
+                .bytes()
+                .take(8)
+                .fold(subject.len() as u64, |word, byte| {
+                    word.rotate_left(8) ^ u64::from(byte)
+                }),
+        };
+        let mixed = word.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (u64::BITS - RECENT_LINE_BITS)) as usize
+    }
 }
 
 /// Keys are hashed with std's keyed SipHash: the keys are chosen by callers (an IPv6 peer
@@ -220,7 +240,87 @@ struct Bucket {
 /// A double resolves a few nanoseconds after a year, far finer than any refill needs.
 type Seconds = f64;
 
-type Buckets = HashMap<RateKey, Bucket>;
+/// The tracked keys and their buckets.
+///
+/// Every lookup through the keyed map costs a SipHash of the key and a probe, on every request.
+/// A caller's requests tend to come in runs (a client on a keep-alive connection, a proxy
+/// forwarding many callers), so each key also names one of a few `recent` lines holding the
+/// slot it was last found in; a line whose slot still holds the key answers without the map.
+/// A line is picked by an unkeyed hash, which a caller can make collide at will, but all a
+/// collision costs is a miss that falls back to the keyed map: no lookup costs more than the
+/// map's own.
+#[derive(Debug)]
+struct Table {
+    slots: Vec<Slot>,
+    /// Where each key's slot is.
+    index: HashMap<RateKey, usize>,
+    /// A slot each line last found; stale after slots move, so a slot is used only if it
+    /// still holds the key looked up.
+    recent: [usize; RECENT_LINES],
+}
+
+#[derive(Debug)]
+struct Slot {
+    key: RateKey,
+    bucket: Bucket,
+}
+
+const RECENT_LINE_BITS: u32 = 6;
+const RECENT_LINES: usize = 1 << RECENT_LINE_BITS;
+
+impl Table {
+    fn new() -> Self {
+        Self {
+            slots: Vec::new(),
+            index: HashMap::new(),
+            recent: [0; RECENT_LINES],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The bucket of a tracked key.
+    fn find(&mut self, key: &RateKey) -> Option<&mut Bucket> {
+        let line = key.recent_line();
+        let remembered = self.recent[line];
+        let at = if self
+            .slots
+            .get(remembered)
+            .is_some_and(|slot| slot.key == *key)
+        {
+            remembered
+        } else {
+            self.find_indexed(key, line)?
+        };
+        self.slots.get_mut(at).map(|slot| &mut slot.bucket)
+    }
+
+    /// The keyed map's answer, remembered in `line`.
+    #[inline(never)]
+    fn find_indexed(&mut self, key: &RateKey, line: usize) -> Option<usize> {
+        let at = *self.index.get(key)?;
+        self.recent[line] = at;
+        Some(at)
+    }
+
+    fn insert(&mut self, key: RateKey, bucket: Bucket) {
+        let at = self.slots.len();
+        self.recent[key.recent_line()] = at;
+        self.index.insert(key.clone(), at);
+        self.slots.push(Slot { key, bucket });
+    }
+
+    /// Keeps the slots `keep` accepts, in order, and indexes them again.
+    fn retain(&mut self, mut keep: impl FnMut(&mut Bucket) -> bool) {
+        self.slots.retain_mut(|slot| keep(&mut slot.bucket));
+        self.index.clear();
+        let moved = self.slots.iter().enumerate();
+        self.index
+            .extend(moved.map(|(at, slot)| (slot.key.clone(), at)));
+    }
+}
 
 /// The per-key buckets. The map is bounded: when it reaches `max_keys`, buckets that have
 /// refilled completely (and so carry no state worth keeping) are dropped first; if none can be
@@ -230,7 +330,7 @@ pub(crate) struct RateLimiter {
     limit: RateLimit,
     max_keys: usize,
     started: Instant,
-    buckets: Mutex<Buckets>,
+    table: Mutex<Table>,
     overflow: Mutex<Bucket>,
     warned_unattributed: AtomicBool,
 }
@@ -245,7 +345,7 @@ impl RateLimiter {
             limit,
             max_keys,
             started: Instant::now(),
-            buckets: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::new()),
             overflow: Mutex::new(full),
             warned_unattributed: AtomicBool::new(false),
         }
@@ -257,11 +357,11 @@ impl RateLimiter {
             return self.pass_unattributed();
         };
         let now = self.clock();
-        let mut buckets = lock(&self.buckets);
+        let mut table = lock(&self.table);
         // A known key (every request but a caller's first) costs one lookup.
-        match buckets.get_mut(&key) {
+        match table.find(&key) {
             Some(bucket) => self.take(bucket, now),
-            None => self.charge_new_key(buckets, key, now),
+            None => self.charge_new_key(table, key, now),
         }
     }
 
@@ -283,23 +383,24 @@ impl RateLimiter {
     #[inline(never)]
     fn charge_new_key(
         &self,
-        mut buckets: MutexGuard<'_, Buckets>,
+        mut table: MutexGuard<'_, Table>,
         key: RateKey,
         now: Seconds,
     ) -> Result<(), Refusal> {
-        if buckets.len() >= self.max_keys {
-            self.evict_full(&mut buckets, now);
+        if table.len() >= self.max_keys {
+            self.evict_full(&mut table, now);
         }
-        if buckets.len() >= self.max_keys {
-            drop(buckets);
+        if table.len() >= self.max_keys {
+            drop(table);
             return self.take(&mut lock(&self.overflow), now);
         }
-        let full = f64::from(self.limit.burst);
-        let bucket = buckets.entry(key).or_insert(Bucket {
-            tokens: full,
+        let mut bucket = Bucket {
+            tokens: f64::from(self.limit.burst),
             updated: now,
-        });
-        self.take(bucket, now)
+        };
+        let charged = self.take(&mut bucket, now);
+        table.insert(key, bucket);
+        charged
     }
 
     /// The time now, on the buckets' clock.
@@ -339,9 +440,9 @@ impl RateLimiter {
         Refusal::RateLimited { retry_after_secs }
     }
 
-    fn evict_full(&self, buckets: &mut Buckets, now: Seconds) {
+    fn evict_full(&self, table: &mut Table, now: Seconds) {
         let full = f64::from(self.limit.burst);
-        buckets.retain(|_, bucket| {
+        table.retain(|bucket| {
             self.refill(bucket, now);
             bucket.tokens < full
         });
@@ -349,7 +450,7 @@ impl RateLimiter {
 
     #[cfg(test)]
     fn tracked_keys(&self) -> usize {
-        self.buckets.lock().map_or(0, |buckets| buckets.len())
+        self.table.lock().map_or(0, |table| table.len())
     }
 }
 
@@ -453,6 +554,50 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(limiter.charge(subject("e")), Ok(()));
         assert_eq!(limiter.tracked_keys(), 1);
+    }
+
+    fn peer(address: [u8; 4]) -> Option<RateKey> {
+        Some(RateKey::Peer(IpAddr::from(address)))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_sharing_a_recent_line_keep_their_own_buckets() {
+        let first = [10, 0, 0, 1];
+        let line = |key: Option<RateKey>| key.map(|key| key.recent_line());
+        let second = (2..=255)
+            .map(|last| [10, 0, 0, last])
+            .find(|address| line(peer(*address)) == line(peer(first)))
+            .unwrap();
+        let limiter = limiter(1.0, 1);
+        for address in [first, second] {
+            assert_eq!(limiter.charge(peer(address)), Ok(()), "{address:?}");
+        }
+        // Each lookup finds the line naming the other key's slot.
+        for address in [first, second, first, second] {
+            assert!(limiter.charge(peer(address)).is_err(), "{address:?}");
+        }
+        assert_eq!(limiter.tracked_keys(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn buckets_moved_by_an_eviction_are_still_found_under_their_own_keys() {
+        let limiter = RateLimiter::new(RateLimit::new(1.0, 2), 3);
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        for key in ["b", "b", "c"] {
+            assert_eq!(limiter.charge(subject(key)), Ok(()), "{key}");
+        }
+        // The table is full: "a" has refilled and is dropped, "b" and "c" move down a slot.
+        assert_eq!(limiter.charge(subject("d")), Ok(()));
+        assert_eq!(limiter.tracked_keys(), 3);
+        assert!(limiter.charge(subject("b")).is_err());
+        assert_eq!(limiter.charge(subject("c")), Ok(()));
+        assert!(limiter.charge(subject("c")).is_err());
+        assert_eq!(limiter.charge(subject("d")), Ok(()));
+        assert!(limiter.charge(subject("d")).is_err());
+        // No bucket is full now: "a" comes back to the overflow bucket, which is.
+        assert_eq!(limiter.charge(subject("a")), Ok(()));
+        assert_eq!(limiter.tracked_keys(), 3);
     }
 
     #[test]
