@@ -950,9 +950,21 @@ impl<H: RequestHandler> StreamableHttp<H> {
         headers: &HeaderMap,
         body: &Inbound,
     ) -> Result<Resolved<H::Session>, Refusal> {
-        let Some(name) = self.handler.profile().session_header() else {
-            return Ok(Resolved::None);
-        };
+        match self.handler.profile().session_header() {
+            Some(name) => self.resolve_named_session(name, headers, body),
+            None => Ok(Resolved::None),
+        }
+    }
+
+    /// [`Self::resolve_post_session`] for a protocol with sessions; out of line, so a
+    /// sessionless protocol's path does not carry it.
+    #[inline(never)]
+    fn resolve_named_session(
+        &self,
+        name: &HeaderName,
+        headers: &HeaderMap,
+        body: &Inbound,
+    ) -> Result<Resolved<H::Session>, Refusal> {
         if let Some(id) = session_id(headers, name)? {
             return self.live_session(&id).map(Resolved::Live);
         }
@@ -973,6 +985,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// A new session, not yet stored: it is stored once the request is admitted.
+    #[inline(never)]
     fn open_session(&self) -> Result<Arc<Session<H::Session>>, Refusal> {
         if !self.store.has_room() {
             return Err(Refusal::Overloaded);

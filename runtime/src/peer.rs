@@ -210,6 +210,7 @@ pub struct Peer {
 }
 
 impl Peer {
+    #[inline]
     pub(crate) fn new(
         route: Route,
         conversation: Option<Arc<Conversation>>,
@@ -226,8 +227,10 @@ impl Peer {
         }
     }
 
-    /// Sets where [`Self::session_wide`] sends (the session's own stream over HTTP).
+    /// Sets where [`Self::session_wide`] sends (the session's own stream over HTTP). Inlined,
+    /// so building a request's peer does not copy it once more.
     #[must_use]
+    #[inline(always)]
     pub(crate) fn with_session_route(mut self, route: Route) -> Self {
         self.session_route = Some(route);
         self
