@@ -868,11 +868,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         opening: Option<&Arc<Session<H::Session>>>,
     ) -> Response {
         self.settle_opening(opening, answer.as_slice());
-        let response = match answer {
+        let mut response = match answer {
             Some(answer) => self.single_answer(&answer),
             None => StatusCode::ACCEPTED.into_response(),
         };
-        self.name_opened_session(response, opening)
+        if let Some(session) = opening {
+            self.name_opened_session(&mut response, session);
+        }
+        response
     }
 
     /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
@@ -890,7 +893,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return StatusCode::ACCEPTED.into_response();
         }
         let opening = resolved.opening().cloned();
-        let response = match framing {
+        let mut response = match framing {
             Framed::Json => self.answer_batch(body, &resolved, meta).await,
             Framed::Sse | Framed::Auto => {
                 Arc::clone(&self)
@@ -898,23 +901,22 @@ impl<H: RequestHandler> StreamableHttp<H> {
                     .await
             }
         };
-        self.name_opened_session(response, opening.as_ref())
+        if let Some(session) = &opening {
+            self.name_opened_session(&mut response, session);
+        }
+        response
     }
 
     /// The session an answered request opened is named in the response, unless the opening
     /// failed (answered only errors) and so already ended it.
-    fn name_opened_session(
-        &self,
-        mut response: Response,
-        opening: Option<&Arc<Session<H::Session>>>,
-    ) -> Response {
-        if let (Some(session), Some(name)) = (opening, self.handler.profile().session_header())
+    #[inline(never)]
+    fn name_opened_session(&self, response: &mut Response, session: &Session<H::Session>) {
+        if let Some(name) = self.handler.profile().session_header()
             && !session.ended().is_cancelled()
             && let Ok(value) = HeaderValue::from_str(session.id().as_str())
         {
             response.headers_mut().insert(name.clone(), value);
         }
-        response
     }
 
     /// The checks a resolved request passes before anything runs: the batch policy, a readable
