@@ -12,9 +12,9 @@
 //! requests in flight that is refused rather than waited on for load shedding (an atomic
 //! counter: a semaphore that is never waited on only adds a lock to every release) — and
 //! [`Hardening::wrap`](super::Hardening::wrap) stacks them as one layer on the transport
-//! routes. Neither boxes a future per request (axum's route already does); `Admit` boxes one
-//! only while an authenticator is awaited, and the deadline's timer is allocated only for an
-//! answer that has to wait.
+//! routes. Neither boxes a future per request (axum's route already does); a refusal is boxed
+//! (so an admitted request's future stays small), `Admit` boxes one while an authenticator is
+//! awaited, and the deadline's timer is allocated only for an answer that has to wait.
 
 use std::convert::Infallible;
 use std::future::Future;
