@@ -230,16 +230,25 @@ where
         if let Poll::Ready(result) = Pin::new(&mut self.answer).poll(cx) {
             return Poll::Ready(into_response(result));
         }
-        let Some(deadline) = self.policy.deadline else {
-            return Poll::Pending;
-        };
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Refusal::DeadlineExceeded.into_response()),
-            Poll::Pending => Poll::Pending,
-        }
+        poll_deadline(&mut self.timer, self.policy.deadline, cx)
+    }
+}
+
+/// An answer that is not ready yet waits on the deadline, its timer armed at the first wait.
+/// Out of line and not generic: most answers are ready at their first poll.
+#[inline(never)]
+fn poll_deadline(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    deadline: Option<Duration>,
+    cx: &mut Context<'_>,
+) -> Poll<Response> {
+    let Some(deadline) = deadline else {
+        return Poll::Pending;
+    };
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
+    match timer.as_mut().poll(cx) {
+        Poll::Ready(()) => Poll::Ready(Refusal::DeadlineExceeded.into_response()),
+        Poll::Pending => Poll::Pending,
     }
 }
 
