@@ -1374,23 +1374,53 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_posts_boxed_future_fits_the_allocators_small_size_classes() {
-        use crate::hardening::SharedService as _;
-        let endpoint = StreamableHttp::new(
-            Echo {
-                profile: crate::handler::Profile::new(),
-            },
-            HttpConfig::default(),
-        )
-        .into_endpoint();
-        let request = http::Request::post("/rpc")
-            .header(header::CONTENT_TYPE, "application/json")
+    fn echo_endpoint(profile: crate::handler::Profile) -> Endpoint<Echo> {
+        StreamableHttp::new(Echo { profile }, HttpConfig::default()).into_endpoint()
+    }
+
+    fn echo_post(media_type: &str) -> HttpRequest {
+        http::Request::post("/rpc")
+            .header(header::CONTENT_TYPE, media_type)
             .body(Body::from(
                 r#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}"#,
             ))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_is_built_with_the_header_map_a_direct_hardening_offers() {
+        use crate::hardening::SharedService as _;
+        let endpoint = echo_endpoint(crate::handler::Profile::new());
+        let security = crate::hardening::SecurityHeaders::default()
+            .parse()
             .unwrap();
-        let serving = endpoint.serve(request);
+        endpoint.answer_json_with(security.json_answer());
+        let Ok(answer) = endpoint.serve(echo_post("application/json")).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(answer.headers(), security.json_answer());
+    }
+
+    #[tokio::test]
+    async fn an_offered_header_map_labelling_another_media_type_is_not_taken() {
+        use crate::hardening::SharedService as _;
+        const MEDIA_TYPE: &str = "application/vnd.test+json";
+        let endpoint = echo_endpoint(crate::handler::Profile::new().with_media_type(MEDIA_TYPE));
+        let security = crate::hardening::SecurityHeaders::default()
+            .parse()
+            .unwrap();
+        endpoint.answer_json_with(security.json_answer());
+        let Ok(answer) = endpoint.serve(echo_post(MEDIA_TYPE)).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+        let names: Vec<_> = answer.headers().keys().collect();
+        assert_eq!(names, [header::CONTENT_TYPE]);
+        assert_eq!(answer.headers()[header::CONTENT_TYPE], MEDIA_TYPE);
+    }
+
+    #[test]
+    fn a_posts_boxed_future_fits_the_allocators_small_size_classes() {
+        use crate::hardening::SharedService as _;
+        let endpoint = echo_endpoint(crate::handler::Profile::new());
+        let serving = endpoint.serve(echo_post("application/json"));
         // glibc serves blocks up to 1,032 bytes from its per-thread cache; a larger box takes
         // the slow path on every request.
         let size = std::mem::size_of_val(&*serving);
