@@ -83,10 +83,22 @@ impl ReadSoFar {
     }
 
     /// Adds `chunk`, or refuses it when the body would pass `limit`, before buffering it.
+    #[inline]
     fn push(&mut self, chunk: Bytes, limit: usize) -> Result<(), Refusal> {
         if self.len().saturating_add(chunk.len()) > limit {
             return Err(Refusal::BodyTooLarge);
         }
+        match self {
+            Self::Nothing => *self = Self::One(chunk),
+            _ => self.join(chunk),
+        }
+        Ok(())
+    }
+
+    /// A chunk after the first: rare for a JSON-RPC body, so kept out of the reading loop.
+    #[cold]
+    #[inline(never)]
+    fn join(&mut self, chunk: Bytes) {
         match self {
             Self::Nothing => *self = Self::One(chunk),
             Self::One(first) => {
@@ -97,9 +109,9 @@ impl ReadSoFar {
             }
             Self::Joined(joined) => joined.extend_from_slice(&chunk),
         }
-        Ok(())
     }
 
+    #[inline]
     fn into_bytes(self) -> Bytes {
         match self {
             Self::Nothing => Bytes::new(),
