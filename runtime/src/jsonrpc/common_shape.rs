@@ -23,10 +23,7 @@ pub(super) fn read(text: &str) -> Option<Message> {
     let mut fields = Fields::default();
     cursor.token(b'{')?;
     loop {
-        let key = cursor.key()?;
-        cursor.token(b':')?;
-        cursor.skip_whitespace();
-        fields.read(key, &mut cursor)?;
+        cursor.member(&mut fields)?;
         // Only a comma or the closing brace may follow a value, which also refuses an id
         // with a fraction or an exponent.
         match cursor.next_token()? {
@@ -42,40 +39,16 @@ pub(super) fn read(text: &str) -> Option<Message> {
     fields.into_message()
 }
 
-/// The four keys of the common shape.
-#[derive(Clone, Copy)]
-enum Key {
-    Version,
-    Id,
-    Method,
-    Params,
-}
-
 /// The fields read so far; a second occurrence of one is not the common shape.
 #[derive(Default)]
 struct Fields<'a> {
     version: bool,
-    id: Option<RequestId>,
+    id: Option<Id<'a>>,
     method: Option<&'a str>,
     params: Option<&'a str>,
 }
 
 impl<'a> Fields<'a> {
-    fn read(&mut self, key: Key, cursor: &mut Cursor<'a>) -> Option<()> {
-        match key {
-            // `"2.0"` is the only plain string equal to the version.
-            Key::Version if !self.version => {
-                cursor.literal(br#""2.0""#)?;
-                self.version = true;
-            }
-            Key::Id if self.id.is_none() => self.id = Some(cursor.id()?),
-            Key::Method if self.method.is_none() => self.method = Some(cursor.plain_string()?),
-            Key::Params if self.params.is_none() => self.params = Some(cursor.structured()?),
-            _ => return None,
-        }
-        Some(())
-    }
-
     fn into_message(self) -> Option<Message> {
         if !self.version {
             return None;
@@ -86,9 +59,29 @@ impl<'a> Fields<'a> {
             None => None,
         };
         Some(match self.id {
-            Some(id) => Message::Request(Request { id, method, params }),
+            Some(id) => Message::Request(Request {
+                id: id.into(),
+                method,
+                params,
+            }),
             None => Message::Notification(Notification { method, params }),
         })
+    }
+}
+
+/// An id as read, made a [`RequestId`] (which may allocate) only once the whole message is read.
+#[derive(Clone, Copy)]
+enum Id<'a> {
+    Number(i64),
+    Text(&'a str),
+}
+
+impl From<Id<'_>> for RequestId {
+    fn from(id: Id<'_>) -> Self {
+        match id {
+            Id::Number(number) => Self::Number(number),
+            Id::Text(text) => Self::String(Arc::from(text)),
+        }
     }
 }
 
@@ -105,7 +98,7 @@ fn owned_raw(json: &str) -> Option<Box<RawValue>> {
 
 /// How deep params may nest (their own bracket counts as 1) before this reader leaves them to
 /// the total decoder: serde_json's own recursion limit, and the size of [`Open`]'s stack.
-pub(super) const MAX_DEPTH: u32 = u128::BITS;
+const MAX_DEPTH: u32 = u128::BITS;
 
 struct Cursor<'a> {
     text: &'a str,
@@ -155,20 +148,45 @@ impl<'a> Cursor<'a> {
         found.then_some(())
     }
 
-    /// One of the four keys, quoted and unescaped: the byte after the quote picks the one
-    /// name to compare.
-    fn key(&mut self) -> Option<Key> {
+    /// One member of the envelope into `fields`: the byte after the name's opening quote
+    /// picks the one name it can be, and so how its value is read.
+    fn member(&mut self, fields: &mut Fields<'a>) -> Option<()> {
         self.skip_whitespace();
         match self.text.as_bytes().get(self.at + 1)? {
-            b'j' => self.literal(br#""jsonrpc""#).map(|()| Key::Version),
-            b'i' => self.literal(br#""id""#).map(|()| Key::Id),
-            b'm' => self.literal(br#""method""#).map(|()| Key::Method),
-            b'p' => self.literal(br#""params""#).map(|()| Key::Params),
-            _ => None,
+            // `"2.0"` is the only plain string equal to the version.
+            b'j' if !fields.version => {
+                self.name(br#""jsonrpc""#)?;
+                self.literal(br#""2.0""#)?;
+                fields.version = true;
+            }
+            b'i' if fields.id.is_none() => {
+                self.name(br#""id""#)?;
+                fields.id = Some(self.id()?);
+            }
+            b'm' if fields.method.is_none() => {
+                self.name(br#""method""#)?;
+                fields.method = Some(self.plain_string()?);
+            }
+            b'p' if fields.params.is_none() => {
+                self.name(br#""params""#)?;
+                fields.params = Some(self.structured()?);
+            }
+            _ => return None,
         }
+        Some(())
     }
 
-    /// A string with no escape and no control character, without its quotes.
+    /// A member's `quoted` name, unescaped, and the colon after it.
+    fn name(&mut self, quoted: &[u8]) -> Option<()> {
+        self.literal(quoted)?;
+        self.token(b':')?;
+        self.skip_whitespace();
+        Some(())
+    }
+
+    /// A string with no escape and no control character, without its quotes. (This and the
+    /// other readers of a member's value are inlined, so that the cursor stays in registers.)
+    #[inline(always)]
     fn plain_string(&mut self) -> Option<&'a str> {
         (self.next()? == b'"').then_some(())?;
         let start = self.at;
@@ -180,29 +198,35 @@ impl<'a> Cursor<'a> {
 
     /// A plain string id, or an unsigned integer id of at most 18 digits (so it fits an `i64`)
     /// without a leading zero.
-    fn id(&mut self) -> Option<RequestId> {
+    #[inline(always)]
+    fn id(&mut self) -> Option<Id<'a>> {
         if self.peek() == Some(b'"') {
-            return self
-                .plain_string()
-                .map(|text| RequestId::String(Arc::from(text)));
+            return self.plain_string().map(Id::Text);
         }
         let start = self.at;
-        self.at = digits_end(self.text.as_bytes(), start);
-        let digits = self.text.as_bytes().get(start..self.at)?;
-        if digits.is_empty() || digits.len() > 18 || (digits.len() > 1 && digits[0] == b'0') {
+        // Accumulated while scanned: 18 digits cannot overflow, and a 19th is never taken.
+        let mut number = 0i64;
+        while let Some(digit @ b'0'..=b'9') = self.peek() {
+            if self.at - start == 18 {
+                return None;
+            }
+            number = number * 10 + i64::from(digit - b'0');
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        let leading_zero = digits > 1 && self.text.as_bytes().get(start) == Some(&b'0');
+        if digits == 0 || leading_zero {
             return None;
         }
-        let number = digits
-            .iter()
-            .fold(0i64, |number, digit| number * 10 + i64::from(digit - b'0'));
-        Some(RequestId::Number(number))
+        Some(Id::Number(number))
     }
 
     /// An object or array, validated, as written.
+    #[inline(always)]
     fn structured(&mut self) -> Option<&'a str> {
         let start = self.at;
         matches!(self.peek(), Some(b'{' | b'[')).then_some(())?;
-        self.value()?;
+        self.at = value_end(self.text, start)?;
         self.text.get(start..self.at)
     }
 
@@ -256,7 +280,9 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The rest of a string after its opening quote; the text is already valid UTF-8.
+    /// The rest of a string after its opening quote; the text is already valid UTF-8. Inlined
+    /// into the validator's loop, so that its cursor stays in registers.
+    #[inline(always)]
     fn string_rest(&mut self) -> Option<()> {
         loop {
             self.at = plain_run_end(self.text.as_bytes(), self.at);
@@ -284,35 +310,38 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Where the JSON value starting at `at` in `text` ends, when it is valid. Out of line, with a
+/// cursor of its own, so that the envelope's cursor stays in registers.
+#[inline(never)]
+fn value_end(text: &str, at: usize) -> Option<usize> {
+    let mut cursor = Cursor { text, at };
+    cursor.value()?;
+    Some(cursor.at)
+}
+
 /// Where the plain run of a string starting at `at` ends: at its closing quote, an escape or a
-/// control byte, or at the end of the text. Eight bytes a step while eight are left.
-fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(eight) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-        let stops = stops_in(u64::from_le_bytes(*eight));
-        if stops != 0 {
-            return at + (stops.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
+/// control byte, or at the end of the text.
+fn plain_run_end(bytes: &[u8], at: usize) -> usize {
     let rest = bytes.get(at..).unwrap_or_default();
     at + rest
         .iter()
-        .take_while(|&&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
+        .take_while(|&&byte| !ENDS_PLAIN_RUN[usize::from(byte)])
         .count()
 }
 
-/// The top bit of each byte of `eight` that stops a plain run, exact up to the first such
-/// byte (a borrow may mark bytes after it, which nobody looks at): the classic test for a
-/// byte below `n`, `(x - n) & !x & 0x80`, applied to the byte itself (below 0x20) and to its
-/// distance from a quote and from a backslash (below 1).
-fn stops_in(eight: u64) -> u64 {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word;
-    let control = below(eight, 0x20);
-    let quote = below(eight ^ (ONES * u64::from(b'"')), 1);
-    let backslash = below(eight ^ (ONES * u64::from(b'\\')), 1);
-    (control | quote | backslash) & (ONES * 0x80)
-}
+/// The bytes a string's plain run stops at: its closing quote, an escape or a control
+/// character. One table lookup a byte instead of three comparisons.
+const ENDS_PLAIN_RUN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// Where the escape whose backslash ends before `at` ends. Any four hex digits are accepted,
 /// lone surrogates included, as serde_json's raw-value reader accepts them.
