@@ -510,7 +510,9 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Payload, DecodeErro
             limit: limits.max_depth,
         });
     }
-    match text.trim_start().as_bytes().first() {
+    // Whitespace JSON does not know fails the same way whichever branch it takes, so the
+    // ASCII trim (no Unicode tables) picks the branch.
+    match text.as_bytes().trim_ascii_start().first() {
         Some(b'[') => decode_batch(text),
         Some(b'{') => decode_object(text).map(Payload::Single),
         _ => Err(not_an_object(text)),
