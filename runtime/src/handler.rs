@@ -5,9 +5,11 @@
 //! a method means is the handler's.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -222,8 +224,9 @@ pub trait RequestHandler: Send + Sync + 'static {
     ) -> impl Future<Output = ()> + Send;
 }
 
-/// What the transport knows about the request a message arrived on: its headers and the
-/// extensions earlier layers attached (the authenticated principal among them).
+/// What the transport knows about the request a message arrived on: its headers, the
+/// extensions earlier layers attached (the authenticated principal among them) and, when known,
+/// the address of the connection it came on.
 #[derive(Debug, Default)]
 pub struct RequestMeta {
     pub headers: HeaderMap,
@@ -231,6 +234,9 @@ pub struct RequestMeta {
     /// The profile's version header, kept once per request here rather than copied into the
     /// [`Context`] of each of its messages (a context is moved with every handler's future).
     version_header: Option<HeaderName>,
+    /// The peer's address as a server that owns its listener hands it down a mounted
+    /// transport's direct path, where no `ConnectInfo` extension is inserted for it.
+    peer_address: Option<SocketAddr>,
 }
 
 impl RequestMeta {
@@ -240,7 +246,27 @@ impl RequestMeta {
             headers,
             extensions,
             version_header: profile.version_header().cloned(),
+            peer_address: None,
         }
+    }
+
+    /// The same metadata, for a request whose connection came from `peer`.
+    #[must_use]
+    pub fn with_peer_address(mut self, peer: SocketAddr) -> Self {
+        self.peer_address = Some(peer);
+        self
+    }
+
+    /// The address of the connection the request came on: the one handed down with it, or
+    /// else its `ConnectInfo<SocketAddr>` extension (the router's path, or `axum::serve` with
+    /// connect info). `None` when the server knows no address (stdio, a router served without
+    /// connect info).
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        self.peer_address.or_else(|| {
+            self.extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|info| info.0)
+        })
     }
 }
 
@@ -306,6 +332,12 @@ impl<S> Context<S> {
     /// What earlier layers attached to the request (e.g. the authenticated principal).
     pub fn extensions(&self) -> &Extensions {
         &self.meta.extensions
+    }
+
+    /// The address of the connection the request came on, as [`RequestMeta::peer_address`]
+    /// finds it.
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        self.meta.peer_address()
     }
 
     /// Who the hardening authenticated, when the endpoint requires a credential.

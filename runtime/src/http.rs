@@ -6,6 +6,7 @@
 //! handler's.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -677,8 +678,13 @@ impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
         self.answer(request, None)
     }
 
-    fn serve_within(&self, request: HttpRequest, limit: BodyLimit) -> EndpointFuture {
-        self.answer(request, Some(limit))
+    fn serve_within(
+        &self,
+        request: HttpRequest,
+        limit: BodyLimit,
+        peer: SocketAddr,
+    ) -> EndpointFuture {
+        self.answer(request, Some(HandedDown { limit, peer }))
     }
 
     fn answer_json_with(&self, headers: &HeaderMap) {
@@ -690,16 +696,16 @@ impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
 }
 
 impl<H: RequestHandler> Endpoint<H> {
-    /// Answers by method; a POST's body is read within `limit`, or else within the limit its
-    /// [`BodyLimit`] extension names, or else the transport's own.
-    fn answer(&self, request: HttpRequest, limit: Option<BodyLimit>) -> EndpointFuture {
+    /// Answers by method; a POST's body is read within the limit `handed` down with it, or
+    /// else within the limit its [`BodyLimit`] extension names, or else the transport's own.
+    fn answer(&self, request: HttpRequest, handed: Option<HandedDown>) -> EndpointFuture {
         if *request.method() != Method::POST {
             return self.answer_other(&request);
         }
         let span = tracing::debug_span!("post", session = tracing::field::Empty);
         let started = {
             let _entered = span.enter();
-            self.0.start_post(request, limit)
+            self.0.start_post(request, handed)
         };
         match started {
             Ok(start) => Box::pin(serve_post(Arc::clone(&self.0), start).instrument(span)),
@@ -724,6 +730,14 @@ impl<H: RequestHandler> Endpoint<H> {
         };
         answered(answer)
     }
+}
+
+/// What a server that owns its listener hands a directly mounted transport with each request,
+/// rather than as request extensions.
+#[derive(Debug, Clone, Copy)]
+struct HandedDown {
+    limit: BodyLimit,
+    peer: SocketAddr,
 }
 
 /// A response ready at once, as an [`EndpointFuture`].
@@ -754,7 +768,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     fn start_post(
         &self,
         request: HttpRequest,
-        limit: Option<BodyLimit>,
+        handed: Option<HandedDown>,
     ) -> Result<PostStart, Refusal> {
         self.reaper.ensure::<H::Session, _>(
             &self.store,
@@ -776,10 +790,16 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
             return Err(Refusal::NotAcceptable);
         };
-        let limit = limit
+        let limit = handed
+            .map(|handed| handed.limit)
             .or_else(|| parts.extensions.get::<BodyLimit>().copied())
             .map_or(self.config.limits.max_bytes, |limit| limit.0);
-        let meta = Arc::new(RequestMeta::new(parts.headers, parts.extensions, profile));
+        let meta = RequestMeta::new(parts.headers, parts.extensions, profile);
+        let meta = match handed {
+            Some(handed) => meta.with_peer_address(handed.peer),
+            None => meta,
+        };
+        let meta = Arc::new(meta);
         Ok(PostStart {
             body,
             limit,

@@ -1,12 +1,15 @@
 //! Serving on a listener this crate owns: the accept loop (TCP_NODELAY on every socket, the
-//! peer's address handed to the routes, accept errors survived), each connection served by
-//! hyper over HTTP/1.1 or HTTP/2 with upgrades (WebSocket transports), and graceful shutdown:
-//! stop accepting, let every connection finish its in-flight requests, wait for all of them.
+//! peer's address handed down with each request, accept errors survived), each connection
+//! served by hyper over HTTP/1.1 or HTTP/2 with upgrades (WebSocket transports), and graceful
+//! shutdown: stop accepting, let every connection finish its in-flight requests, wait for all
+//! of them.
 //!
 //! A request for a mounted transport's exact path goes straight to that transport's hardened
 //! service; everything else goes through the axum router, which holds the same mounts. The
 //! router would clone the matched route's boxed service, box its future and record the matched
-//! path for every request; a transport that owns its path outright needs none of that.
+//! path for every request; a transport that owns its path outright needs none of that. The
+//! peer's address goes down the direct path as a plain value; only a request for the router
+//! carries it as the `ConnectInfo` extension its layers and extractors look for.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,12 +37,12 @@ use crate::http::EndpointFuture;
 
 /// A mounted transport hardened as a whole, called through `&self`.
 pub(crate) trait DirectRoute: Send + Sync {
-    fn serve(&self, request: Request) -> HardenedFuture<EndpointFuture>;
+    fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<EndpointFuture>;
 }
 
 impl<S: SharedService<Future = EndpointFuture>> DirectRoute for HardenedShared<S> {
-    fn serve(&self, request: Request) -> HardenedFuture<EndpointFuture> {
-        HardenedShared::serve(self, request)
+    fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<EndpointFuture> {
+        HardenedShared::serve(self, request, peer)
     }
 }
 
@@ -69,16 +72,23 @@ type AppFuture =
     Either<HardenedFuture<EndpointFuture>, std::pin::Pin<Box<Oneshot<Router, Request>>>>;
 
 impl App {
-    fn serve(&self, request: Request) -> AppFuture {
+    fn serve(&self, request: Request, peer: SocketAddr) -> AppFuture {
         let path = request.uri().path();
         match self.direct.iter().find(|mount| *mount.path == *path) {
-            Some(mount) => Either::Left(mount.route.serve(request)),
-            None => Either::Right(Box::pin(self.router.clone().oneshot(request))),
+            Some(mount) => Either::Left(mount.route.serve(request, peer)),
+            None => self.route(request, peer),
         }
+    }
+
+    /// A request for the router, which finds the peer as axum's own server would leave it.
+    #[inline(never)]
+    fn route(&self, mut request: Request, peer: SocketAddr) -> AppFuture {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        Either::Right(Box::pin(self.router.clone().oneshot(request)))
     }
 }
 
-/// One connection's view of the app: its requests carry the peer's address.
+/// One connection's view of the app: its requests are served with the peer's address.
 struct Connection {
     app: Arc<App>,
     peer: SocketAddr,
@@ -90,9 +100,7 @@ impl hyper::service::Service<http::Request<Incoming>> for Connection {
     type Future = AppFuture;
 
     fn call(&self, request: http::Request<Incoming>) -> AppFuture {
-        let mut request = request.map(Body::new);
-        request.extensions_mut().insert(ConnectInfo(self.peer));
-        self.app.serve(request)
+        self.app.serve(request.map(Body::new), self.peer)
     }
 }
 

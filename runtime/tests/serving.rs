@@ -2,19 +2,22 @@
 //! address reaches the per-caller rate limit, the `Host`/`Origin` defaults follow the address
 //! actually bound, graceful shutdown ends an open stream with HTTP's final chunk and lets a
 //! request in flight finish, mounts it dispatches to directly are hardened as the router's
-//! paths are, and HTTP/2 is spoken as well as HTTP/1.1.
+//! paths are, HTTP/2 is spoken as well as HTTP/1.1, and a handler learns its caller's address
+//! whichever way its request came.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod common;
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use common::{
     SESSION_HEADER, TestProtocol, TestServer, request, serve, serve_protocol, test_hardening,
 };
-use protocols_runtime::hardening::{HardeningConfig, RateLimit};
+use protocols_runtime::hardening::{
+    AuthPolicy, BearerAuthenticator, HardeningConfig, Principal, RateLimit,
+};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::ServerBuilder;
 use reqwest::{Client, StatusCode};
@@ -71,6 +74,115 @@ async fn an_anonymous_peer_that_spends_its_budget_gets_429_while_another_peer_is
         StatusCode::OK,
         "the limit is per peer, not per server"
     );
+}
+
+/// A POST of `method` to `url` from `client`, carrying a bearer token no authenticator accepts
+/// (ignored where none is configured).
+async fn call_at(client: &Client, url: String, method: &str) -> reqwest::Response {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("authorization", "Bearer not-a-token")
+        .body(request(1, method, json!({})).to_string())
+        .send()
+        .await
+        .expect("request sent")
+}
+
+/// The caller's address as the test protocol's handler saw it.
+async fn seen_peer(answer: reqwest::Response) -> Option<IpAddr> {
+    assert_eq!(answer.status(), StatusCode::OK);
+    let body: serde_json::Value = answer.json().await.expect("a JSON answer");
+    let peer = body["result"]["peer"].as_str()?;
+    Some(peer.parse::<SocketAddr>().expect("a socket address").ip())
+}
+
+#[tokio::test]
+async fn a_failed_login_on_a_served_mount_is_charged_to_its_peer_alone() {
+    let hardening = test_hardening()
+        .rate_limit(Some(RateLimit::new(0.001, 2)))
+        .authenticator(
+            BearerAuthenticator::new().with_token("s3cret", Principal::new("alice", Vec::new())),
+        )
+        .auth_policy(AuthPolicy::RequireScopes(Vec::new()));
+    let server = serve_with(hardening).await;
+    let guesser = client_from(Ipv4Addr::new(127, 0, 0, 4));
+    let bystander = client_from(Ipv4Addr::new(127, 0, 0, 5));
+    let url = || server.url("/rpc");
+    for attempt in 0..2 {
+        let refused = call_at(&guesser, url(), "stateless/echo").await;
+        assert_eq!(
+            refused.status(),
+            StatusCode::UNAUTHORIZED,
+            "guess {attempt}"
+        );
+    }
+    let limited = call_at(&guesser, url(), "stateless/echo").await;
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        call_at(&bystander, url(), "stateless/echo").await.status(),
+        StatusCode::UNAUTHORIZED,
+        "another peer's guesses are its own"
+    );
+}
+
+#[tokio::test]
+async fn a_handler_on_a_served_mount_sees_its_callers_address() {
+    let server = serve_with(test_hardening()).await;
+    let caller = client_from(Ipv4Addr::new(127, 0, 0, 6));
+    let answer = call_at(&caller, server.url("/rpc"), "stateless/whereami").await;
+    assert_eq!(
+        seen_peer(answer).await,
+        Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 6)))
+    );
+}
+
+#[tokio::test]
+async fn a_handler_behind_a_served_servers_router_sees_its_callers_address() {
+    let built = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http(
+            "/tenants/{tenant}/rpc",
+            TestProtocol::new(),
+            HttpConfig::default(),
+        )
+        .build()
+        .expect("server builds");
+    let server = serve(built).await;
+    let caller = client_from(Ipv4Addr::new(127, 0, 0, 7));
+    let answer = call_at(
+        &caller,
+        server.url("/tenants/acme/rpc"),
+        "stateless/whereami",
+    )
+    .await;
+    assert_eq!(
+        seen_peer(answer).await,
+        Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 7)))
+    );
+}
+
+#[tokio::test]
+async fn a_handler_nested_in_an_app_served_with_connect_info_sees_its_callers_address() {
+    let built = ServerBuilder::new()
+        .hardening(test_hardening())
+        .streamable_http("/rpc", TestProtocol::new(), HttpConfig::default())
+        .build()
+        .expect("server builds");
+    let app = axum::Router::new().nest("/agent", built.router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let address = listener.local_addr().expect("local address");
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    let serving = tokio::spawn(async move { axum::serve(listener, service).await });
+    let caller = client_from(Ipv4Addr::new(127, 0, 0, 8));
+    let url = format!("http://{address}/agent/rpc");
+    let answer = call_at(&caller, url, "stateless/whereami").await;
+    let seen = seen_peer(answer).await;
+    serving.abort();
+    assert_eq!(seen, Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 8))));
 }
 
 #[tokio::test]

@@ -18,13 +18,14 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
 use http::HeaderMap;
@@ -378,9 +379,10 @@ pub(crate) trait SharedService: Clone + Send + Sync + 'static {
     /// Answers a request whose body limit, if any, travels as its [`BodyLimit`] extension.
     fn serve(&self, request: Request) -> Self::Future;
 
-    /// Answers a request whose body is read within `limit`, handed over directly rather than
-    /// through a request extension (an allocation and two map lookups per request).
-    fn serve_within(&self, request: Request, limit: BodyLimit) -> Self::Future;
+    /// Answers a request from `peer` whose body is read within `limit`, both handed over
+    /// directly rather than as request extensions (the first insert allocates the map, and each
+    /// is looked up again).
+    fn serve_within(&self, request: Request, limit: BodyLimit, peer: SocketAddr) -> Self::Future;
 
     /// Offers the header map a plain JSON answer may be built with: its media type and the
     /// security headers, which the guard then finds in place and does not stamp again.
@@ -409,25 +411,39 @@ impl<S: SharedService> HardenedShared<S> {
         }
     }
 
-    /// What `Guard(Admit(service))` does, spelt out rather than through [`guard`] and
-    /// [`admitted_or_refused`]: their closures would each take a copy of the request.
-    pub(crate) fn serve(&self, request: Request) -> HardenedFuture<S::Future> {
+    /// What `Guard(Admit(service))` does for a request from `peer`, spelt out rather than
+    /// through [`guard`] and [`admitted_or_refused`]: their closures would each take a copy of
+    /// the request.
+    pub(crate) fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<S::Future> {
         let occupancy = match self.policy.screen(&request) {
             Ok(occupancy) => occupancy,
             Err(refusal) => return refused(&self.policy, refusal),
         };
         let answer = if self.admission.authenticates() {
-            admit_later(&self.admission, request, ServeOnce(self.service.clone()))
+            self.authenticate_then_serve(request, peer)
         } else {
-            match self.admission.charge(&request) {
-                Ok(()) => Either::Left(
-                    self.service
-                        .serve_within(request, self.admission.body_limit),
-                ),
+            match self.admission.charge_peer(peer) {
+                Ok(()) => Either::Left(self.service.serve_within(
+                    request,
+                    self.admission.body_limit,
+                    peer,
+                )),
                 Err(refusal) => refused_admission(refusal),
             }
         };
         GuardFuture::answering(&self.policy, occupancy, answer)
+    }
+
+    /// The path that awaits an authenticator, as the router's: the peer travels as the
+    /// `ConnectInfo` extension, where a failed login's charge and the handler both find it.
+    #[inline(never)]
+    fn authenticate_then_serve(
+        &self,
+        mut request: Request,
+        peer: SocketAddr,
+    ) -> AdmitFuture<S::Future> {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        admit_later(&self.admission, request, ServeOnce(self.service.clone()))
     }
 }
 

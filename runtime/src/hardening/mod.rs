@@ -370,6 +370,12 @@ impl Admission {
         }
     }
 
+    /// Charges an anonymous caller to the address its connection came from, handed over by a
+    /// server that owns its listener: no extension is inserted for it, nor looked up.
+    fn charge_peer(&self, peer: SocketAddr) -> Result<(), Refusal> {
+        self.charge_key(Some(RateKey::Peer(peer.ip())))
+    }
+
     fn charge_key(&self, key: Option<RateKey>) -> Result<(), Refusal> {
         match &self.rate_limiter {
             Some(limiter) => limiter.charge(key),

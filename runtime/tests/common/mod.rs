@@ -119,6 +119,9 @@ impl RequestHandler for TestProtocol {
                 reply(&json!({"opened": true}))
             }
             "echo" | "stateless/echo" => reply(&params),
+            "stateless/whereami" => reply(&json!({
+                "peer": cx.peer_address().map(|address| address.to_string()),
+            })),
             "whoami" => reply(&json!({
                 "version": cx.protocol_version(),
                 "subject": cx.principal().map(|principal| principal.subject.to_string()),
