@@ -338,7 +338,7 @@ impl Admission {
                 tracing::debug!(subject = %principal.subject, "authenticated");
                 // Charged to the principal in hand rather than found again among the
                 // extensions it is about to join.
-                self.charge_key(Some(RateKey::subject(&principal)))?;
+                self.charge_with(|| Some(RateKey::subject(&principal)))?;
                 request.extensions_mut().insert(principal);
                 self.bound(request);
                 Ok(())
@@ -364,21 +364,19 @@ impl Admission {
 
     /// Charges the caller [`RateKey::of`] finds in the request.
     fn charge(&self, request: &Request) -> Result<(), Refusal> {
-        match &self.rate_limiter {
-            Some(limiter) => limiter.charge(RateKey::of(request.extensions())),
-            None => Ok(()),
-        }
+        self.charge_with(|| RateKey::of(request.extensions()))
     }
 
     /// Charges an anonymous caller to the address its connection came from, handed over by a
     /// server that owns its listener: no extension is inserted for it, nor looked up.
     fn charge_peer(&self, peer: SocketAddr) -> Result<(), Refusal> {
-        self.charge_key(Some(RateKey::Peer(peer.ip())))
+        self.charge_with(|| Some(RateKey::Peer(peer.ip())))
     }
 
-    fn charge_key(&self, key: Option<RateKey>) -> Result<(), Refusal> {
+    /// Charges the caller `key` names; the key is only worked out when a rate limit is set.
+    fn charge_with(&self, key: impl FnOnce() -> Option<RateKey>) -> Result<(), Refusal> {
         match &self.rate_limiter {
-            Some(limiter) => limiter.charge(key),
+            Some(limiter) => limiter.charge(key()),
             None => Ok(()),
         }
     }
