@@ -23,6 +23,7 @@ use tracing::Instrument;
 use crate::dispatch::{Scope, answer_request, serve_message};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
 use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body, response_headers};
+use crate::header_scan::find_two;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
     Response as RpcResponse, batch_to_bytes, decode,
@@ -374,34 +375,6 @@ fn is_media_type(value: Option<&HeaderValue>, media_type: &str) -> bool {
     value.as_bytes() == media_type.as_bytes()
         || (value.to_str().is_ok()
             && bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes()))
-}
-
-/// The two headers a `POST`'s head is judged by, found in one pass over its headers rather
-/// than by a hashed lookup each: a request carries a handful of headers, and walking them
-/// costs less than hashing two names and probing for each.
-struct PostHead<'a> {
-    /// The first `Content-Type`, as a lookup would find it.
-    content_type: Option<&'a HeaderValue>,
-    accept: Option<&'a HeaderValue>,
-    several_accepts: bool,
-}
-
-impl<'a> PostHead<'a> {
-    fn find(headers: &'a HeaderMap) -> Self {
-        let mut head = Self {
-            content_type: None,
-            accept: None,
-            several_accepts: false,
-        };
-        for (name, value) in headers {
-            if *name == header::CONTENT_TYPE {
-                head.content_type.get_or_insert(value);
-            } else if *name == header::ACCEPT {
-                head.several_accepts |= head.accept.replace(value).is_some();
-            }
-        }
-        head
-    }
 }
 
 /// The session the header names, if it names one.
@@ -777,13 +750,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         );
         let (parts, body) = request.into_parts();
         let profile = self.handler.profile();
-        let head = PostHead::find(&parts.headers);
-        if !is_media_type(head.content_type, profile.media_type()) {
+        let [content_type, accept] =
+            find_two(&parts.headers, [&header::CONTENT_TYPE, &header::ACCEPT]);
+        if !is_media_type(content_type.first, profile.media_type()) {
             return Err(Refusal::UnsupportedMediaType);
         }
         let accepts = Accepts::from_first(
-            head.accept,
-            head.several_accepts,
+            accept.first,
+            accept.repeated,
             &parts.headers,
             profile.media_type(),
         );

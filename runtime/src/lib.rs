@@ -47,6 +47,7 @@ pub mod connect;
 mod dispatch;
 pub mod handler;
 pub mod hardening;
+mod header_scan;
 pub mod http;
 pub mod jsonrpc;
 pub mod legacy;

@@ -14,6 +14,7 @@ use http::{HeaderMap, HeaderValue, Uri, header};
 
 use super::HardeningError;
 use super::refusal::Refusal;
+use crate::header_scan::find_two;
 
 /// The names a loopback server answers to.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -103,14 +104,14 @@ impl SiteCheck {
         if self.hosts.is_none() && self.origins.is_none() {
             return Ok(());
         }
-        let found = SiteHeaders::find(headers);
+        let [host, origin] = find_two(headers, [&header::HOST, &header::ORIGIN]);
         if let Some(hosts) = &self.hosts
-            && !hosts_admit(hosts, found.host, uri)
+            && !hosts_admit(hosts, host.first, uri)
         {
             return Err(Refusal::MisdirectedHost);
         }
         if let Some(origins) = &self.origins
-            && let Some(origin) = found.origin
+            && let Some(origin) = origin.first
             && !origins.admits(origin)
         {
             return Err(Refusal::ForbiddenOrigin);
@@ -131,46 +132,6 @@ impl SiteCheck {
             known.0.clear();
         }
         self
-    }
-}
-
-/// The first `Host` and `Origin` values, as [`HeaderMap::get`] would return them.
-struct SiteHeaders<'a> {
-    host: Option<&'a HeaderValue>,
-    origin: Option<&'a HeaderValue>,
-}
-
-/// Past this many header names, two hashed lookups cost less than one pass over them all.
-const SCAN_LIMIT: usize = 8;
-
-impl<'a> SiteHeaders<'a> {
-    /// A request carries a handful of headers, and one pass over them costs less than the two
-    /// hashed lookups (about a hundred instructions each) that would find the same values.
-    fn find(headers: &'a HeaderMap) -> Self {
-        if headers.keys_len() > SCAN_LIMIT {
-            return Self::looked_up(headers);
-        }
-        let mut found = Self {
-            host: None,
-            origin: None,
-        };
-        for (name, value) in headers {
-            if *name == header::HOST {
-                found.host.get_or_insert(value);
-            } else if *name == header::ORIGIN {
-                found.origin.get_or_insert(value);
-            }
-        }
-        found
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn looked_up(headers: &'a HeaderMap) -> Self {
-        Self {
-            host: headers.get(header::HOST),
-            origin: headers.get(header::ORIGIN),
-        }
     }
 }
 
@@ -922,26 +883,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn host_and_origin_are_found_as_get_finds_them_in_small_and_large_requests() {
-        for extra_headers in [0, 3, 20] {
-            let mut headers = HeaderMap::new();
-            for index in 0..extra_headers {
-                let name = http::HeaderName::try_from(format!("x-extra-{index}")).unwrap();
-                headers.insert(name, HeaderValue::from_static("1"));
-            }
-            headers.append(header::HOST, HeaderValue::from_static("first:1"));
-            headers.append(header::ORIGIN, HeaderValue::from_static("http://a"));
-            headers.append(header::HOST, HeaderValue::from_static("second:2"));
-            headers.append(header::ORIGIN, HeaderValue::from_static("http://b"));
-            let found = SiteHeaders::find(&headers);
-            assert_eq!(found.host, headers.get(header::HOST), "{extra_headers}");
-            assert_eq!(found.origin, headers.get(header::ORIGIN), "{extra_headers}");
-        }
-        let empty = HeaderMap::new();
-        let found = SiteHeaders::find(&empty);
-        assert!(found.host.is_none() && found.origin.is_none());
     }
 }
