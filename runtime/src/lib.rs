@@ -54,6 +54,7 @@ pub mod legacy;
 mod listen;
 pub mod method;
 pub mod peer;
+pub mod quote;
 pub mod server;
 pub mod session;
 pub mod sse;
@@ -67,6 +68,7 @@ pub use handler::{
 };
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};
+pub use quote::quote;
 pub use session::{
     Clock, ManualClock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
     SystemClock,
