@@ -1,7 +1,8 @@
 //! The `text/event-stream` format, with no HTTP in it: an encoder and an incremental decoder
 //! that follow the WHATWG event-stream parsing rules (CR, LF and CRLF all end a line; a payload
-//! newline becomes another `data:` line; comment lines dispatch nothing). Event ids here are
-//! decimal `u64`s, so an id that is not one is an error rather than a silent zero.
+//! newline becomes another `data:` line; comment lines dispatch nothing). An id is written from
+//! a decimal [`EventId`] (the cursor our server issues) but read back as the opaque string the
+//! standard says it is: another server's ids (UUIDs, say) are not ours to interpret.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-/// A resume cursor: the decimal number written in an `id:` field.
+/// A resume cursor: the decimal number our server writes in an `id:` field. Parsing one (where
+/// the server reads `Last-Event-ID`) refuses anything it could not have issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventId(u64);
 
@@ -112,7 +114,8 @@ pub enum SseError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     name: Option<EventName>,
-    id: Option<EventId>,
+    /// Opaque, and free of line terminators and NUL (an encoded cursor, or a decoded field).
+    id: Option<Box<str>>,
     retry: Option<Duration>,
     data: String,
 }
@@ -140,7 +143,7 @@ impl SseEvent {
 
     #[must_use]
     pub fn with_id(mut self, id: EventId) -> Self {
-        self.id = Some(id);
+        self.id = Some(id.to_string().into_boxed_str());
         self
     }
 
@@ -165,8 +168,9 @@ impl SseEvent {
         self.name.as_ref() == Some(name)
     }
 
-    pub fn id(&self) -> Option<EventId> {
-        self.id
+    /// The event's id as the stream wrote it: what a client echoes in `Last-Event-ID`.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
     }
 
     pub fn retry(&self) -> Option<Duration> {
@@ -194,7 +198,14 @@ impl SseEvent {
         if let Some(retry) = self.retry {
             put_field(out, "retry", &retry.as_millis().to_string());
         }
-        encode_event(out, self.name.as_ref(), self.id, &self.data);
+        if let Some(name) = &self.name {
+            put_field(out, "event", name.as_str());
+        }
+        if let Some(id) = &self.id {
+            put_field(out, "id", id);
+        }
+        encode_data_lines(out, &self.data);
+        out.put_u8(b'\n');
     }
 
     /// The event's bytes as one chunk.
@@ -295,7 +306,7 @@ impl<'a> Iterator for Lines<'a> {
 #[derive(Default)]
 struct BlockBuilder {
     name: Option<EventName>,
-    id: Option<EventId>,
+    id: Option<Box<str>>,
     retry: Option<Duration>,
     data: String,
 }
@@ -314,7 +325,8 @@ impl BlockBuilder {
                 self.data.push_str(value);
                 self.data.push('\n');
             }
-            "id" => self.id = Some(value.parse()?),
+            // An id holding NUL is ignored, as the standard says; any other value is opaque.
+            "id" if !value.contains('\0') => self.id = Some(value.into()),
             "event" => {
                 self.name =
                     Some(EventName::new(value.to_owned()).map_err(SseError::MalformedName)?);
@@ -354,7 +366,7 @@ pub struct SseDecoder {
     block: Vec<String>,
     block_bytes: usize,
     max_event_bytes: usize,
-    last_event_id: Option<EventId>,
+    last_event_id: Option<Box<str>>,
     retry: Option<Duration>,
     started: bool,
 }
@@ -404,9 +416,10 @@ impl SseDecoder {
         None
     }
 
-    /// The id of the latest event that carried one: what to send as `Last-Event-ID`.
-    pub fn last_event_id(&self) -> Option<EventId> {
-        self.last_event_id
+    /// The id of the latest event that carried one: what to send as `Last-Event-ID` (an empty
+    /// `id:` field resets it, so nothing is sent).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref().filter(|id| !id.is_empty())
     }
 
     /// The reconnection delay the server last asked for.
@@ -424,7 +437,7 @@ impl SseDecoder {
             }
         }
         // The retry and id take effect even for a block with no data, as the standard says.
-        let (id, retry) = (builder.id, builder.retry);
+        let (id, retry) = (builder.id.clone(), builder.retry);
         let event = builder.finish();
         outcome?;
         if id.is_some() {
@@ -537,7 +550,7 @@ mod tests {
         for payload in payloads {
             let decoded = SseEvent::decode(&SseEvent::new(EventId::new(3), payload).encode())?;
             assert_eq!(decoded.data(), payload, "round trip changed {payload:?}");
-            assert_eq!(decoded.id(), Some(EventId::new(3)));
+            assert_eq!(decoded.id(), Some("3"));
         }
         Ok(())
     }
@@ -581,7 +594,7 @@ mod tests {
             .replace('\n', "\r\n");
         let decoded = SseEvent::decode(&crlf)?;
         assert_eq!(decoded.data(), "one\ntwo");
-        assert_eq!(decoded.id(), Some(EventId::new(4)));
+        assert_eq!(decoded.id(), Some("4"));
         let mut decoder = SseDecoder::new(1 << 16);
         decoder.push(crlf.as_bytes());
         assert_eq!(decode_stream(&mut decoder)?, vec![decoded]);
@@ -609,7 +622,7 @@ mod tests {
             assert_eq!(SseEvent::decode(block), Err(SseError::NoData));
         }
         let frame = SseEvent::decode("id: 2\n: a comment\ndata: payload")?;
-        assert_eq!(frame.id(), Some(EventId::new(2)));
+        assert_eq!(frame.id(), Some("2"));
         assert_eq!(frame.data(), "payload");
         Ok(())
     }
@@ -626,25 +639,52 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_id_is_an_error_and_not_a_zero() -> Result<(), TestError> {
-        for block in [
-            "id: abc\ndata: x",
-            "id: \ndata: x",
-            "id: 12x\ndata: x",
-            "id: 1.0\ndata: x",
-            "id: +1\ndata: x",
-            "id: 99999999999999999999\ndata: x",
-        ] {
+    fn a_corrupt_cursor_is_an_error_and_not_a_zero() -> Result<(), TestError> {
+        for text in ["abc", "", "12x", "1.0", "+1", "99999999999999999999"] {
             assert_eq!(
-                SseEvent::decode(block),
+                text.parse::<EventId>(),
                 Err(SseError::MalformedId),
-                "{block:?} was accepted"
+                "{text:?} was accepted"
             );
         }
+        assert_eq!("0".parse::<EventId>(), Ok(EventId::new(0)));
         assert_eq!(
             SseEvent::decode("id: 0\ndata: x")?.id(),
-            Some(EventId::new(0))
+            Some(EventId::new(0).to_string().as_str())
         );
+        Ok(())
+    }
+
+    #[test]
+    fn a_decoded_id_is_an_opaque_string() -> Result<(), TestError> {
+        for id in [
+            "abc",
+            "12x",
+            "1.0",
+            "+1",
+            "99999999999999999999",
+            "0b9e-4c1f",
+        ] {
+            let frame = SseEvent::decode(&format!("id: {id}\ndata: x"))?;
+            assert_eq!(frame.id(), Some(id));
+            assert_eq!(SseEvent::decode(&frame.encode())?, frame);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_id_holding_nul_is_ignored_and_an_empty_id_resets_the_cursor() -> Result<(), TestError> {
+        assert_eq!(SseEvent::decode("id: a\0b\ndata: x")?.id(), None);
+        let mut decoder = SseDecoder::new(1 << 16);
+        decoder.push(b"id: 7\ndata: x\n\nid\ndata: y\n\n");
+        assert_eq!(
+            decoder.next_event(),
+            Some(Ok(SseEvent::new(EventId::new(7), "x")))
+        );
+        assert_eq!(decoder.last_event_id(), Some("7"));
+        let reset = decoder.next_event().transpose()?;
+        assert_eq!(reset.as_ref().and_then(SseEvent::id), Some(""));
+        assert_eq!(decoder.last_event_id(), None);
         Ok(())
     }
 
@@ -663,7 +703,7 @@ mod tests {
     fn unknown_fields_are_ignored() -> Result<(), TestError> {
         let frame =
             SseEvent::decode("event: message\nretry: 5000\nid: 5\nwhatever: x\ndata: payload")?;
-        assert_eq!(frame.id(), Some(EventId::new(5)));
+        assert_eq!(frame.id(), Some("5"));
         assert_eq!(frame.data(), "payload");
         assert_eq!(frame.retry(), Some(Duration::from_millis(5000)));
         Ok(())
@@ -733,7 +773,7 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data(), "");
         assert_eq!(events[1].id(), None);
-        assert_eq!(decoder.last_event_id(), Some(EventId::new(4)));
+        assert_eq!(decoder.last_event_id(), Some("4"));
         assert_eq!(decoder.retry(), Some(Duration::from_millis(250)));
         Ok(())
     }

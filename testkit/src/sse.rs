@@ -17,6 +17,11 @@ pub const STALL: Duration = Duration::from_secs(10);
 /// The largest event the reader accepts.
 const MAX_EVENT_BYTES: usize = 1 << 20;
 
+/// An id our server wrote, as the decimal cursor it is (the decoder keeps ids opaque).
+fn cursor(id: &str) -> u64 {
+    id.parse().expect("our server writes decimal event ids")
+}
+
 /// Reads SSE events from a streaming response.
 pub struct SseReader {
     body: BoxStream<'static, reqwest::Result<Bytes>>,
@@ -66,13 +71,13 @@ impl SseReader {
                 continue;
             }
             let value = serde_json::from_str(event.data()).expect("JSON event data");
-            return Some((event.id().map(|id| id.get()), value));
+            return Some((event.id().map(cursor), value));
         }
     }
 
     /// The id of the latest event that carried one: what a client resumes from.
     pub fn last_event_id(&self) -> Option<u64> {
-        self.decoder.last_event_id().map(|id| id.get())
+        self.decoder.last_event_id().map(cursor)
     }
 
     /// Reads the rest of the stream to its end.
