@@ -56,6 +56,9 @@ const SESSION_OPENERS: [&str; 4] = [
     "session/fork",
 ];
 const INITIALIZE: &str = "initialize";
+/// Why a JSON array is refused: ACP defines no batches.
+pub(crate) const NO_BATCHES: &str =
+    "Invalid Request: ACP has no batches; send one message per request";
 const EVENT_STREAM: &str = "text/event-stream";
 /// Bytes buffered in each direction between the transport and a connection's agent task.
 const PIPE_BYTES: usize = 1 << 16;
@@ -72,6 +75,13 @@ pub struct RemoteConfig {
     pub idle_timeout: Duration,
     /// Messages each stream holds while no client is reading it; beyond it they are dropped.
     pub stream_buffer: usize,
+    /// Session streams one connection holds (its connection stream aside). A `GET` or a `POST`
+    /// that would open one more is refused with 503 and `Retry-After`; streams last as long as
+    /// their connection, so a client past it opens another connection.
+    pub max_sessions_per_connection: usize,
+    /// Requests one connection may have running (answers still owed); a `POST` of one more is
+    /// refused with 503 and `Retry-After` until an answer goes out.
+    pub max_requests_per_connection: usize,
     /// A comment is sent on an SSE stream after this long without a message.
     pub keep_alive: Option<Duration>,
     /// Session ids remembered across connections, so a new connection can reopen a session's
@@ -89,6 +99,8 @@ impl Default for RemoteConfig {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(30 * 60),
             stream_buffer: 1024,
+            max_sessions_per_connection: 64,
+            max_requests_per_connection: 256,
             keep_alive: Some(Duration::from_secs(15)),
             remembered_sessions: 65_536,
             agent: StdioConfig::default(),
@@ -248,7 +260,17 @@ struct Connection {
     last_active: Mutex<Instant>,
     open_streams: AtomicUsize,
     stream_buffer: usize,
+    max_session_streams: usize,
+    max_pending: usize,
     _slot: LiveSlot,
+}
+
+/// Why a client's request could not be registered as running.
+enum Unregistered {
+    /// A request with its id is still running.
+    Duplicate,
+    /// The connection already runs as many requests as it may.
+    Full,
 }
 
 impl Connection {
@@ -283,22 +305,45 @@ impl Connection {
         written.is_ok()
     }
 
+    /// The stream `key` names, opened if need be; `None` when opening it would pass
+    /// [`RemoteConfig::max_sessions_per_connection`].
     fn outbox(&self, key: &StreamKey) -> Option<Arc<Outbox>> {
         let mut streams = self.streams.lock().ok()?;
-        Some(Arc::clone(streams.entry(key.clone()).or_insert_with(
-            || Arc::new(Outbox::new(self.stream_buffer)),
-        )))
+        if let Some(outbox) = streams.get(key) {
+            return Some(Arc::clone(outbox));
+        }
+        if key.is_some() && Self::session_streams(&streams) >= self.max_session_streams {
+            return None;
+        }
+        let outbox = Arc::new(Outbox::new(self.stream_buffer));
+        streams.insert(key.clone(), Arc::clone(&outbox));
+        Some(outbox)
     }
 
-    fn expect_answer(&self, id: RequestId, destination: Destination) -> bool {
+    /// Whether session `session` has a stream here or room for one.
+    fn has_room_for(&self, session: &str) -> bool {
+        self.streams.lock().is_ok_and(|streams| {
+            streams.contains_key(&Some(session.to_owned()))
+                || Self::session_streams(&streams) < self.max_session_streams
+        })
+    }
+
+    fn session_streams(streams: &HashMap<StreamKey, Arc<Outbox>>) -> usize {
+        streams.len() - usize::from(streams.contains_key(&None))
+    }
+
+    fn expect_answer(&self, id: RequestId, destination: Destination) -> Result<(), Unregistered> {
         let Ok(mut pending) = self.pending.lock() else {
-            return false;
+            return Err(Unregistered::Full);
         };
         if pending.contains_key(&id) {
-            return false;
+            return Err(Unregistered::Duplicate);
+        }
+        if pending.len() >= self.max_pending {
+            return Err(Unregistered::Full);
         }
         pending.insert(id, destination);
-        true
+        Ok(())
     }
 
     fn take_destination(&self, id: &RequestId) -> Option<Destination> {
@@ -471,6 +516,8 @@ impl<H: RequestHandler> Endpoint<H> {
             last_active: Mutex::new(Instant::now()),
             open_streams: AtomicUsize::new(0),
             stream_buffer: self.config.stream_buffer,
+            max_session_streams: self.config.max_sessions_per_connection,
+            max_pending: self.config.max_requests_per_connection.max(1),
             _slot: slot,
         });
         if let Ok(mut connections) = self.connections.lock() {
@@ -543,8 +590,12 @@ impl<H: RequestHandler> Endpoint<H> {
             AgentMessage::CancelCall(id) => connection.settle_agent_call(&id).flatten(),
             AgentMessage::Notification => routed.session,
         };
-        if let Some(outbox) = connection.outbox(&key) {
-            outbox.push(message);
+        match connection.outbox(&key) {
+            Some(outbox) => outbox.push(message),
+            None => tracing::warn!(
+                connection = %connection.id,
+                "the agent wrote for a session past max_sessions_per_connection; dropped"
+            ),
         }
     }
 
@@ -579,10 +630,11 @@ impl<H: RequestHandler> Endpoint<H> {
             return refuse(Refusal::MissingSession);
         };
         let Some(connection) = self.open_connection() else {
-            return refuse(Refusal::Overloaded);
+            return overloaded();
         };
         let (reply, answer) = oneshot::channel();
-        connection.expect_answer(request.id.clone(), Destination::Reply(reply));
+        // The connection is new, so nothing else is registered on it yet.
+        let _ = connection.expect_answer(request.id.clone(), Destination::Reply(reply));
         if !connection.send_to_agent(&message.to_bytes()).await {
             return refuse(Refusal::Internal);
         }
@@ -629,6 +681,12 @@ impl<H: RequestHandler> Endpoint<H> {
         if let Some(refused) = session_header_refusal(scope.as_deref(), headers) {
             return refused;
         }
+        if let Some(session) = &session
+            && self.knows_session(session)
+            && !connection.has_room_for(session)
+        {
+            return overloaded();
+        }
         if let Message::Response(response) = message
             && let Some(id) = response.id()
         {
@@ -638,11 +696,12 @@ impl<H: RequestHandler> Endpoint<H> {
             let key = session.filter(|session| {
                 !SESSION_OPENERS.contains(&request.method.as_str()) && self.knows_session(session)
             });
-            if !connection.expect_answer(request.id.clone(), Destination::Stream(key)) {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    ErrorObject::invalid_request("a request with this id is still running"),
-                );
+            match connection.expect_answer(request.id.clone(), Destination::Stream(key)) {
+                Ok(()) => {}
+                Err(Unregistered::Duplicate) => {
+                    return bad_request("Invalid Request: a request with this id is still running");
+                }
+                Err(Unregistered::Full) => return overloaded(),
             }
         }
         connection.touch();
@@ -686,7 +745,7 @@ impl<H: RequestHandler> Endpoint<H> {
             Some(Err(_)) => return refuse(Refusal::MalformedHeader("Acp-Session-Id")),
         };
         let Some(outbox) = connection.outbox(&key) else {
-            return refuse(Refusal::Internal);
+            return overloaded();
         };
         let Some((receiver, reader)) = outbox.attach().await else {
             return rpc_error(
@@ -731,7 +790,7 @@ impl<H: RequestHandler> Endpoint<H> {
     /// `GET` with `Upgrade: websocket`: a new connection whose messages are text frames.
     fn upgrade(self: &Arc<Self>, upgrade: WebSocketUpgrade) -> Response {
         let Some(slot) = LiveSlot::take(&self.live, self.config.max_connections) else {
-            return refuse(Refusal::Overloaded);
+            return overloaded();
         };
         let id = SessionId::random();
         let endpoint = Arc::clone(self);
@@ -908,6 +967,18 @@ fn refuse(refusal: Refusal) -> Response {
     refusal.into_response_with_id(None)
 }
 
+/// How long a client refused at a bound is told to wait before trying again.
+const RETRY_AFTER_SECS: u32 = 1;
+
+/// The refusal at one of [`RemoteConfig`]'s bounds: 503, -32013, and when to retry.
+fn overloaded() -> Response {
+    let mut response = refuse(Refusal::Overloaded);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    response
+}
+
 fn rpc_error(status: StatusCode, error: ErrorObject) -> Response {
     let body = Message::Response(protocols_runtime::Response::error(None, error)).to_bytes();
     json_response(status, body)
@@ -952,12 +1023,8 @@ async fn post<H: RequestHandler>(
     };
     let message = match decode(&bytes, &limits) {
         Ok(Payload::Single(message)) => message,
-        Ok(Payload::Batch(_)) => {
-            return rpc_error(
-                StatusCode::NOT_IMPLEMENTED,
-                ErrorObject::invalid_request("batches are not supported"),
-            );
-        }
+        // ACP has no batches, so an array is a malformed request, not an unsupported feature.
+        Ok(Payload::Batch(_)) => return bad_request(NO_BATCHES),
         Err(error) => return refuse(decode_refusal(&error)),
     };
     match endpoint.named_connection(&parts.headers) {

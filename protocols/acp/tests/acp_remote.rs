@@ -268,7 +268,7 @@ async fn requests_the_rfd_refuses_get_its_status_codes() {
         .await,
         404
     );
-    assert_eq!(status(json_post().body(format!("[{prompt}]"))).await, 501);
+    assert_eq!(status(json_post().body(format!("[{prompt}]"))).await, 400);
     assert_eq!(
         status(
             http.post(&url)
@@ -907,4 +907,135 @@ async fn closing_the_typed_client_ends_its_connection_over_http_and_websocket() 
     assert_eq!(running.live.get(), 1);
     over_websocket.close().await.unwrap();
     live_connections_reach(&running, 0).await;
+}
+
+/// The security headers every response carries, with the runtime's default values.
+const SECURITY_HEADERS: [(&str, &str); 6] = [
+    (
+        "content-security-policy",
+        "default-src 'none'; frame-ancestors 'none'",
+    ),
+    (
+        "strict-transport-security",
+        "max-age=63072000; includeSubDomains",
+    ),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    ("cache-control", "no-store"),
+    ("referrer-policy", "no-referrer"),
+];
+
+fn assert_security_headers(response: &reqwest::Response) {
+    for (name, value) in SECURITY_HEADERS {
+        assert_eq!(
+            response.headers().get(name).map(|v| v.to_str().unwrap()),
+            Some(value),
+            "{name}"
+        );
+    }
+}
+
+/// ACP has no batches: a JSON array is a malformed request, on a connection or without one.
+#[tokio::test]
+async fn a_json_array_on_acp_is_400_invalid_request_with_every_security_header() {
+    let running = serve_remote(test_server(), RemoteConfig::default()).await;
+    let batch = json!([initialize_request()]);
+    let http = reqwest::Client::new();
+    let without_connection = json_rpc_post(&http, &running.url(), JSON, [], &batch)
+        .send()
+        .await
+        .unwrap();
+    assert_security_headers(&without_connection);
+    assert_refused(without_connection, 400, -32600, "initialize").await;
+
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let prompts = json!([
+        {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+         "params": {"sessionId": "s", "prompt": []}}
+    ]);
+    let on_connection = raw.post(prompts, None).await;
+    assert_security_headers(&on_connection);
+    assert_refused(on_connection, 400, -32600, "session/prompt").await;
+    // Nothing was lost: the connection goes on serving single messages.
+    let mut connection_stream = raw.stream(None).await;
+    let (session, _session_stream) = raw.new_session(&mut connection_stream).await;
+    assert!(!session.is_empty());
+}
+
+/// A refusal at one of the remote transport's bounds: 503, -32013, `Retry-After`, and every
+/// security header.
+async fn assert_overloaded(response: reqwest::Response) {
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_security_headers(&response);
+    assert_refused(response, 503, -32013, "session").await;
+}
+
+#[tokio::test]
+async fn past_max_requests_per_connection_a_request_is_refused_503_until_an_answer_goes_out() {
+    let config = RemoteConfig {
+        max_requests_per_connection: 1,
+        ..RemoteConfig::default()
+    };
+    let running = serve_remote(test_server(), config).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let mut connection_stream = raw.stream(None).await;
+    let (session, mut session_stream) = raw.new_session(&mut connection_stream).await;
+    let prompt = |id: u64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    };
+    let slow = raw.post(prompt(10, "slow"), Some(&session)).await;
+    assert_eq!(slow.status(), 202);
+    assert_overloaded(raw.post(prompt(11, "hi"), Some(&session)).await).await;
+    // A notification owes no answer, so it is taken even at the bound.
+    let cancel = json!({"jsonrpc": "2.0", "method": "session/cancel",
+                        "params": {"sessionId": session}});
+    assert_eq!(raw.post(cancel, Some(&session)).await.status(), 202);
+    let answered = loop {
+        let message = expect(&mut session_stream).await;
+        if message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert_eq!(answered["id"], 10);
+    assert_eq!(answered["result"]["stopReason"], "cancelled");
+    let next = raw.post(prompt(12, "hi"), Some(&session)).await;
+    assert_eq!(next.status(), 202, "the answer freed the place");
+}
+
+#[tokio::test]
+async fn past_max_sessions_per_connection_another_sessions_stream_is_refused_503() {
+    let config = RemoteConfig {
+        max_sessions_per_connection: 1,
+        ..RemoteConfig::default()
+    };
+    let running = serve_remote(test_server(), config).await;
+    let (raw, _) = Raw::initialize(&running.url()).await;
+    let mut connection_stream = raw.stream(None).await;
+    let (first, mut first_stream) = raw.new_session(&mut connection_stream).await;
+    let created = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                   "params": {"cwd": "/", "mcpServers": []}}),
+            None,
+        )
+        .await;
+    assert_eq!(created.status(), 202);
+    let second = expect(&mut connection_stream).await["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_overloaded(raw.get(Some(&second)).await).await;
+    let prompt = |id: u64, session: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}})
+    };
+    assert_overloaded(raw.post(prompt(3, &second), Some(&second)).await).await;
+    // The session that has its stream is served as before.
+    assert_eq!(
+        raw.post(prompt(4, &first), Some(&first)).await.status(),
+        202
+    );
+    let echoed = expect(&mut first_stream).await;
+    assert_eq!(echoed["method"], "session/update");
 }
