@@ -2,13 +2,13 @@
 //! feature). A prompt is echoed back as `agent_message_chunk` updates; `read <absolute path>`
 //! asks permission and reads the file through the client (only if it advertised
 //! `fs.readTextFile`; v2 has no client file system, so there the read fails after permission);
-//! `slow…` streams a chunk every 0.2 s until the client cancels. Served over stdio
-//! ([`serve_stdio`]) and at `/acp` ([`router`]).
+//! `slow…` streams a chunk every 0.2 s until the client cancels. Each session's conversation is
+//! kept, bounded ([`protocols_acp::history`]), so `session/load` replays it before answering.
+//! Served over stdio ([`serve_stdio`]) and at `/acp` ([`router`]).
 
-use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use protocols_acp::client_handle::CallError;
@@ -19,6 +19,8 @@ use protocols_acp::generated::v1::types::{
     NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion,
     ReadTextFileRequest, SessionId, StopReason, ToolCallId, ToolCallStatus,
 };
+use protocols_acp::history::Conversations;
+use protocols_acp::profile::session_not_found;
 use protocols_acp::remote::{AcpEndpoint, RemoteConfig};
 #[cfg(feature = "unstable")]
 use protocols_acp::serve::AgentV2;
@@ -46,10 +48,11 @@ pub struct DemoAgent {
     state: Arc<DemoState>,
 }
 
-/// What the demo agent remembers: the sessions it has opened (id → working directory).
+/// What the demo agent remembers: the sessions it has opened, each with its working directory
+/// and its conversation (bounded by [`protocols_acp::history::HistoryLimits`]' defaults).
 #[derive(Debug, Default)]
 pub struct DemoState {
-    sessions: Mutex<BTreeMap<String, String>>,
+    sessions: Conversations,
     next_session: AtomicU64,
     next_tool_call: AtomicU64,
 }
@@ -58,23 +61,17 @@ impl DemoAgent {
     fn open_session(&self, cwd: &str) -> String {
         let number = self.state.next_session.fetch_add(1, Ordering::Relaxed);
         let id = format!("demo-session-{number}");
-        if let Ok(mut sessions) = self.state.sessions.lock() {
-            sessions.insert(id.clone(), cwd.to_owned());
+        if let Some(forgotten) = self.state.sessions.open(&id, cwd) {
+            tracing::debug!(%forgotten, "the least recently used session was forgotten");
         }
         id
     }
 
     fn known_id(&self, session_id: &str) -> Result<(), ErrorObject> {
-        let known = self
-            .state
-            .sessions
-            .lock()
-            .map(|sessions| sessions.contains_key(session_id))
-            .unwrap_or(false);
-        if known {
+        if self.state.sessions.knows(session_id) {
             Ok(())
         } else {
-            Err(ErrorObject::invalid_params("unknown session"))
+            Err(session_not_found(session_id))
         }
     }
 
@@ -87,6 +84,14 @@ impl DemoAgent {
         format!("read-{number}")
     }
 
+    /// Sends a v1 `session/update` and keeps it in its session's conversation; a client that
+    /// went away ends the turn anyway.
+    fn tell(&self, client: &protocols_acp::ClientHandle, update: &v1::types::SessionNotification) {
+        if let Err(error) = self.state.sessions.tell(client, update) {
+            tracing::debug!(%error, "a session update was not sent");
+        }
+    }
+
     /// Reads `path` for the client, asking its permission first.
     async fn read(
         &self,
@@ -96,14 +101,14 @@ impl DemoAgent {
     ) -> Result<StopReason, ErrorObject> {
         let client = cx.client();
         let call = ToolCallId(self.tool_call_id());
-        send(&client, &read_tool_call(session_id, &call, path));
+        self.tell(&client, &read_tool_call(session_id, &call, path));
         let question = allow_or_reject_once(session_id, &call, &format!("Read {path}"));
         let answer = client
             .request_permission(&question)
             .await
             .map_err(|error| refused("request permission", &error))?;
         if !chose(&answer.outcome, ALLOW_ONCE) {
-            send(
+            self.tell(
                 &client,
                 &tool_call_progress(
                     session_id,
@@ -123,7 +128,7 @@ impl DemoAgent {
         };
         match client.read_text_file(&request).await {
             Ok(file) => {
-                send(
+                self.tell(
                     &client,
                     &tool_call_progress(
                         session_id,
@@ -132,7 +137,7 @@ impl DemoAgent {
                         Some(file.content.clone()),
                     ),
                 );
-                send(&client, &agent_text(session_id, file.content));
+                self.tell(&client, &agent_text(session_id, file.content));
             }
             Err(error) => {
                 let why = match error {
@@ -141,7 +146,7 @@ impl DemoAgent {
                     }
                     other => other.to_string(),
                 };
-                send(
+                self.tell(
                     &client,
                     &tool_call_progress(session_id, &call, ToolCallStatus::Failed, Some(why)),
                 );
@@ -152,17 +157,18 @@ impl DemoAgent {
 
     /// Streams a chunk every tick until the turn is cancelled or the core's time is up.
     async fn slow(
+        &self,
         session_id: &SessionId,
         reply: String,
         total: Duration,
         cx: &AcpCx,
     ) -> StopReason {
         let client = cx.client();
-        let tick = || send(&client, &agent_text(session_id, "…"));
+        let tick = || self.tell(&client, &agent_text(session_id, "…"));
         match tick_until_cancelled(cx.turn_cancelled(&session_id.0), total, tick).await {
             SlowEnd::Cancelled => StopReason::Cancelled,
             SlowEnd::TimeUp => {
-                send(&client, &agent_text(session_id, reply));
+                self.tell(&client, &agent_text(session_id, reply));
                 StopReason::EndTurn
             }
         }
@@ -203,7 +209,8 @@ fn read_path(text: &str) -> Option<&str> {
         .filter(|path| Path::new(path).is_absolute())
 }
 
-/// Sends a `session/update`; a client that went away ends the turn anyway.
+/// Sends a `session/update` without keeping it (a replay of what is kept already); a client
+/// that went away ends the load anyway.
 fn send(client: &protocols_acp::ClientHandle, update: &v1::types::SessionNotification) {
     if let Err(error) = client.session_update(update) {
         tracing::debug!(%error, "a session update was not sent");
@@ -261,12 +268,22 @@ impl v1::Agent for DemoAgent {
         })
     }
 
+    /// Replays the session's kept conversation as `session/update`s, then answers, as ACP's
+    /// session setup requires.
     async fn session_load(
         &self,
         params: LoadSessionRequest,
-        _cx: &AcpCx,
+        cx: &AcpCx,
     ) -> Result<LoadSessionResponse, ErrorObject> {
-        self.known(&params.session_id)?;
+        let replay = self
+            .state
+            .sessions
+            .replay(&params.session_id)
+            .ok_or_else(|| session_not_found(&params.session_id.0))?;
+        let client = cx.client();
+        for update in &replay {
+            send(&client, update);
+        }
         Ok(LoadSessionResponse::default())
     }
 
@@ -278,15 +295,18 @@ impl v1::Agent for DemoAgent {
         self.known(&params.session_id)?;
         let text = prompt_text(&params.prompt);
         let session_id = &params.session_id;
+        self.state
+            .sessions
+            .record_prompt(&session_id.0, &params.prompt);
         let stop_reason = match read_path(&text) {
             Some(path) => self.read(session_id, path, cx).await?,
             _ => match plan(&text) {
                 DemoAction::Echo(reply) => {
-                    send(&cx.client(), &agent_text(session_id, reply));
+                    self.tell(&cx.client(), &agent_text(session_id, reply));
                     StopReason::EndTurn
                 }
                 DemoAction::Slow { reply, total, .. } => {
-                    Self::slow(session_id, reply, total, cx).await
+                    self.slow(session_id, reply, total, cx).await
                 }
             },
         };
@@ -372,17 +392,11 @@ mod v2_face {
     impl DemoAgent {
         /// Every open session as (id, working directory), by id.
         fn listed(&self) -> Vec<(String, String)> {
-            self.state
-                .sessions
-                .lock()
-                .map(|sessions| sessions.clone().into_iter().collect())
-                .unwrap_or_default()
+            self.state.sessions.sessions()
         }
 
         fn forget(&self, session_id: &str) {
-            if let Ok(mut sessions) = self.state.sessions.lock() {
-                sessions.remove(session_id);
-            }
+            self.state.sessions.forget(session_id);
         }
 
         /// Asks permission to read `path`; v2 gives agents no client file system, so an

@@ -1,12 +1,14 @@
 //! What ACP declares to the runtime: its HTTP headers (after upstream's draft Streamable HTTP
 //! RFD: `Acp-Connection-Id` names the connection `initialize` opens, `Acp-Session-Id` the ACP
-//! session a request is about, `Acp-Protocol-Version` the negotiated version) and how requests
-//! in flight are cancelled (`$/cancel_request`, answered with -32800).
+//! session a request is about, `Acp-Protocol-Version` the negotiated version), how requests
+//! in flight are cancelled (`$/cancel_request`, answered with -32800), and ACP's own error for a
+//! session it does not know (-32002, Resource not found).
 
 use http::{HeaderMap, HeaderName};
 use protocols_runtime::handler::Profile;
 use protocols_runtime::jsonrpc::{ErrorObject, Message};
 use protocols_runtime::peer::{CancelConvention, CancelReply};
+use protocols_runtime::quote::quote;
 use serde_json::Value;
 
 /// The transport-level connection, opened by `initialize` (the runtime's session).
@@ -18,6 +20,17 @@ pub const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("acp-pro
 
 /// ACP's JSON-RPC error for a request the peer cancelled.
 pub const REQUEST_CANCELLED: i64 = -32800;
+/// ACP's JSON-RPC error for a resource (a session, a file) that does not exist.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// The refusal of a request naming a session the agent does not know (never opened, or
+/// forgotten), as ACP's error docs answer it: -32002, the id quoted by the one rule.
+pub fn session_not_found(session_id: &str) -> ErrorObject {
+    ErrorObject::new(
+        RESOURCE_NOT_FOUND,
+        format!("Resource not found: session {}", quote(session_id)),
+    )
+}
 
 /// `$/cancel_request { requestId }`, both ways.
 pub const CANCEL_REQUEST: CancelConvention = CancelConvention {
@@ -81,6 +94,18 @@ mod tests {
     #[test]
     fn a_session_header_naming_another_session_than_the_params_is_refused() {
         assert!(session_header_conflict(&prompt("a"), &headers("b")).is_some());
+    }
+
+    #[test]
+    fn an_unknown_session_is_resource_not_found_quoting_its_id_once_and_bounded() {
+        let error = session_not_found("s-1");
+        assert_eq!(error.code, RESOURCE_NOT_FOUND);
+        assert_eq!(error.message, "Resource not found: session `s-1`");
+        let long = format!("{}\n", "x".repeat(10_000));
+        let message = session_not_found(&long).message;
+        assert!(message.len() < 100, "the id is quoted bounded: {message}");
+        assert!(!message.contains('\n'), "control characters are escaped");
+        assert_eq!(message.matches("session").count(), 1);
     }
 
     #[test]

@@ -118,11 +118,144 @@ async fn a_slow_demo_turn_streams_until_cancelled_then_stops_with_cancelled() {
 }
 
 #[tokio::test]
-async fn a_prompt_to_an_unknown_session_is_a_json_rpc_error() {
+async fn a_prompt_to_an_unknown_session_is_resource_not_found_quoting_the_id() {
     let (h, _child, _session) = started(true).await;
     let refused = h.prompt(&SessionId("nope".into()), "hi").await.unwrap_err();
-    assert!(matches!(refused, ClientError::Rejected(ref error) if error.code == -32602));
+    let ClientError::Rejected(error) = refused else {
+        panic!("not a JSON-RPC error: {refused:?}");
+    };
+    assert_eq!(error.code, -32002);
+    assert_eq!(error.message, "Resource not found: session `nope`");
     h.wire.assert_valid();
+}
+
+/// What the agent wrote between the answer before the last `session/load`'s answer and that
+/// answer, as (update kind, text) pairs: the replay, read from the wire in the order sent.
+fn replayed_before_the_answer(h: &Harness) -> Vec<(String, String)> {
+    let load_id = h
+        .wire
+        .sent_by_client()
+        .into_iter()
+        .rev()
+        .find(|message| message["method"] == "session/load")
+        .unwrap()["id"]
+        .clone();
+    let sent = h.wire.sent_by_agent();
+    let answer = sent
+        .iter()
+        .position(|message| message["id"] == load_id && message.get("method").is_none())
+        .expect("the load was answered");
+    let mut replayed: Vec<(String, String)> = sent[..answer]
+        .iter()
+        .rev()
+        .take_while(|message| message["method"] == "session/update")
+        .map(|message| {
+            let update = &message["params"]["update"];
+            let kind = update["sessionUpdate"].as_str().unwrap().to_owned();
+            let text = update["content"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            (kind, text)
+        })
+        .collect();
+    replayed.reverse();
+    replayed
+}
+
+async fn load(h: &Harness, session: &SessionId) -> Result<(), ClientError> {
+    let params = serde_json::from_value(serde_json::json!({
+        "sessionId": session.0, "cwd": "/", "mcpServers": []
+    }))
+    .unwrap();
+    h.client.v1().session_load(params).await.map(|_| ())
+}
+
+#[tokio::test]
+async fn session_load_replays_the_conversation_as_updates_before_answering() {
+    let (h, _child, session) = started(true).await;
+    h.prompt(&session, "first").await.unwrap();
+    h.prompt(&session, "second").await.unwrap();
+    load(&h, &session).await.unwrap();
+    let expected = [
+        ("user_message_chunk", "first"),
+        ("agent_message_chunk", "echo: first"),
+        ("user_message_chunk", "second"),
+        ("agent_message_chunk", "echo: second"),
+    ]
+    .map(|(kind, text)| (kind.to_owned(), text.to_owned()));
+    assert_eq!(replayed_before_the_answer(&h), expected);
+    h.wire.assert_valid();
+}
+
+#[tokio::test]
+async fn session_load_replays_a_read_with_its_tool_calls_and_a_new_session_replays_nothing() {
+    let (h, _child, session) = started(true).await;
+    h.prompt(&session, "read /tmp/acp-demo-replay.txt")
+        .await
+        .unwrap();
+    load(&h, &session).await.unwrap();
+    let kinds: Vec<String> = replayed_before_the_answer(&h)
+        .into_iter()
+        .map(|(kind, _)| kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ]
+    );
+    let fresh = h.new_session().await;
+    load(&h, &fresh).await.unwrap();
+    assert!(replayed_before_the_answer(&h).is_empty());
+    h.wire.assert_valid();
+}
+
+#[tokio::test]
+async fn session_load_of_an_unknown_session_is_resource_not_found() {
+    let (h, _child, _session) = started(true).await;
+    let refused = load(&h, &SessionId("never-opened".into()))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, ClientError::Rejected(ref error) if error.code == -32002));
+}
+
+async fn next_json(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> serde_json::Value {
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await;
+    serde_json::from_str(&line.unwrap().unwrap().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_json_array_on_stdin_is_answered_with_one_invalid_request_line_and_the_agent_lives_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = agent_command()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize =
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
+    stdin
+        .write_all(format!("[{initialize}]\n{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let refused = next_json(&mut stdout).await;
+    assert_eq!(refused["id"], serde_json::Value::Null);
+    assert_eq!(refused["error"]["code"], -32600);
+    let answered = next_json(&mut stdout).await;
+    assert_eq!(answered["id"], 1, "the same request, alone, is served");
+    assert_eq!(answered["result"]["protocolVersion"], 1);
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    assert!(matches!(status, Ok(Ok(status)) if status.success()));
 }
 
 #[tokio::test]

@@ -321,7 +321,7 @@ async fn unknown_session(demo: Demo) {
         .prompt(&t::SessionId("nope".into()), "hi")
         .await
         .unwrap_err();
-    assert_eq!(rejected_code(&refused), Some(-32602));
+    assert_eq!(rejected_code(&refused), Some(-32002));
     demo.assert_wire_valid();
 }
 
@@ -378,7 +378,7 @@ on_both_transports! {
         => read_allowed;
     a_rejected_v2_read_reports_permission_denied => read_rejected;
     session_cancel_ends_a_slow_v2_turn_with_idle_cancelled => cancel_mid_prompt;
-    a_v2_prompt_to_an_unknown_session_is_refused_with_invalid_params => unknown_session;
+    a_v2_prompt_to_an_unknown_session_is_refused_with_resource_not_found => unknown_session;
     a_v1_only_method_on_a_v2_connection_is_minus_32601 => v1_method_on_v2;
     a_client_asking_for_version_1_still_gets_1_from_a_v2_capable_agent => v1_still_served;
 }
