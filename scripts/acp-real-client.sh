@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the official Python ACP client (agent-client-protocol, pinned below) against
 # `all-protocols --stdio acp`: a prompt, a permission round trip (allowed and rejected), a
-# cancel, an unknown session and end of input. The client lives in a virtualenv under .tools/
-# (gitignored). Exits non-zero when any check fails.
+# cancel, session/load replay, an unknown session and end of input. The client lives in a
+# virtualenv under .tools/ (gitignored). Prints one line per check and a summary; exits non-zero
+# when any check fails.
 set -euo pipefail
 
 PACKAGE_VERSION="0.12.1"

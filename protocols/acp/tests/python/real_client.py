@@ -3,8 +3,10 @@
 Spawns the agent command given on the command line (``all-protocols --stdio acp``), then runs:
 a plain prompt (echoed back), ``read <file>`` with the permission allowed (the file's content
 streams back, read through ``fs/read_text_file``) and rejected (nothing read), a ``slow`` prompt
-cancelled mid-turn (stop reason ``cancelled``), a prompt to an unknown session (a JSON-RPC
-error), and end of input (the agent exits promptly). Exits non-zero on the first failure.
+cancelled mid-turn (stop reason ``cancelled``), ``session/load`` (the conversation so far replayed
+as ``session/update`` notifications, all read before the load's answer), a prompt to an unknown
+session (-32002, Resource not found), and end of input (the agent exits promptly). Exits non-zero
+on the first failure.
 """
 
 import asyncio
@@ -76,20 +78,51 @@ class RecordingClient:
         return [getattr(update, "session_update", "?") for update in self.updates]
 
 
+class Wire:
+    """Every message the connection read or wrote, in order (a stream observer)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict]] = []
+
+    def __call__(self, event) -> None:
+        self.events.append((event.direction.value, event.message))
+
+    def replayed_before_answer(self, method: str) -> list[dict]:
+        """The session updates read just before the answer to the last ``method`` request."""
+        sent = [m for d, m in self.events if d == "outgoing" and m.get("method") == method]
+        request_id = sent[-1]["id"]
+        read = [m for d, m in self.events if d == "incoming"]
+        answer = next(
+            i for i, m in enumerate(read) if m.get("id") == request_id and "method" not in m
+        )
+        replayed = []
+        for message in reversed(read[:answer]):
+            if message.get("method") != "session/update":
+                break
+            replayed.append(message["params"]["update"])
+        return list(reversed(replayed))
+
+
+PASSED = []
+
+
 def check(condition: bool, claim: str) -> None:
     if not condition:
         raise AssertionError(claim)
     print(f"ok - {claim}")
+    PASSED.append(claim)
 
 
 async def run(agent: list[str]) -> None:
     client = RecordingClient()
+    wire = Wire()
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as file:
         file.write(FILE_TEXT)
         readable = file.name
     try:
-        async with spawn_agent_process(client, agent[0], *agent[1:]) as (conn, process):
-            await asyncio.wait_for(scenario(conn, client, readable), STEP_TIMEOUT * 6)
+        spawned = spawn_agent_process(client, agent[0], *agent[1:], observers=[wire])
+        async with spawned as (conn, process):
+            await asyncio.wait_for(scenario(conn, client, wire, readable), STEP_TIMEOUT * 6)
             process.stdin.close()
             code = await asyncio.wait_for(process.wait(), 5)
             check(code == 0, "the agent exits cleanly and promptly at end of input")
@@ -97,7 +130,7 @@ async def run(agent: list[str]) -> None:
         os.unlink(readable)
 
 
-async def scenario(conn, client: RecordingClient, readable: str) -> None:
+async def scenario(conn, client: RecordingClient, wire: Wire, readable: str) -> None:
     init = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
@@ -136,24 +169,48 @@ async def scenario(conn, client: RecordingClient, readable: str) -> None:
     answer = await asyncio.wait_for(turn, STEP_TIMEOUT)
     check(answer.stop_reason == "cancelled", "a cancelled slow turn stops with 'cancelled'")
 
+    check(init.agent_capabilities.load_session is True, "the agent advertises loadSession")
+    client.updates.clear()
+    await conn.load_session(cwd=os.getcwd(), session_id=sid, mcp_servers=[])
+    replayed = wire.replayed_before_answer("session/load")
+    kinds = [update["sessionUpdate"] for update in replayed]
+    check(
+        replayed[0] == {"sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": "hello real client"}},
+        "session/load replays the first prompt first, as a user_message_chunk",
+    )
+    check(replayed[1]["content"]["text"] == "echo: hello real client",
+          "then the agent's answer to it")
+    check(kinds.count("user_message_chunk") == 4 and kinds.count("tool_call") == 2,
+          "every prompt and both reads are replayed")
+    for _ in range(200):  # the client runs each notification's handler as a task of its own
+        if len(client.updates) >= len(replayed):
+            break
+        await asyncio.sleep(0.01)
+    check(len(client.updates) == len(replayed), "the client's handler saw every replayed update")
+    fresh = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
+    await conn.load_session(cwd=os.getcwd(), session_id=fresh.session_id, mcp_servers=[])
+    check(wire.replayed_before_answer("session/load") == [], "a new session replays nothing")
+
     try:
         await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
         check(False, "an unknown session is refused")
     except RequestError as error:
-        check(error.code == -32602, "an unknown session is a JSON-RPC error")
+        check(error.code == -32002, "an unknown session is -32002, Resource not found")
 
 
 def main() -> int:
     if len(sys.argv) < 2:
         print("usage: real_client.py AGENT_COMMAND [ARGS...]", file=sys.stderr)
         return 2
+    failed = 0
     try:
         asyncio.run(run(sys.argv[1:]))
     except Exception as error:  # every failure, assertion or protocol, fails the run
-        print(f"not ok - {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    print("real ACP client: all checks passed")
-    return 0
+        print(f"not ok - {type(error).__name__}: {error}")
+        failed = 1
+    print(f"acp-python-client: {len(PASSED)} passed, {failed} failed")
+    return failed
 
 
 if __name__ == "__main__":
