@@ -833,6 +833,24 @@ pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_j
     serde_json::value::to_raw_value(value)
 }
 
+/// The two readers of one message apart, for the differential fuzz target (`fuzz/`), which
+/// holds them to the contract `common_shape` states. Not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{DecodeError, Message};
+
+    /// The common-shape reader alone: `None` where it leaves the text to the total decoder.
+    pub fn read_common_shape(text: &str) -> Option<Message> {
+        super::common_shape::read(text)
+    }
+
+    /// The total decoder of one message, the common-shape reader bypassed.
+    pub fn decode_total(text: &str) -> Result<Message, DecodeError> {
+        super::decode_envelope(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

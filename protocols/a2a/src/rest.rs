@@ -384,6 +384,58 @@ fn sse_response(
     response
 }
 
+/// The route matcher and the query reading, for the fuzz target in `fuzz/`. Not part of the
+/// API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use http::Method;
+    use serde_json::Value;
+
+    /// Which table row a request path is for.
+    #[derive(Debug)]
+    pub enum Routed {
+        Found {
+            method: &'static str,
+            verb: &'static str,
+            template: &'static str,
+            bound: Vec<(String, String)>,
+        },
+        WrongVerb,
+        Unknown,
+    }
+
+    /// The 1.0 route for `verb` and `path` (split into segments), as a request is routed.
+    pub fn route(verb: &Method, path: &[&str]) -> Routed {
+        match super::route(crate::v1::METHODS, verb, path) {
+            super::Routed::Found(spec, route, bound) => Routed::Found {
+                method: spec.name,
+                verb: route.verb,
+                template: route.path,
+                bound,
+            },
+            super::Routed::WrongVerb => Routed::WrongVerb,
+            super::Routed::Unknown => Routed::Unknown,
+        }
+    }
+
+    /// A path variable's params name (`task_id` → `taskId`).
+    pub fn json_name(proto_name: &str) -> String {
+        super::json_name(proto_name)
+    }
+
+    /// The params a query string adds, in order.
+    pub fn query(query: &str) -> Vec<(String, Value)> {
+        super::url_pairs(query)
+            .into_iter()
+            .map(|(key, value)| {
+                let value = super::query_value(&key, value);
+                (key, value)
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -474,6 +474,55 @@ fn admit_stateless(
     }
 }
 
+/// The head read and the checks before a request runs, for the fuzz target in `fuzz/`. Not
+/// part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use http::HeaderMap;
+    use protocols_runtime::{Message, Rejection, Request};
+
+    /// What [`super::RequestHead`] read from a request's params, owned.
+    #[derive(Debug)]
+    pub struct Head {
+        pub protocol_version: Option<String>,
+        pub log_level: Option<String>,
+        pub client_capabilities: Option<String>,
+        pub client_info: Option<String>,
+        pub progress_token: Option<String>,
+        pub name: Option<String>,
+        pub uri: Option<String>,
+        pub input_responses: Option<String>,
+        /// The params as the handler is given them (`None` when the request has none).
+        pub handler_params: Option<String>,
+    }
+
+    /// Reads `request`'s head as the server does before running it.
+    pub fn read_head(request: &Request) -> Head {
+        let head = super::RequestHead::of(request);
+        let raw = |text: Option<&serde_json::value::RawValue>| text.map(|raw| raw.get().to_owned());
+        Head {
+            protocol_version: head.meta.protocol_version.as_deref().map(str::to_owned),
+            log_level: head.meta.log_level.as_deref().map(str::to_owned),
+            client_capabilities: raw(head.meta.client_capabilities),
+            client_info: raw(head.meta.client_info),
+            progress_token: raw(head.meta.progress_token),
+            name: head.name.as_deref().map(str::to_owned),
+            uri: head.uri.as_deref().map(str::to_owned),
+            input_responses: raw(head.input_responses),
+            handler_params: request
+                .params
+                .as_deref()
+                .map(|params| head.params_for_handler(params).get().to_owned()),
+        }
+    }
+
+    /// The checks every request of a body passes against its headers.
+    pub fn admit(messages: &[Message], headers: &HeaderMap, in_session: bool) -> Result<(), Rejection> {
+        super::admit(messages, headers, in_session)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
