@@ -8,7 +8,9 @@
 #
 #   SOAK_SECONDS=300 scripts/soak.sh
 #
-# The samples are kept in target/soak/samples.csv and the server's log in target/soak/server.log.
+# SOAK_PROFILE=debug runs the debug build instead (quicker to build; its RSS is not comparable
+# with a release build's, but whether it is flat is). The samples are kept in
+# target/soak/samples.csv and the server's log in target/soak/server.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,10 +19,16 @@ SOAK_SAMPLE_EVERY="${SOAK_SAMPLE_EVERY:-5}"
 OUT=target/soak
 mkdir -p "$OUT"
 
-cargo build -q --release -p examples --bin all-protocols
+if [ "${SOAK_PROFILE:-release}" = debug ]; then
+    cargo build -q -p examples --bin all-protocols
+    binary=target/debug/all-protocols
+else
+    cargo build -q --release -p examples --bin all-protocols
+    binary=target/release/all-protocols
+fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-target/release/all-protocols --listen "127.0.0.1:$port" 2>"$OUT/server.log" &
+"$binary" --listen "127.0.0.1:$port" 2>"$OUT/server.log" &
 server=$!
 stop() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
 trap stop EXIT

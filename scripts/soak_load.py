@@ -26,6 +26,7 @@ class Stats:
     def __init__(self):
         self.counts = {}
         self.latencies = []  # (time since start, seconds) of healthy MCP echo calls
+        self.unanswered = []  # the first few (path, body) that got no answer at all
 
     def count(self, what, by=1):
         self.counts[what] = self.counts.get(what, 0) + by
@@ -264,10 +265,13 @@ async def fuzzed_body(port, stats, rng):
     path, headers, body = rng.choice(VALID_BODIES)
     connection = Connection(port)
     try:
-        status, _, _ = await asyncio.wait_for(connection.request("POST", path, headers, mutate(body, rng)), 10)
+        mutated = mutate(body, rng)
+        status, _, _ = await asyncio.wait_for(connection.request("POST", path, headers, mutated), 10)
         stats.count(f"fuzzed {status}")
     except (OSError, HttpError, asyncio.IncompleteReadError, TimeoutError) as error:
         stats.count(f"fuzzed NO ANSWER {type(error).__name__}")
+        if len(stats.unanswered) < 5:
+            stats.unanswered.append((path, mutated))
     finally:
         connection.close()
 
@@ -313,13 +317,14 @@ async def header_dribblers(port, stats, deadline, count):
                 await asyncio.sleep(1)
                 continue
             stats.count("dribblers opened")
-            closed = False
+            closed, sent = False, 0
             try:
                 for byte in head:
                     if time.monotonic() > deadline:
                         break
                     writer.write(bytes([byte]))
                     await writer.drain()
+                    sent += 1
                     try:
                         # Anything read (an error answer or the end of the stream) means the
                         # server stopped waiting for this head.
@@ -332,7 +337,12 @@ async def header_dribblers(port, stats, deadline, count):
                 closed = True
             finally:
                 writer.close()
-            stats.count("dribblers cut off by the server" if closed else "dribblers that finished or outlived the run")
+            if closed and sent < len(head):
+                stats.count("dribblers cut off by the server before their head was complete")
+            elif closed:
+                stats.count("dribblers answered once their whole head was sent")
+            else:
+                stats.count("dribblers still open at the end of the run")
     await asyncio.gather(*(one() for _ in range(count)))
 
 
@@ -419,6 +429,8 @@ async def main():
     print(f"\nsoak: {arguments.seconds:.0f} s, {len(samples)} samples of the server every {arguments.sample_every:g} s")
     for what in sorted(stats.counts):
         print(f"  {what}: {stats.counts[what]}")
+    for path, body in stats.unanswered:
+        print(f"  no answer to POST {path}: {body[:300]!r}")
     flat = judge(samples, stats, sys.stdout)
     print("RSS and open fds are flat after warm-up" if flat else "RSS or open fds GREW after warm-up")
     return 0 if flat else 1
