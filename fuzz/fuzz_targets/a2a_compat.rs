@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    let method = fields.get("method").and_then(Value::as_str).unwrap_or_default();
+    let method = fields
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let params = fields.get("params").cloned().unwrap_or(Value::Null);
     if let Some(method_v1) = v1_method(method)
         && !reaches_known_panic(method_v1, &params)
@@ -69,7 +72,9 @@ fn answer_maps_to_0_3(method_v1: &'static str, result: &Value) {
         return;
     };
     if let Err(error) = legacy::AgentResult::decode_result(method, mapped.clone()) {
-        panic!("1.0 {method_v1} result {produced} maps to invalid 0.3 {method} {mapped}: {error:?}");
+        panic!(
+            "1.0 {method_v1} result {produced} maps to invalid 0.3 {method} {mapped}: {error:?}"
+        );
     }
 }
 

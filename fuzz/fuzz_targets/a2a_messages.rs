@@ -6,11 +6,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use protocols_a2a::generated::{v0_3_0, v1_0_1};
 use protocols_fuzz::{
     generated_messages, generated_results, message_round_trips, method_and_result,
     result_round_trips,
 };
-use protocols_a2a::generated::{v0_3_0, v1_0_1};
 
 macro_rules! revisions {
     ($($revision:ident),+) => {

@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let (path, query_text) = target.split_once('?').unwrap_or((target, ""));
     // As the binding splits what follows its prefix.
-    let segments: Vec<&str> = path.split('/').filter(|segment| !segment.is_empty()).collect();
+    let segments: Vec<&str> = path
+        .split('/')
+        .filter(|segment| !segment.is_empty())
+        .collect();
     let fitting: Vec<(&str, &str)> = protocols_a2a::v1::METHODS
         .iter()
         .flat_map(|spec| spec.http)
@@ -31,13 +34,24 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let of_this_verb = |row_verb: &str| row_verb.eq_ignore_ascii_case(verb.as_str());
     match route(&verb, &segments) {
-        Routed::Unknown => assert!(fitting.is_empty(), "{verb} {path}: unknown, yet {fitting:?} fit"),
+        Routed::Unknown => assert!(
+            fitting.is_empty(),
+            "{verb} {path}: unknown, yet {fitting:?} fit"
+        ),
         Routed::WrongVerb => assert!(
             !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(row_verb)),
             "{verb} {path}: wrong verb, yet {fitting:?} fit"
         ),
-        Routed::Found { method, verb: row_verb, template, bound } => {
-            assert!(of_this_verb(row_verb), "{verb} {path} routed to {row_verb} {template}");
+        Routed::Found {
+            method,
+            verb: row_verb,
+            template,
+            bound,
+        } => {
+            assert!(
+                of_this_verb(row_verb),
+                "{verb} {path} routed to {row_verb} {template}"
+            );
             let parsed = Template::parse(template);
             assert_eq!(parsed.matches(&segments).as_ref(), Some(&bound), "{method}");
             let mut params: Map<String, Value> = bound
@@ -46,11 +60,21 @@ fuzz_target!(|data: &[u8]| {
                 .collect();
             let filled = parsed.fill(&mut params);
             let asked = format!("/{}", segments.join("/"));
-            assert_eq!(filled.as_deref(), Some(asked.as_str()), "{method} {template}");
-            assert!(params.is_empty(), "{method}: a bound variable was not in the template");
+            assert_eq!(
+                filled.as_deref(),
+                Some(asked.as_str()),
+                "{method} {template}"
+            );
+            assert!(
+                params.is_empty(),
+                "{method}: a bound variable was not in the template"
+            );
         }
     }
     let pairs = query(query_text);
-    let written = query_text.split('&').filter(|pair| !pair.is_empty()).count();
+    let written = query_text
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .count();
     assert_eq!(pairs.len(), written, "a query pair was lost");
 });

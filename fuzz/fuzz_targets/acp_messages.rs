@@ -7,11 +7,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use protocols_acp::generated::{v1, v1_unstable, v2, v2_unstable};
 use protocols_fuzz::{
     generated_messages, generated_results, message_round_trips, method_and_result,
     result_round_trips,
 };
-use protocols_acp::generated::{v1, v1_unstable, v2, v2_unstable};
 
 macro_rules! revisions {
     ($($revision:ident),+) => {

@@ -119,7 +119,11 @@ fn answer_decodes(answer: &Response) {
 
 /// For JSON serde_json reads (at most its own 128 levels), `TooDeep` answers exactly when the
 /// text nests deeper than the limit.
-fn depth_limit_is_exact(data: &[u8], limits: &DecodeLimits, decoded: &Result<Payload, DecodeError>) {
+fn depth_limit_is_exact(
+    data: &[u8],
+    limits: &DecodeLimits,
+    decoded: &Result<Payload, DecodeError>,
+) {
     if data.len() > limits.max_bytes {
         return;
     }

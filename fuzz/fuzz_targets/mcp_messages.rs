@@ -40,6 +40,12 @@ macro_rules! revisions {
     };
 }
 
-revisions!(v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28);
+revisions!(
+    v2024_11_05,
+    v2025_03_26,
+    v2025_06_18,
+    v2025_11_25,
+    v2026_07_28
+);
 
 fuzz_target!(|data: &[u8]| check(data));

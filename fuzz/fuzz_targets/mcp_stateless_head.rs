@@ -64,12 +64,36 @@ fn head_reads_what_a_json_map_holds(request: &Request) {
     let text = |found: Option<&Value>| found.and_then(Value::as_str).map(str::to_owned);
     assert_eq!(head.name, text(field("name")), "name");
     assert_eq!(head.uri, text(field("uri")), "uri");
-    assert_eq!(head.protocol_version, text(meta_field(META_PROTOCOL_VERSION)), "version");
-    assert_eq!(head.log_level, text(meta_field(META_LOG_LEVEL)), "log level");
-    same_json(&head.client_capabilities, meta_field(META_CLIENT_CAPABILITIES), "capabilities");
-    same_json(&head.client_info, meta_field(META_CLIENT_INFO), "client info");
-    same_json(&head.progress_token, meta_field("progressToken"), "progress token");
-    same_json(&head.input_responses, field("inputResponses"), "input responses");
+    assert_eq!(
+        head.protocol_version,
+        text(meta_field(META_PROTOCOL_VERSION)),
+        "version"
+    );
+    assert_eq!(
+        head.log_level,
+        text(meta_field(META_LOG_LEVEL)),
+        "log level"
+    );
+    same_json(
+        &head.client_capabilities,
+        meta_field(META_CLIENT_CAPABILITIES),
+        "capabilities",
+    );
+    same_json(
+        &head.client_info,
+        meta_field(META_CLIENT_INFO),
+        "client info",
+    );
+    same_json(
+        &head.progress_token,
+        meta_field("progressToken"),
+        "progress token",
+    );
+    same_json(
+        &head.input_responses,
+        field("inputResponses"),
+        "input responses",
+    );
     handler_params_are_cut_only_cleanly(&head, params.get(), fields, meta);
 }
 
@@ -91,14 +115,24 @@ fn handler_params_are_cut_only_cleanly(
     if given == params {
         return;
     }
-    assert!(head.protocol_version.is_some(), "a session request's params were changed");
+    assert!(
+        head.protocol_version.is_some(),
+        "a session request's params were changed"
+    );
     let meta = meta.expect("params were cut without a _meta object");
     assert!(
-        meta.keys().all(|key| SERVER_META_KEYS.contains(&key.as_str())),
+        meta.keys()
+            .all(|key| SERVER_META_KEYS.contains(&key.as_str())),
         "a _meta holding keys for the handler was cut: {meta:?}"
     );
-    let mut expected = fields.cloned().expect("params were cut but are not an object");
+    let mut expected = fields
+        .cloned()
+        .expect("params were cut but are not an object");
     expected.remove("_meta");
     let given: Value = serde_json::from_str(given).expect("the handler's params are JSON");
-    assert_eq!(given, Value::Object(expected), "cutting _meta changed other params");
+    assert_eq!(
+        given,
+        Value::Object(expected),
+        "cutting _meta changed other params"
+    );
 }

@@ -23,9 +23,15 @@ fuzz_target!(|data: &[u8]| {
     };
     let whole = decode(limit, [stream]);
     let cut = decode(limit, chunks(stream, *cut_seed));
-    assert_eq!(whole, cut, "cutting the stream into chunks changed what it decodes to");
+    assert_eq!(
+        whole, cut,
+        "cutting the stream into chunks changed what it decodes to"
+    );
     let bytewise = decode(limit, stream.chunks(1));
-    assert_eq!(whole, bytewise, "feeding the stream byte by byte changed what it decodes to");
+    assert_eq!(
+        whole, bytewise,
+        "feeding the stream byte by byte changed what it decodes to"
+    );
     for event in whole.events.iter().filter_map(|event| event.as_ref().ok()) {
         let encoded = event.encode();
         let mut fresh = SseDecoder::new(usize::MAX);
