@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
             "{verb} {path}: unknown, yet {fitting:?} fit"
         ),
         Routed::WrongVerb => assert!(
-            !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(row_verb)),
+            !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(*row_verb)),
             "{verb} {path}: wrong verb, yet {fitting:?} fit"
         ),
         Routed::Found {

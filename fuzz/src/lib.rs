@@ -25,7 +25,6 @@ pub trait GeneratedResult: Sized + Debug + Serialize {
 }
 
 /// Implements [`GeneratedMessage`] for generated enums through their inherent methods.
-#[macro_export]
 macro_rules! generated_messages {
     ($($message:ty),+ $(,)?) => {$(
         impl $crate::GeneratedMessage for $message {
@@ -46,7 +45,6 @@ macro_rules! generated_messages {
 }
 
 /// Implements [`GeneratedResult`] for generated result enums through their inherent methods.
-#[macro_export]
 macro_rules! generated_results {
     ($($result:ty),+ $(,)?) => {$(
         impl $crate::GeneratedResult for $result {
@@ -62,6 +60,37 @@ macro_rules! generated_results {
         }
     )+};
 }
+
+/// Both traits for the six enums of every revision of a protocol (its crate, then the names of
+/// its two sides).
+macro_rules! every_revision {
+    ($krate:ident, $requester:ident, $answerer:ident: $($revision:ident),+) => {$(
+        generated_messages!(
+            $krate::generated::$revision::ClientRequest,
+            $krate::generated::$revision::ClientNotification,
+            $krate::generated::$revision::$requester,
+            $krate::generated::$revision::$answerer,
+        );
+    )+};
+}
+
+macro_rules! every_revision_results {
+    ($krate:ident, $answerer:ident: $($revision:ident),+) => {$(
+        generated_results!(
+            $krate::generated::$revision::ClientResult,
+            $krate::generated::$revision::$answerer,
+        );
+    )+};
+}
+
+every_revision!(protocols_mcp, ServerRequest, ServerNotification:
+    v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28);
+every_revision_results!(protocols_mcp, ServerResult:
+    v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28);
+every_revision!(protocols_a2a, AgentRequest, AgentNotification: v0_3_0, v1_0_1);
+every_revision_results!(protocols_a2a, AgentResult: v0_3_0, v1_0_1);
+every_revision!(protocols_acp, AgentRequest, AgentNotification: v1, v1_unstable, v2, v2_unstable);
+every_revision_results!(protocols_acp, AgentResult: v1, v1_unstable, v2, v2_unstable);
 
 /// The claim for one message type: `data` either does not decode, or decodes to a message whose
 /// params re-encode to JSON that decodes, by the same method, to the same params; and its own
