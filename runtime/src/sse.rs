@@ -453,6 +453,8 @@ impl SseDecoder {
     fn next_line(&mut self) -> Option<Result<String, SseError>> {
         if self.pending_cr && self.buffer.first() == Some(&b'\n') {
             let _ = self.buffer.split_to(1);
+            // That LF ended the CR's line; one after it is a line of its own.
+            self.pending_cr = false;
         }
         if !self.buffer.is_empty() {
             self.pending_cr = false;
@@ -517,6 +519,19 @@ mod tests {
             events.push(event?);
         }
         Ok(events)
+    }
+
+    #[test]
+    fn a_crlf_split_across_chunks_does_not_swallow_the_blank_line_after_it() {
+        // Found by the sse_decoder fuzz target: the LF that completed a split CRLF left the
+        // decoder still expecting one, so the next LF (the blank line) was dropped.
+        let mut decoder = SseDecoder::new(1024);
+        let mut events = Vec::new();
+        for chunk in ["data: x\r", "\n", "\n"] {
+            decoder.push(chunk.as_bytes());
+            events.extend(decoder.next_event());
+        }
+        assert_eq!(events, [Ok(SseEvent::without_id("x"))]);
     }
 
     #[test]
