@@ -31,6 +31,8 @@ struct Behaviour {
     cut_streams: AtomicBool,
     answer_404_once: AtomicBool,
     answer_401: AtomicBool,
+    slow_stream_heads: AtomicBool,
+    stream_heads_answered: AtomicUsize,
     cuts: AtomicUsize,
     initializes: AtomicUsize,
     resumes: Mutex<Vec<String>>,
@@ -102,7 +104,16 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
             upstream = upstream.header(name, value);
         }
     }
+    let is_get = parts.method == http::Method::GET;
+    if is_get && behaviour.slow_stream_heads.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     let answer = upstream.send().await.unwrap();
+    if is_get {
+        behaviour
+            .stream_heads_answered
+            .fetch_add(1, Ordering::SeqCst);
+    }
     let mut response = Response::builder().status(answer.status());
     for (name, value) in answer.headers() {
         if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
@@ -540,5 +551,22 @@ async fn the_standalone_stream_is_opened_after_initialize_and_not_for_the_statel
     assert!(
         after.iter().all(|(method, _)| !method.is_empty()),
         "a GET was sent statelessly"
+    );
+}
+
+#[tokio::test]
+async fn initialize_returns_once_the_standalone_stream_is_answered_so_no_server_request_is_raced() {
+    let behaviour = Arc::new(Behaviour::default());
+    behaviour.slow_stream_heads.store(true, Ordering::SeqCst);
+    let (url, _server) = proxied(&behaviour).await;
+    let client = HttpClient::new(url, callbacks());
+    client
+        .initialize(Revision::V2025_11_25, capabilities())
+        .await
+        .unwrap();
+    assert_eq!(
+        behaviour.stream_heads_answered.load(Ordering::SeqCst),
+        1,
+        "initialize returned before the server had answered the standalone GET"
     );
 }

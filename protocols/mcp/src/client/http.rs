@@ -35,6 +35,9 @@ use crate::stateless::{
 
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
+/// How long `initialize` waits for the standalone stream's answer before it returns anyway.
+const STANDALONE_HEAD_WAIT: Duration = Duration::from_secs(5);
+
 /// A future borrowing what it was called on.
 pub type AuthFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -545,8 +548,12 @@ impl Inner {
         self.send_notification("notifications/initialized", None)
             .await?;
         if self.options.standalone_stream && negotiated >= Revision::V2025_03_26 {
-            let task = tokio::spawn(standalone_stream(Arc::downgrade(self)));
+            let (answered, head) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(standalone_stream(Arc::downgrade(self), answered));
             self.state().standalone = Some(task);
+            // A server may send its requests outside any call, on this stream only, and drop
+            // them while it is not open: the caller's first call must not race its opening.
+            let _ = tokio::time::timeout(STANDALONE_HEAD_WAIT, head).await;
         }
         Ok(result)
     }
@@ -1024,16 +1031,21 @@ impl Inner {
 
 /// The session's standalone stream: what the server sends outside any call. Reconnects after
 /// the server's `retry` with `Last-Event-ID`; stops when the server does not offer one (405),
-/// the session is gone, the client is dropped, or five connections in a row fail.
-async fn standalone_stream(inner: Weak<Inner>) {
+/// the session is gone, the client is dropped, or five connections in a row fail. `answered`
+/// fires once the first `GET` has its answer's head (or failed).
+async fn standalone_stream(inner: Weak<Inner>, answered: tokio::sync::oneshot::Sender<()>) {
     let mut decoder = SseDecoder::new(MAX_EVENT_BYTES);
     let mut failures = 0;
+    let mut answered = Some(answered);
     loop {
         let Some(client) = inner.upgrade() else {
             return;
         };
         let cursor = decoder.last_event_id().map(str::to_owned);
         let response = client.get_stream(cursor.as_deref()).await;
+        if let Some(answered) = answered.take() {
+            let _ = answered.send(());
+        }
         let response = match response {
             Ok(response) if response.status().is_success() => response,
             Ok(response) => {
