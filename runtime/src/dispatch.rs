@@ -1,15 +1,18 @@
 //! The transport-independent step every transport shares: run one inbound message through the
 //! handler. Requests run under a cancellation token the peer can fire (through the protocol's
 //! cancel convention); notifications that cancel are applied before the handler sees them;
-//! responses are handed to the conversation awaiting them.
+//! responses are handed to the conversation awaiting them. It is also the one panic boundary:
+//! a handler that panics answers its request with an internal error (-32603), logged once with
+//! its location ([`crate::panic_boundary`]), and every transport goes on serving.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
 use futures::FutureExt as _;
-use futures::future::Either;
+use futures::future::{CatchUnwind, Either};
 use pin_project_lite::pin_project;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tracing::Instrument;
@@ -17,7 +20,9 @@ use tracing::instrument::Instrumented;
 
 use crate::handler::{Context, Reply, RequestHandler, RequestMeta};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
+use crate::panic_boundary::Polling;
 use crate::peer::{CancelReply, Conversation, Peer, RunningRequest, cancelled_request_id};
+use crate::quote::quote;
 use crate::session::Session;
 
 /// Where a message is being served: the session (if any), the request's metadata and the
@@ -78,7 +83,7 @@ pub(crate) fn answer_request<H: RequestHandler>(
         .map(|conversation| conversation.start(&id));
     let token = running.as_ref().map(|running| running.token().clone());
     let profile = handler.profile();
-    let span = tracing::debug_span!("request", method = %request.method, id = %id);
+    let span = tracing::debug_span!("request", method = %quote(&request.method), id = %quote(&id));
     let cancelled = token.clone().map(CancellationToken::cancelled_owned);
     let cx = Context::new(
         Some(id.clone()),
@@ -88,12 +93,23 @@ pub(crate) fn answer_request<H: RequestHandler>(
         scope.peer,
     );
     Answering {
-        reply: handler.handle(request, cx).instrument(span),
+        reply: AssertUnwindSafe(handler.handle(request, cx).instrument(span)).catch_unwind(),
         cancelled,
         id,
         running,
         cancel_reply: profile.cancellation().map(|convention| convention.reply),
+        outcome: Outcome::Answered,
     }
+}
+
+/// How a request's answer came about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The handler answered, or the peer cancelled the request.
+    Answered,
+    /// The handler panicked: the answer is an internal error, and an HTTP answer of its own
+    /// carries `500`.
+    Panicked,
 }
 
 pin_project! {
@@ -102,12 +118,20 @@ pin_project! {
     /// combinators, so the future is built (and moved) once.
     pub(crate) struct Answering<F> {
         #[pin]
-        reply: Instrumented<F>,
+        reply: CatchUnwind<AssertUnwindSafe<Instrumented<F>>>,
         #[pin]
         cancelled: Option<WaitForCancellationFutureOwned>,
         id: RequestId,
         running: Option<RunningRequest>,
         cancel_reply: Option<CancelReply>,
+        outcome: Outcome,
+    }
+}
+
+impl<F> Answering<F> {
+    /// How the answer came about, once it has.
+    pub(crate) fn outcome(self: Pin<&mut Self>) -> Outcome {
+        *self.project().outcome
     }
 }
 
@@ -117,8 +141,16 @@ impl<F: Future<Output = Reply>> Future for Answering<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         // The handler first, so an answer ready when the peer cancels is still the answer.
-        if let Poll::Ready(reply) = this.reply.poll(cx) {
+        let polled = {
+            let _polling = Polling::enter();
+            this.reply.poll(cx)
+        };
+        if let Poll::Ready(caught) = polled {
             this.running.take();
+            let reply = caught.unwrap_or_else(|_| {
+                *this.outcome = Outcome::Panicked;
+                Err(ErrorObject::internal_error())
+            });
             return Poll::Ready(Some(Response::answering(this.id.clone(), reply)));
         }
         if let Some(cancelled) = this.cancelled.as_pin_mut()
@@ -133,7 +165,7 @@ impl<F: Future<Output = Reply>> Future for Answering<F> {
 
 /// The answer a request the peer cancelled is owed under the protocol's convention.
 fn cancelled_answer(id: RequestId, reply: Option<CancelReply>) -> Option<Response> {
-    tracing::debug!(%id, "request cancelled by the peer");
+    tracing::debug!(id = %quote(&id), "request cancelled by the peer");
     match reply {
         Some(CancelReply::Error(code)) => Some(Response::error(
             Some(id),
@@ -158,7 +190,27 @@ pub(crate) fn take_notification<H: RequestHandler>(
         conversation.cancel_inbound(&id);
     }
     let cx = Context::new(None, scope.session, scope.meta, None, scope.peer);
-    handler.notify(notification, cx)
+    Guarded {
+        inner: AssertUnwindSafe(handler.notify(notification, cx)).catch_unwind(),
+    }
+}
+
+pin_project! {
+    /// A notification's handling, whose panic is caught (and logged by the hook): there is no
+    /// answer to give, and the transport serves on.
+    struct Guarded<F> {
+        #[pin]
+        inner: CatchUnwind<AssertUnwindSafe<F>>,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Guarded<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let _polling = Polling::enter();
+        self.project().inner.poll(cx).map(|_| ())
+    }
 }
 
 /// Hands the peer's answer to the call awaiting it.

@@ -209,6 +209,15 @@ pub trait RequestHandler: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether an SSE answer on `session`'s resumable stream opens with a priming event (an
+    /// event id and empty data), so a client cut off before the first real event can still
+    /// resume. A protocol allows it where its clients expect it (MCP: from 2025-11-25; older
+    /// clients may take an empty event for a malformed message). Asked once per answer stream.
+    fn primes_answer_streams(&self, headers: &HeaderMap, session: &Self::Session) -> bool {
+        let _ = (headers, session);
+        false
+    }
+
     /// Answers one request.
     fn handle(
         &self,

@@ -20,7 +20,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::dispatch::{Scope, answer_request, serve_message};
+use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
 use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body, response_headers};
 use crate::header_scan::find_two;
@@ -29,12 +29,13 @@ use crate::jsonrpc::{
     Response as RpcResponse, batch_to_bytes, decode,
 };
 use crate::peer::{Peer, Route};
+use crate::quote::quote;
 use crate::session::{
     Clock, LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
     SystemClock,
 };
 use crate::sse::EventId;
-use crate::stream::{Framing, Stops, StreamPolicy, sse_response};
+use crate::stream::{Drain, Framing, Priming, Stops, StreamPolicy, sse_response};
 use crate::tail::{
     EventCursor, EventReader, EventStore, EventStream, EventTail, MemoryEventStore, Start,
 };
@@ -68,7 +69,11 @@ pub struct HttpConfig {
     /// How often expired sessions are reaped.
     pub reap_every: Duration,
     pub clock: Arc<dyn Clock>,
-    /// Fired at shutdown: every open stream ends cleanly.
+    /// Fired when the server starts draining: a session's own (`GET`) stream, which owes no
+    /// answer, ends with a `retry`.
+    pub drain: CancellationToken,
+    /// Fired at the drain deadline: every stream still open (answers included) ends with a
+    /// `retry`, cleanly.
     pub shutdown: CancellationToken,
 }
 
@@ -98,6 +103,7 @@ impl Default for HttpConfig {
             peer_timeout: DEFAULT_PEER_TIMEOUT,
             reap_every: Duration::from_secs(30),
             clock: Arc::new(SystemClock),
+            drain: CancellationToken::new(),
             shutdown: CancellationToken::new(),
         }
     }
@@ -153,6 +159,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         store: Arc<dyn SessionStore<H::Session>>,
         events: Arc<dyn EventStore>,
     ) -> Self {
+        crate::panic_boundary::install();
         let content_type = HeaderValue::from_str(handler.profile().media_type())
             .unwrap_or_else(|_| HeaderValue::from_static("application/json"));
         Self {
@@ -377,12 +384,20 @@ fn is_media_type(value: Option<&HeaderValue>, media_type: &str) -> bool {
             && bare_media_type(value.as_bytes()).eq_ignore_ascii_case(media_type.as_bytes()))
 }
 
-/// The session the header names, if it names one.
+/// The session the header names, if it names one. A header naming more than one value (two
+/// lines, or one line with a comma: no issued id has one) is ambiguous and refused.
 fn session_id(headers: &HeaderMap, name: &HeaderName) -> Result<Option<SessionId>, Refusal> {
-    let Some(value) = headers.get(name) else {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
         return Ok(None);
     };
+    if values.next().is_some() {
+        return Err(Refusal::MalformedSessionId);
+    }
     let text = value.to_str().map_err(|_| Refusal::MalformedSessionId)?;
+    if text.contains(',') {
+        return Err(Refusal::MalformedSessionId);
+    }
     text.parse()
         .map(Some)
         .map_err(|_| Refusal::MalformedSessionId)
@@ -559,8 +574,10 @@ fn serve_post<H: RequestHandler>(
                 Prepared::Other(answer) => return Ok(answer.await),
             }
         };
-        let answer = answer_request(&transport.handler, request, scope).await;
-        Ok(transport.finish_one(answer, opening.as_ref()))
+        let mut answering = std::pin::pin!(answer_request(&transport.handler, request, scope));
+        let answer = answering.as_mut().await;
+        let outcome = answering.outcome();
+        Ok(transport.finish_one(answer, opening.as_ref(), outcome))
     }
 }
 
@@ -718,10 +735,10 @@ fn answered(response: Response) -> EndpointFuture {
     Box::pin(std::future::ready(Ok(response)))
 }
 
-/// Names the session in the current request's span.
+/// Names the session in the current request's span (quoted: the caller named it).
 #[inline(never)]
 fn record_session(id: &SessionId) {
-    tracing::Span::current().record("session", tracing::field::display(id));
+    tracing::Span::current().record("session", tracing::field::display(quote(id)));
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
@@ -855,17 +872,22 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// A single request's answer as the whole JSON response (`202` when a cancelled request is
-    /// owed none); an opening that answered only errors is forgotten, one that succeeded named.
+    /// owed none, `500` when its handler panicked); an opening that answered only errors is
+    /// forgotten, one that succeeded named.
     fn finish_one(
         &self,
         answer: Option<RpcResponse>,
         opening: Option<&Arc<Session<H::Session>>>,
+        outcome: Outcome,
     ) -> Response {
         self.settle_opening(opening, answer.as_slice());
         let mut response = match answer {
             Some(answer) => self.single_answer(&answer),
             None => StatusCode::ACCEPTED.into_response(),
         };
+        if outcome == Outcome::Panicked {
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        }
         if let Some(session) = opening {
             self.name_opened_session(&mut response, session);
         }
@@ -1108,6 +1130,17 @@ impl<H: RequestHandler> StreamableHttp<H> {
             // Without a session nobody can resume it, so it stays out of the store.
             None => EventTail::new(1, self.config.tail_capacity),
         };
+        // Only a session's stream can be resumed, so only it is primed.
+        let priming = match resolved.session() {
+            Some(session)
+                if self
+                    .handler
+                    .primes_answer_streams(&meta.headers, session.state()) =>
+            {
+                Priming::Primed
+            }
+            _ => Priming::Unprimed,
+        };
         let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
         // Only a session's stream can be resumed, so only then may the handler release it.
         if resolved.session().is_some() {
@@ -1147,8 +1180,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
             subscription,
             Vec::new(),
             Framing::Resumable,
-            self.stops(None),
+            self.answer_stops(),
             &self.config.streams,
+            priming,
         )
     }
 
@@ -1165,9 +1199,21 @@ impl<H: RequestHandler> StreamableHttp<H> {
         }
     }
 
-    fn stops(&self, session: Option<&Arc<Session<H::Session>>>) -> Stops {
+    /// An answer stream carries what a request is owed: it finishes during a drain, and ends
+    /// only at the drain deadline.
+    fn answer_stops(&self) -> Stops {
         Stops {
-            session: session.map(|session| session.ended().clone()),
+            session: None,
+            drain: Drain::Finish,
+            shutdown: Some(self.config.shutdown.clone()),
+        }
+    }
+
+    /// A session's own stream owes no answer: it ends when the drain begins.
+    fn session_stops(&self, session: &Session<H::Session>) -> Stops {
+        Stops {
+            session: Some(session.ended().clone()),
+            drain: Drain::End(self.config.drain.clone()),
             shutdown: Some(self.config.shutdown.clone()),
         }
     }
@@ -1206,8 +1252,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
             subscription,
             Vec::new(),
             Framing::Resumable,
-            self.stops(Some(&session)),
+            self.session_stops(&session),
             &self.config.streams,
+            Priming::Unprimed,
         )
     }
 

@@ -153,9 +153,16 @@ impl ErrorObject {
     }
 }
 
+/// The message is quoted: an error object usually comes from the peer, so its text is a
+/// caller's value.
 impl fmt::Display for ErrorObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JSON-RPC error {}: {}", self.code, self.message)
+        write!(
+            f,
+            "JSON-RPC error {}: {}",
+            self.code,
+            crate::quote::quote(&self.message)
+        )
     }
 }
 
@@ -1184,6 +1191,20 @@ mod tests {
             Bytes::from_static(br#"{"jsonrpc":"2.0","method":"n"}"#)
         );
         Ok(())
+    }
+
+    #[test]
+    fn an_error_objects_text_quotes_its_message_once_and_bounded() {
+        let message = format!("{}\n{}", "m".repeat(60), "x".repeat(39));
+        assert_eq!(message.len(), 100);
+        let text = ErrorObject::new(-32000, message).to_string();
+        let quoted = text
+            .strip_prefix("JSON-RPC error -32000: `")
+            .and_then(|rest| rest.strip_suffix('`'))
+            .unwrap_or_else(|| panic!("not quoted: {text}"));
+        assert!(quoted.len() <= crate::quote::MAX_QUOTED_BYTES, "{quoted}");
+        assert!(!text.contains('\n'), "{text}");
+        assert_eq!(text.matches("JSON-RPC error").count(), 1);
     }
 
     #[test]

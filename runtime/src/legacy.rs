@@ -23,7 +23,7 @@ use crate::session::{
     LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
 };
 use crate::sse::{EventName, encode_event};
-use crate::stream::{Framing, Stops, sse_response};
+use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
 use crate::tail::{EventStore, MemoryEventStore, Start};
 
 /// The query parameter carrying the session on `POST`s.
@@ -51,6 +51,7 @@ impl<H: RequestHandler> std::fmt::Debug for LegacySse<H> {
 impl<H: RequestHandler> LegacySse<H> {
     /// Serves `handler`; clients are told to `POST` to `post_path` (below the same nesting).
     pub fn new(handler: H, config: HttpConfig, post_path: &str) -> Self {
+        crate::panic_boundary::install();
         // A legacy session lives as long as its stream, so only the absolute deadline applies:
         // an open but quiet stream is not idle.
         let limits = SessionLimits {
@@ -142,9 +143,14 @@ async fn open<H: RequestHandler>(
         Framing::Named(EventName::MESSAGE),
         Stops {
             session: Some(session.ended().clone()),
+            drain: Drain::AfterWork(
+                transport.config.drain.clone(),
+                Arc::clone(session.conversation()),
+            ),
             shutdown: Some(transport.config.shutdown.clone()),
         },
         &transport.config.streams,
+        Priming::Unprimed,
     );
     let guard = EndOnDrop {
         store: Arc::clone(&transport.store),
@@ -209,6 +215,8 @@ async fn message<H: RequestHandler>(
     };
     let tail = session.standalone_stream();
     let conversation = Arc::clone(session.conversation());
+    // Owed from now, so a drain that begins before the work runs still waits for its answers.
+    let owed = conversation.hold();
     let scope = Scope {
         peer: Peer::new(
             Route::Tail(Arc::clone(&tail)),
@@ -228,6 +236,7 @@ async fn message<H: RequestHandler>(
     // on its own, as the transport expects.
     let worker = Arc::clone(&transport);
     tokio::spawn(async move {
+        let _owed = owed;
         for message in messages {
             if let Some(answer) = serve_message(&worker.handler, message, scope.clone()).await
                 && tail.publish(Message::Response(answer).to_bytes()).is_err()

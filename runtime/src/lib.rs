@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 pub mod connect;
+mod connections;
 mod dispatch;
 pub mod handler;
 pub mod hardening;
@@ -53,6 +54,7 @@ pub mod jsonrpc;
 pub mod legacy;
 mod listen;
 pub mod method;
+mod panic_boundary;
 pub mod peer;
 pub mod quote;
 pub mod server;

@@ -1,8 +1,9 @@
 //! Serving on a listener this crate owns: the accept loop (TCP_NODELAY on every socket, the
-//! peer's address handed down with each request, accept errors survived), each connection
-//! served by hyper over HTTP/1.1 or HTTP/2 with upgrades (WebSocket transports), and graceful
-//! shutdown: stop accepting, let every connection finish its in-flight requests, wait for all
-//! of them.
+//! peer's address handed down with each request, the connection caps of [`crate::connections`],
+//! accept errors waited out without spinning), each connection served by hyper over HTTP/1.1 or
+//! HTTP/2 with upgrades (WebSocket transports) and closed by the watchdog when it sends no head
+//! in time or goes idle, and the drain: stop accepting, let every connection finish its
+//! in-flight requests and answer streams until the drain deadline, then end what is left.
 //!
 //! A request for a mounted transport's exact path goes straight to that transport's hardened
 //! service; everything else goes through the axum router, which holds the same mounts. The
@@ -14,24 +15,30 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
+use bytes::Bytes;
+use futures::FutureExt as _;
 use futures::future::Either;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 use tower::util::Oneshot;
 
+use crate::connections::{Connections, ListenerConfig, Metered, Tracked, Verdict};
 use crate::hardening::{HardenedFuture, HardenedShared, SharedService};
 use crate::http::EndpointFuture;
 
@@ -68,8 +75,7 @@ pub(crate) struct App {
 
 /// A few words long: hyper copies each request's future into its connection's slot, so the
 /// router's future, which holds the whole request until it is first polled, is boxed.
-type AppFuture =
-    Either<HardenedFuture<EndpointFuture>, std::pin::Pin<Box<Oneshot<Router, Request>>>>;
+type AppFuture = Either<HardenedFuture<EndpointFuture>, Pin<Box<Oneshot<Router, Request>>>>;
 
 impl App {
     fn serve(&self, request: Request, peer: SocketAddr) -> AppFuture {
@@ -88,131 +94,402 @@ impl App {
     }
 }
 
-/// One connection's view of the app: its requests are served with the peer's address.
+/// One connection's view of the app: its requests are served with the peer's address, and
+/// counted for the watchdog.
 struct Connection {
     app: Arc<App>,
     peer: SocketAddr,
+    tracked: Arc<Tracked>,
 }
 
 impl hyper::service::Service<http::Request<Incoming>> for Connection {
     type Response = Response;
     type Error = Infallible;
-    type Future = AppFuture;
+    type Future = Counted<AppFuture>;
 
-    fn call(&self, request: http::Request<Incoming>) -> AppFuture {
-        self.app.serve(request.map(Body::new), self.peer)
-    }
-}
-
-/// Serves `app` on `listener` until `stop` completes, then shuts down gracefully.
-pub(crate) async fn serve(listener: TcpListener, app: App, stop: impl Future<Output = ()>) {
-    let app = Arc::new(app);
-    let connections = TaskTracker::new();
-    let closing = Arc::new(Shutdown::default());
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let accepted = tokio::select! {
-            () = &mut stop => break,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                let service = Connection {
-                    app: Arc::clone(&app),
-                    peer,
-                };
-                connections.spawn(serve_connection(stream, service, Arc::clone(&closing)));
-            }
-            Err(error) => survive_accept_error(error).await,
+    fn call(&self, request: http::Request<Incoming>) -> Counted<AppFuture> {
+        self.tracked.request_started();
+        Counted {
+            answer: self.app.serve(request.map(Body::new), self.peer),
+            _finish: Finish(Arc::clone(&self.tracked)),
         }
     }
-    drop(listener);
-    closing.begin();
-    connections.close();
-    connections.wait().await;
 }
 
-async fn serve_connection(stream: TcpStream, service: Connection, closing: Arc<Shutdown>) {
-    set_nodelay(&stream);
+/// A request's answer, counted as finished once its head is ready (or it is dropped).
+struct Counted<F> {
+    answer: F,
+    _finish: Finish,
+}
+
+impl<F: Future + Unpin> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        Pin::new(&mut self.answer).poll(cx)
+    }
+}
+
+/// Counts a request as finished when dropped: hyper drops an answer's future once its head is
+/// ready, and an abandoned one is finished too.
+struct Finish(Arc<Tracked>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.request_finished();
+    }
+}
+
+/// What the accept loop needs beside the app: how connections are treated, the tokens a drain
+/// fires, and the bytes a refused connection is answered with.
+pub(crate) struct Lifecycle {
+    pub(crate) config: ListenerConfig,
+    /// Fired when the drain begins: streams that carry no answer end.
+    pub(crate) drain: CancellationToken,
+    /// Fired at the drain deadline (or at once, by `Server::shutdown`): every stream still
+    /// open ends, telling its client to retry.
+    pub(crate) shutdown: CancellationToken,
+    /// A complete HTTP/1.1 `503` answer, security headers included.
+    pub(crate) refusal: Bytes,
+}
+
+/// How long streams cut at the drain deadline get to write their last words before what is
+/// left of every connection is dropped.
+const LAST_WORDS: Duration = Duration::from_secs(1);
+
+/// Serves `app` on `listener` until `stop` completes, then drains: no new connection, every
+/// in-flight request and answer stream finishes, until the drain deadline (or `force`).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: App,
+    lifecycle: Lifecycle,
+    stop: impl Future<Output = ()>,
+    force: impl Future<Output = ()>,
+) {
+    let app = Arc::new(app);
+    let connections = Connections::new(lifecycle.config.clone());
+    let watchdog = tokio::spawn(Connections::watch(Arc::downgrade(&connections)));
+    let tasks = TaskTracker::new();
+    let server = Arc::new(Shutdown::default());
+    accept_until(
+        &listener,
+        &app,
+        &connections,
+        &tasks,
+        &server,
+        &lifecycle,
+        stop,
+    )
+    .await;
+    drop(listener);
+    let started = Instant::now();
+    let open = connections.open();
+    tracing::info!(open, "draining");
+    lifecycle.drain.cancel();
+    server.begin(Phase::Draining);
+    tasks.close();
+    let mut force = std::pin::pin!(force);
+    let drained = tokio::select! {
+        biased;
+        () = tasks.wait() => true,
+        () = lifecycle.shutdown.cancelled() => false,
+        () = tokio::time::sleep(lifecycle.config.drain_deadline) => false,
+        () = &mut force => false,
+    };
+    if !drained {
+        tracing::info!(
+            open = connections.open(),
+            "drain deadline: ending what is left"
+        );
+        lifecycle.shutdown.cancel();
+        let _ = tokio::time::timeout(LAST_WORDS, tasks.wait()).await;
+        server.begin(Phase::Aborting);
+        tasks.wait().await;
+    }
+    lifecycle.shutdown.cancel();
+    watchdog.abort();
+    tracing::info!(
+        elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        drained,
+        "stopped"
+    );
+}
+
+/// The accept loop, until `stop`: each connection admitted under the caps is served on its own
+/// task, any other is answered `503` and closed at once, and failed accepts are waited out
+/// briefly (never spun on; out of descriptors, the oldest unproven connection makes room).
+async fn accept_until(
+    listener: &TcpListener,
+    app: &Arc<App>,
+    connections: &Connections,
+    tasks: &TaskTracker,
+    server: &Arc<Shutdown>,
+    lifecycle: &Lifecycle,
+    stop: impl Future<Output = ()>,
+) {
+    let mut stop = std::pin::pin!(stop);
+    let mut spare = spare_descriptor();
+    let mut backoff = Backoff::default();
+    loop {
+        let accepted = tokio::select! {
+            () = &mut stop => return,
+            accepted = listener.accept() => accepted,
+        };
+        let wait = match accepted {
+            Ok((stream, peer)) => {
+                backoff.reset();
+                set_nodelay(&stream);
+                match connections.admit(peer.ip()) {
+                    Some(registration) => {
+                        let service = Connection {
+                            app: Arc::clone(app),
+                            peer,
+                            tracked: Arc::clone(registration.tracked()),
+                        };
+                        let io = Metered::new(stream, registration);
+                        tasks.spawn(serve_connection(io, service, Arc::clone(server)));
+                    }
+                    None => refuse(stream, &lifecycle.refusal),
+                }
+                continue;
+            }
+            Err(error) if out_of_descriptors(&error) => {
+                connections.evict_for_descriptor();
+                refuse_with_spare(listener, &mut spare, &lifecycle.refusal);
+                backoff.next(&error)
+            }
+            Err(error) if aborted_before_accept(&error) => continue,
+            Err(error) => backoff.next(&error),
+        };
+        tokio::select! {
+            () = &mut stop => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Answers a connection that cannot be served with the prepared `503` and closes it, without
+/// waiting: what the socket cannot take at once is not sent.
+fn refuse(stream: TcpStream, refusal: &[u8]) {
+    tracing::debug!("connection refused: a connection cap is reached");
+    let _ = stream.try_write(refusal);
+    // Whatever the client already sent is read and dropped, so the close is a plain FIN
+    // rather than a reset that could discard the answer before the client reads it.
+    let mut discard = [0; 1024];
+    while matches!(stream.try_read(&mut discard), Ok(read) if read > 0) {}
+}
+
+/// Out of descriptors, a connection waits in the backlog and every accept fails: the spare
+/// descriptor is given up so that one can be accepted, answered `503` and closed, then taken
+/// again.
+fn refuse_with_spare(listener: &TcpListener, spare: &mut Option<std::fs::File>, refusal: &[u8]) {
+    if spare.take().is_none() {
+        return;
+    }
+    if let Some(Ok((stream, _))) = listener.accept().now_or_never() {
+        refuse(stream, refusal);
+    }
+    *spare = spare_descriptor();
+}
+
+/// A descriptor held in reserve for [`refuse_with_spare`].
+fn spare_descriptor() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
+}
+
+/// `EMFILE` or `ENFILE` (the same numbers on Linux and the BSDs).
+fn out_of_descriptors(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(23 | 24))
+}
+
+/// A connection that died before it was accepted: nothing to wait out.
+fn aborted_before_accept(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    )
+}
+
+/// How long the accept loop waits after a failed accept: 10 ms, doubling while accepts keep
+/// failing, at most a second; any accepted connection starts it again.
+#[derive(Debug, Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    fn next(&mut self, error: &std::io::Error) -> Duration {
+        let wait = Duration::from_millis(10)
+            .saturating_mul(1 << self.failures.min(7))
+            .min(Duration::from_secs(1));
+        if self.failures == 0 {
+            tracing::error!(%error, "accept failed; waiting before the next");
+        }
+        self.failures = self.failures.saturating_add(1);
+        wait
+    }
+}
+
+async fn serve_connection(io: Metered<TcpStream>, service: Connection, server: Arc<Shutdown>) {
+    let tracked = Arc::clone(&service.tracked);
     let mut builder = Builder::new(TokioExecutor::new());
     // HTTP/2 WebSockets (RFC 8441) ride on extended CONNECT.
     builder.http2().enable_connect_protocol();
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
     let outcome = tokio::select! {
         biased;
-        outcome = connection.as_mut() => outcome,
-        () = Closing::new(&closing) => {
-            // Finishes the requests in flight, then closes; streams end with the server's
-            // shutdown token.
-            connection.as_mut().graceful_shutdown();
-            connection.await
+        outcome = connection.as_mut() => Some(outcome),
+        interrupt = Watched::new(&server, Phase::Draining, &tracked) => match interrupt {
+            Interrupt::Drain => {
+                // Finishes the requests in flight, then closes; answer streams finish too, and
+                // end at the drain deadline if they have not.
+                connection.as_mut().graceful_shutdown();
+                tokio::select! {
+                    biased;
+                    outcome = connection.as_mut() => Some(outcome),
+                    interrupt = Watched::new(&server, Phase::Aborting, &tracked) => {
+                        interrupted(interrupt, &tracked)
+                    }
+                }
+            }
+            interrupt => interrupted(interrupt, &tracked),
         }
     };
-    if let Err(error) = outcome {
+    if let Some(Err(error)) = outcome {
         tracing::trace!(%error, "connection ended with an error");
     }
+    // An upgraded connection's socket lives on in its protocol's hands, and leaves the
+    // watchdog's care; its place is given back when that socket closes.
+    tracked.detach();
 }
 
-/// The server's closing, as its connections watch for it: a flag, and a token that wakes them.
-/// A token's own `is_cancelled` takes a lock, and a connection looks at every wake-up.
+/// Logs why a connection is dropped before it ended on its own.
+fn interrupted(interrupt: Interrupt, tracked: &Tracked) -> Option<Result<(), BoxError>> {
+    let reason = match interrupt {
+        Interrupt::Verdict => tracked.verdict().reason(),
+        Interrupt::Drain | Interrupt::Abort => "the drain deadline passed",
+    };
+    tracing::debug!(reason, "connection closed");
+    None
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How far the server is in stopping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Phase {
+    /// No new connections; those open finish what they are doing.
+    Draining = 1,
+    /// The drain deadline passed: what is left is dropped.
+    Aborting = 2,
+}
+
+/// The server's phase, as its connections watch for it (0 while serving): a number, and a
+/// token per phase that wakes them. A token's own `is_cancelled` takes a lock, and a
+/// connection looks at every wake-up.
 #[derive(Default)]
 struct Shutdown {
-    closing: AtomicBool,
-    token: CancellationToken,
+    phase: AtomicU8,
+    draining: CancellationToken,
+    aborting: CancellationToken,
 }
 
 impl Shutdown {
-    /// Raises the flag, then wakes every connection, so a woken one finds it raised.
-    fn begin(&self) {
-        self.closing.store(true, Ordering::Release);
-        self.token.cancel();
+    /// Moves to `phase`, then wakes every connection waiting for it, so a woken one finds it.
+    fn begin(&self, phase: Phase) {
+        self.phase.fetch_max(phase as u8, Ordering::Release);
+        match phase {
+            Phase::Draining => self.draining.cancel(),
+            Phase::Aborting => self.aborting.cancel(),
+        }
     }
 
-    fn has_begun(&self) -> bool {
-        self.closing.load(Ordering::Acquire)
+    fn has_reached(&self, phase: Phase) -> bool {
+        self.phase.load(Ordering::Acquire) >= phase as u8
     }
-}
 
-/// Completes once the server starts closing. A cancellation future re-registers its waker under
-/// a lock at every poll, and a connection's task is polled for every read and write; this one
-/// registers again only when the task's waker changes, and otherwise reads one flag.
-struct Closing<'a> {
-    shutdown: &'a Shutdown,
-    cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>,
-    registered: Option<std::task::Waker>,
-}
-
-impl<'a> Closing<'a> {
-    fn new(shutdown: &'a Shutdown) -> Self {
-        Self {
-            shutdown,
-            cancelled: Box::pin(shutdown.token.cancelled()),
-            registered: None,
+    fn token(&self, phase: Phase) -> &CancellationToken {
+        match phase {
+            Phase::Draining => &self.draining,
+            Phase::Aborting => &self.aborting,
         }
     }
 }
 
-impl Future for Closing<'_> {
-    type Output = ();
+/// Why a connection stops being served as usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    Drain,
+    Abort,
+    /// The watchdog or a cap closed it.
+    Verdict,
+}
 
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        if self.shutdown.has_begun() {
-            return std::task::Poll::Ready(());
+/// Completes once the server reaches a phase or the connection is given a verdict. A
+/// cancellation future re-registers its waker under a lock at every poll, and a connection's
+/// task is polled for every read and write; this one registers again only when the task's
+/// waker changes, and otherwise reads two numbers.
+struct Watched<'a> {
+    server: &'a Shutdown,
+    phase: Phase,
+    tracked: &'a Tracked,
+    cancelled: Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>,
+    registered: Option<std::task::Waker>,
+}
+
+impl<'a> Watched<'a> {
+    fn new(server: &'a Shutdown, phase: Phase, tracked: &'a Tracked) -> Self {
+        Self {
+            server,
+            phase,
+            tracked,
+            cancelled: Box::pin(server.token(phase).cancelled()),
+            registered: None,
+        }
+    }
+
+    fn interrupt(&self) -> Option<Interrupt> {
+        if self.tracked.verdict() != Verdict::Open {
+            return Some(Interrupt::Verdict);
+        }
+        self.server
+            .has_reached(self.phase)
+            .then_some(match self.phase {
+                Phase::Aborting => Interrupt::Abort,
+                Phase::Draining => Interrupt::Drain,
+            })
+    }
+}
+
+impl Future for Watched<'_> {
+    type Output = Interrupt;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Interrupt> {
+        if let Some(interrupt) = self.interrupt() {
+            return Poll::Ready(interrupt);
         }
         let current = self
             .registered
             .as_ref()
             .is_some_and(|waker| waker.will_wake(cx.waker()));
         if current {
-            return std::task::Poll::Pending;
+            return Poll::Pending;
         }
-        let polled = self.cancelled.as_mut().poll(cx);
+        self.tracked.register(cx.waker());
+        let _ = self.cancelled.as_mut().poll(cx);
         self.registered = Some(cx.waker().clone());
-        polled
+        // Looked at again after registering, so a verdict or phase set meanwhile is not missed.
+        match self.interrupt() {
+            Some(interrupt) => Poll::Ready(interrupt),
+            None => Poll::Pending,
+        }
     }
 }
 
@@ -222,19 +499,4 @@ pub(crate) fn set_nodelay(stream: &TcpStream) {
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%error, "could not set TCP_NODELAY");
     }
-}
-
-/// A failed accept: a connection that died before it was accepted is skipped; anything else
-/// (such as running out of file descriptors) is logged and waited out, as hyper's own server
-/// did, instead of spinning.
-async fn survive_accept_error(error: std::io::Error) {
-    use std::io::ErrorKind;
-    if matches!(
-        error.kind(),
-        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
-    ) {
-        return;
-    }
-    tracing::error!(%error, "accept failed; retrying in a second");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }

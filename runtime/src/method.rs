@@ -97,7 +97,8 @@ pub trait RpcNotification {
 pub enum DispatchError {
     #[error("method not found")]
     UnknownMethod,
-    #[error("invalid params for {method}: {source}")]
+    /// The decoder's reason repeats the caller's input, so it is quoted.
+    #[error("invalid params for {method}: {}", crate::quote::quote(source))]
     InvalidParams {
         method: &'static str,
         #[source]
@@ -384,6 +385,35 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+
+    #[test]
+    fn invalid_params_quote_the_decoders_reason_bounded_and_name_the_method_once() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        enum Kind {
+            Small,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Params {
+            kind: Kind,
+        }
+        let value = "v".repeat(100);
+        let params = raw(&format!(r#"{{"kind":"{value}"}}"#));
+        let error = decode_params::<Params>("tools/call", Some(&params)).unwrap_err();
+        let text = error.to_string();
+        assert!(!text.contains(&value), "{text}");
+        assert_eq!(text.matches("tools/call").count(), 1, "{text}");
+        let quoted = text
+            .strip_prefix("invalid params for tools/call: `")
+            .and_then(|rest| rest.strip_suffix('`'))
+            .unwrap_or_else(|| panic!("not quoted: {text}"));
+        assert!(quoted.len() <= crate::quote::MAX_QUOTED_BYTES, "{quoted}");
+        assert_eq!(
+            error.to_error_object().message,
+            "invalid params for tools/call"
+        );
+    }
     use crate::jsonrpc::{DecodeLimits, Message, Response, decode_message};
     use crate::peer::{Conversation, Route};
 
@@ -444,7 +474,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_peer_carries_a_client_call_and_its_answer_and_a_rejection_stays_typed() {
-        let (sender, mut sent) = mpsc::unbounded_channel();
+        let (sender, mut sent) = mpsc::channel(16);
         let conversation = Arc::new(Conversation::new());
         let peer = Peer::new(
             Route::Lines(sender),
@@ -488,7 +518,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_peer_sends_a_client_notification_on_its_stream() {
-        let (sender, mut sent) = mpsc::unbounded_channel();
+        let (sender, mut sent) = mpsc::channel(16);
         let peer = Peer::new(Route::Lines(sender), None, Duration::from_secs(1), None);
         let params = encode_params("n", &Named { name: "a".into() }).unwrap();
         RpcClient::notify(&peer, "notifications/message", params)

@@ -5,7 +5,7 @@
 //! [`CancelConvention`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ pub enum PeerError {
     Unserializable,
     #[error("the peer answered with an error: {0}")]
     Rejected(ErrorObject),
+    #[error("the peer is not reading: the queue of messages to it is full")]
+    Backlogged,
 }
 
 /// Where outbound messages go.
@@ -61,8 +63,8 @@ pub enum PeerError {
 pub(crate) enum Route {
     /// An SSE stream's tail (a request's stream or the session's standalone stream).
     Tail(Arc<dyn EventStream>),
-    /// A line-oriented writer (stdio).
-    Lines(mpsc::UnboundedSender<Bytes>),
+    /// A line-oriented writer (stdio), through its bounded queue.
+    Lines(mpsc::Sender<Bytes>),
     /// Nowhere: a stateless request answered as plain JSON.
     Nowhere,
 }
@@ -74,7 +76,10 @@ impl Route {
                 .publish(bytes)
                 .map(|_| ())
                 .map_err(|_| PeerError::Closed),
-            Self::Lines(lines) => lines.send(bytes).map_err(|_| PeerError::Closed),
+            Self::Lines(lines) => lines.try_send(bytes).map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => PeerError::Backlogged,
+                mpsc::error::TrySendError::Closed(_) => PeerError::Closed,
+            }),
             Self::Nowhere => Err(PeerError::NoStream),
         }
     }
@@ -89,6 +94,9 @@ pub struct Conversation {
     awaiting: Mutex<HashMap<RequestId, AnswerSender>>,
     running: Mutex<HashMap<RequestId, CancellationToken>>,
     next_id: AtomicI64,
+    /// Work whose answers are still owed on the conversation's own stream (held by
+    /// [`Conversation::hold`]).
+    owed: AtomicUsize,
 }
 
 impl Conversation {
@@ -136,6 +144,18 @@ impl Conversation {
         token.map(|token| token.cancel()).is_some()
     }
 
+    /// Marks work whose answers travel on the conversation's own stream as owed until the
+    /// returned hold is dropped, so that stream outlives a drain until they are written.
+    pub(crate) fn hold(self: &Arc<Self>) -> OwedWork {
+        self.owed.fetch_add(1, Ordering::AcqRel);
+        OwedWork(Arc::clone(self))
+    }
+
+    /// Whether answers are still owed on the conversation's own stream.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.owed.load(Ordering::Acquire) > 0
+    }
+
     /// Fails every call awaiting the peer's answer (the peer can no longer send one).
     pub fn fail_awaiting(&self) {
         if let Ok(mut awaiting) = self.awaiting.lock() {
@@ -172,6 +192,16 @@ impl Conversation {
             .ok()
             .and_then(|mut awaiting| awaiting.remove(id))
             .is_some()
+    }
+}
+
+/// Work owed on a conversation's own stream; dropping it marks the work done.
+#[derive(Debug)]
+pub(crate) struct OwedWork(Arc<Conversation>);
+
+impl Drop for OwedWork {
+    fn drop(&mut self) {
+        self.0.owed.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -403,8 +433,8 @@ mod tests {
         reply: CancelReply::Nothing,
     };
 
-    fn lines_peer() -> (Peer, Arc<Conversation>, mpsc::UnboundedReceiver<Bytes>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    fn lines_peer() -> (Peer, Arc<Conversation>, mpsc::Receiver<Bytes>) {
+        let (sender, receiver) = mpsc::channel(16);
         let conversation = Arc::new(Conversation::new());
         let peer = Peer::new(
             Route::Lines(sender),

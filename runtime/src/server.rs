@@ -1,8 +1,14 @@
 //! Composition: several protocols mounted at their own paths in one server, hardened once as a
 //! whole, returned as an axum `Router` a user can nest into their own app — or served on a
 //! listener the server owns ([`crate::listen`]: the `Host`/`Origin` defaults pinned to the
-//! address actually bound, mounted transports dispatched to directly, graceful shutdown that
-//! stops accepting, lets in-flight requests finish and ends every stream cleanly).
+//! address actually bound, mounted transports dispatched to directly, the connection caps and
+//! timeouts of [`ListenerConfig`], and a drain on SIGTERM or SIGINT that stops accepting, lets
+//! in-flight requests and answer streams finish until the drain deadline, then ends every
+//! stream telling its client to retry).
+//!
+//! Two tokens tie streams to the drain: [`ServerBuilder::drain_token`] fires when it begins
+//! (streams that carry no answer end), [`ServerBuilder::shutdown_token`] at its deadline (every
+//! stream still open ends).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,11 +19,15 @@ use axum::serve::{ListenerExt, TapIo};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+pub use crate::connections::{
+    DEFAULT_DRAIN_DEADLINE, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS_PER_PEER, ListenerConfig, MAX_DEFAULT_CONNECTIONS,
+};
 use crate::handler::RequestHandler;
 use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
 use crate::legacy::LegacySse;
-use crate::listen::{App, DirectMount, DirectRoute};
+use crate::listen::{App, DirectMount, DirectRoute, Lifecycle};
 use crate::session::SessionStore;
 use crate::tail::EventStore;
 
@@ -83,6 +93,8 @@ pub struct ServerBuilder {
     routes: Router,
     mounts: Vec<Mount>,
     hardening: HardeningConfig,
+    listener: ListenerConfig,
+    drain: CancellationToken,
     shutdown: CancellationToken,
 }
 
@@ -98,8 +110,18 @@ impl ServerBuilder {
             routes: Router::new(),
             mounts: Vec::new(),
             hardening: HardeningConfig::default(),
+            listener: ListenerConfig::default(),
+            drain: CancellationToken::new(),
             shutdown: CancellationToken::new(),
         }
+    }
+
+    /// How a listener this server owns treats connections and how long it drains (see
+    /// [`ListenerConfig`] for each default).
+    #[must_use]
+    pub fn listener(mut self, config: ListenerConfig) -> Self {
+        self.listener = config;
+        self
     }
 
     /// The hardening every mounted route runs behind.
@@ -172,14 +194,22 @@ impl ServerBuilder {
         self
     }
 
-    /// The token [`Server::shutdown`] fires, for routes mounted with [`Self::routes`] whose
-    /// streams must also end at shutdown (a protocol's own transport or streaming binding).
+    /// The token fired at the drain deadline (and by [`Server::shutdown`]), for routes mounted
+    /// with [`Self::routes`] whose streams must end then: a protocol's own answer streams,
+    /// which finish during the drain and end here, telling their clients to retry.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
 
-    /// Ties a transport's streams to this server's shutdown.
+    /// The token fired when the drain begins, for routes mounted with [`Self::routes`] whose
+    /// streams carry no answer still owed and so end at once (a session's own stream).
+    pub fn drain_token(&self) -> CancellationToken {
+        self.drain.clone()
+    }
+
+    /// Ties a transport's streams to this server's drain.
     fn owned(&self, mut config: HttpConfig) -> HttpConfig {
+        config.drain = self.drain.clone();
         config.shutdown = self.shutdown.clone();
         config
     }
@@ -195,6 +225,8 @@ impl ServerBuilder {
             routes: self.routes,
             mounts: self.mounts,
             hardening: self.hardening,
+            listener: self.listener,
+            drain: self.drain,
             shutdown: self.shutdown,
         })
     }
@@ -210,6 +242,8 @@ pub struct Server {
     routes: Router,
     mounts: Vec<Mount>,
     hardening: HardeningConfig,
+    listener: ListenerConfig,
+    drain: CancellationToken,
     shutdown: CancellationToken,
 }
 
@@ -223,34 +257,46 @@ impl Server {
         self.router.clone()
     }
 
-    /// Fires to end every stream (also fired by the serving methods on shutdown).
+    /// Fires at the drain deadline, or when [`Self::shutdown`] is called: every stream still
+    /// open ends.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
 
-    /// Ends every open stream now.
+    /// Fires when a drain begins: streams that owe no answer end.
+    pub fn drain_token(&self) -> CancellationToken {
+        self.drain.clone()
+    }
+
+    /// Ends every open stream now; a server serving its own listener stops at once.
     pub fn shutdown(&self) {
+        self.drain.cancel();
         self.shutdown.cancel();
     }
 
-    /// Binds `address` and serves until Ctrl-C. The hardening's `Host`/`Origin` defaults follow
-    /// the address bound (see [`Self::serve_until`]).
+    /// Binds `address` and serves until SIGTERM or SIGINT (Ctrl-C elsewhere than Unix), then
+    /// drains (see [`Self::serve_until`]); a second signal ends the drain at once. The
+    /// hardening's `Host`/`Origin` defaults follow the address bound.
     ///
     /// # Errors
-    /// Binding or serving failed.
+    /// Binding or serving failed, or the signals cannot be listened for.
     pub async fn serve(self, address: SocketAddr) -> std::io::Result<()> {
+        let signals = Termination::listen()?;
         let listener = TcpListener::bind(address).await?;
-        self.serve_until(listener, async {
-            if let Err(error) = tokio::signal::ctrl_c().await {
-                tracing::warn!(%error, "cannot listen for Ctrl-C; serving until the process ends");
-                std::future::pending::<()>().await;
-            }
-        })
-        .await
+        let (first, second) = (CancellationToken::new(), CancellationToken::new());
+        let relay = tokio::spawn(signals.relay(first.clone(), second.clone()));
+        let served = self
+            .serve_with(listener, first.cancelled_owned(), second.cancelled_owned())
+            .await;
+        relay.abort();
+        served
     }
 
-    /// Serves on `listener` until `signal` completes, then shuts down gracefully: no new
-    /// connections, in-flight requests finish, streams end.
+    /// Serves on `listener` until `signal` completes, then drains: no new connection is
+    /// accepted, in-flight requests finish and answer streams write their answers, for at most
+    /// the drain deadline ([`ListenerConfig::drain_deadline`]); at the deadline every stream
+    /// still open ends with a `retry` field, so its client resumes elsewhere. Returns once
+    /// every connection has closed.
     ///
     /// The listener's address is the hardening's bind address (overriding any configured one):
     /// on loopback the default `Host` and `Origin` allow-lists name its port. Each connection's
@@ -263,6 +309,17 @@ impl Server {
         listener: TcpListener,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.serve_with(listener, signal, std::future::pending())
+            .await
+    }
+
+    /// [`Self::serve_until`], with a second signal that ends the drain at once.
+    async fn serve_with(
+        self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()>,
+        force: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
         let address = listener.local_addr()?;
         let hardening = self
             .hardened_for(address)
@@ -273,18 +330,74 @@ impl Server {
             direct: direct_mounts(&hardening, &self.mounts),
             router,
         };
-        let shutdown = self.shutdown.clone();
+        let lifecycle = Lifecycle {
+            config: self.listener,
+            drain: self.drain,
+            shutdown: self.shutdown.clone(),
+            refusal: hardening.connection_refusal(),
+        };
+        let shutdown = self.shutdown;
         tracing::info!(%address, "serving");
-        crate::listen::serve(listener, app, async move {
+        let stop = async move {
             tokio::select! {
                 () = signal => {}
                 () = shutdown.cancelled() => {}
             }
-            shutdown.cancel();
-            tracing::info!("shutting down");
-        })
-        .await;
+            tracing::info!("stop signal received");
+        };
+        crate::listen::serve(listener, app, lifecycle, stop, force).await;
         Ok(())
+    }
+}
+
+/// The signals that stop a server: SIGTERM (what container runtimes and process managers send)
+/// and SIGINT alike, listened for from before the listener is bound.
+struct Termination {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Termination {
+    #[cfg(unix)]
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn listen() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    /// The next signal of either kind.
+    #[cfg(unix)]
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => tracing::info!("SIGTERM"),
+            _ = self.interrupt.recv() => tracing::info!("SIGINT"),
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C; serving until the process ends");
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Fires `first` at the first signal and `second` at the next.
+    async fn relay(mut self, first: CancellationToken, second: CancellationToken) {
+        self.next().await;
+        first.cancel();
+        self.next().await;
+        tracing::info!("a second signal: ending the drain now");
+        second.cancel();
     }
 }
 

@@ -4,6 +4,12 @@
 //! on the session's own stream (notifications not tied to a request) are written as lines too,
 //! as they come. Nothing but JSON-RPC is ever written to the writer; logs belong on stderr. EOF
 //! on the reader ends the conversation cleanly.
+//!
+//! Both directions are bounded ([`StdioConfig`]): past `max_in_flight` requests running, a new
+//! request is answered at once with the overloaded error (-32013) instead of being run; the
+//! queue of lines to write holds `outbound_capacity`, past which the reader waits for the
+//! writer (the peer is not reading) and a handler's own message fails with
+//! [`PeerError::Backlogged`](crate::peer::PeerError::Backlogged).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +25,7 @@ use tracing::Instrument;
 
 use crate::dispatch::{Scope, answer_request, serve_message, take_notification, take_response};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, RequestHandler, RequestMeta};
+use crate::hardening::Refusal;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, ErrorObject, InvalidMessage, Message, Payload, Response,
     batch_to_bytes, decode,
@@ -30,6 +37,11 @@ use crate::tail::{
     EventCursor, EventReader, EventStore, EventStream, EventTail, ResumeError, Start, StreamClosed,
 };
 
+/// Requests running at once over stdio before a new one is answered as overloaded.
+pub const DEFAULT_STDIO_MAX_IN_FLIGHT: usize = 256;
+/// Lines waiting to be written before the reader waits for the writer.
+pub const DEFAULT_STDIO_OUTBOUND_CAPACITY: usize = 1024;
+
 /// How the stdio transport bounds its input and waits on its peer.
 #[derive(Debug, Clone, Copy)]
 pub struct StdioConfig {
@@ -37,6 +49,12 @@ pub struct StdioConfig {
     pub peer_timeout: Duration,
     /// After EOF, how long requests still running may take to answer before they are dropped.
     pub drain_grace: Duration,
+    /// Requests (and batches) running at once; one more is answered with the overloaded
+    /// error (-32013) at once, and a notification past it is not run.
+    pub max_in_flight: usize,
+    /// Lines queued for the writer; when it is full the reader waits (the peer is not
+    /// reading what it is sent), and a handler's own message fails as backlogged.
+    pub outbound_capacity: usize,
 }
 
 impl Default for StdioConfig {
@@ -45,6 +63,8 @@ impl Default for StdioConfig {
             limits: DecodeLimits::default(),
             peer_timeout: DEFAULT_PEER_TIMEOUT,
             drain_grace: Duration::from_secs(1),
+            max_in_flight: DEFAULT_STDIO_MAX_IN_FLIGHT,
+            outbound_capacity: DEFAULT_STDIO_OUTBOUND_CAPACITY,
         }
     }
 }
@@ -88,7 +108,8 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let (outbound, queued) = mpsc::unbounded_channel::<Bytes>();
+    crate::panic_boundary::install();
+    let (outbound, queued) = mpsc::channel::<Bytes>(config.outbound_capacity.max(1));
     let finished = CancellationToken::new();
     let session = Arc::new(Session::with_events(
         SessionId::random(),
@@ -126,7 +147,7 @@ where
 async fn read_until_eof<H, R>(
     handler: &H,
     reader: R,
-    outbound: &mpsc::UnboundedSender<Bytes>,
+    outbound: &mpsc::Sender<Bytes>,
     scope: Scope<H::Session>,
     config: &StdioConfig,
 ) -> std::io::Result<()>
@@ -140,19 +161,24 @@ where
         tokio::select! {
             line = lines.next_line() => {
                 let Some(line) = line? else { break };
+                let room = if in_flight.len() < config.max_in_flight {
+                    Room::Available
+                } else {
+                    Room::Full
+                };
                 let work = match line {
-                    Line::Complete(bytes) => serve_line(handler, &bytes, &scope, &config.limits),
+                    Line::Complete(bytes) => serve_line(handler, &bytes, &scope, &config.limits, room),
                     Line::TooLong => Work::Answer(DecodeError::TooLarge { limit: config.limits.max_bytes }.to_response()),
                 };
                 match work {
                     Work::Nothing => {}
-                    Work::Answer(response) => send(outbound, Message::Response(response).to_bytes()),
+                    Work::Answer(response) => send(outbound, Message::Response(response).to_bytes()).await,
                     Work::Run(future) => in_flight.push(future),
                 }
             }
             Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
                 if let Some(bytes) = answer {
-                    send(outbound, bytes);
+                    send(outbound, bytes).await;
                 }
             }
         }
@@ -165,7 +191,7 @@ where
     let drained = tokio::time::timeout(config.drain_grace, async {
         while let Some(answer) = in_flight.next().await {
             if let Some(bytes) = answer {
-                send(outbound, bytes);
+                send(outbound, bytes).await;
             }
         }
     })
@@ -186,17 +212,36 @@ enum Work<F> {
     Run(F),
 }
 
+/// Whether another request may run now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Room {
+    Available,
+    Full,
+}
+
+/// The answer to a request (or batch) past the in-flight bound: the overloaded refusal's code
+/// and message, as HTTP answers it with 503.
+fn overloaded(id: Option<crate::jsonrpc::RequestId>) -> Response {
+    let refusal = Refusal::Overloaded;
+    Response::error(id, ErrorObject::new(refusal.code(), refusal.message()))
+}
+
 fn serve_line<'a, H: RequestHandler>(
     handler: &'a H,
     line: &[u8],
     scope: &Scope<H::Session>,
     limits: &DecodeLimits,
+    room: Room,
 ) -> Work<impl Future<Output = Option<Bytes>> + Send + 'a> {
     match decode(line, limits) {
         Err(error) => Work::Answer(error.to_response()),
         Ok(Payload::Single(Message::Response(response))) => {
             take_response(scope.conversation.as_deref(), response);
             Work::Nothing
+        }
+        Ok(Payload::Single(Message::Request(request))) if room == Room::Full => {
+            tracing::warn!("a request past the in-flight bound was answered as overloaded");
+            Work::Answer(overloaded(Some(request.id)))
         }
         Ok(Payload::Single(Message::Request(request))) => {
             let scope = scope.clone();
@@ -206,12 +251,22 @@ fn serve_line<'a, H: RequestHandler>(
                     .map(|response| Message::Response(response).to_bytes())
             })))
         }
+        Ok(Payload::Single(Message::Notification(notification))) if room == Room::Full => {
+            // A cancellation still applies; the handler is not run.
+            drop(take_notification(handler, notification, scope.clone()));
+            tracing::warn!("a notification past the in-flight bound was not run");
+            Work::Nothing
+        }
         Ok(Payload::Single(Message::Notification(notification))) => {
             let scope = scope.clone();
             Work::Run(Either::Left(Either::Right(async move {
                 take_notification(handler, notification, scope).await;
                 None
             })))
+        }
+        Ok(Payload::Batch(_)) if room == Room::Full => {
+            tracing::warn!("a batch past the in-flight bound was answered as overloaded");
+            Work::Answer(overloaded(None))
         }
         Ok(Payload::Batch(entries)) => {
             let state = scope.session.as_deref().map(Session::state);
@@ -251,8 +306,9 @@ async fn serve_batch<H: RequestHandler>(
     (!answers.is_empty()).then(|| batch_to_bytes(&answers))
 }
 
-fn send(outbound: &mpsc::UnboundedSender<Bytes>, bytes: Bytes) {
-    if outbound.send(bytes).is_err() {
+/// Queues an answer for the writer, waiting while the queue is full.
+async fn send(outbound: &mpsc::Sender<Bytes>, bytes: Bytes) {
+    if outbound.send(bytes).await.is_err() {
         tracing::debug!("the writer has stopped; an answer was dropped");
     }
 }
@@ -261,7 +317,7 @@ fn send(outbound: &mpsc::UnboundedSender<Bytes>, bytes: Bytes) {
 /// `finished`, writes what is already queued and stops.
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut queued: mpsc::UnboundedReceiver<Bytes>,
+    mut queued: mpsc::Receiver<Bytes>,
     finished: &CancellationToken,
 ) -> std::io::Result<()> {
     loop {
@@ -296,7 +352,7 @@ struct LineEvents {
 }
 
 impl LineEvents {
-    fn new(lines: mpsc::UnboundedSender<Bytes>) -> Self {
+    fn new(lines: mpsc::Sender<Bytes>) -> Self {
         Self {
             standalone: Arc::new(LineStream {
                 lines,
@@ -332,7 +388,7 @@ impl EventStore for LineEvents {
 /// The session's standalone stream over stdio: published events become lines on the writer.
 #[derive(Debug)]
 struct LineStream {
-    lines: mpsc::UnboundedSender<Bytes>,
+    lines: mpsc::Sender<Bytes>,
     published: AtomicU64,
     closed: AtomicBool,
 }
@@ -346,7 +402,8 @@ impl EventStream for LineStream {
         if self.closed.load(Ordering::Acquire) {
             return Err(StreamClosed);
         }
-        self.lines.send(payload).map_err(|_| StreamClosed)?;
+        // A full queue (the peer is not reading) refuses the event rather than growing.
+        self.lines.try_send(payload).map_err(|_| StreamClosed)?;
         let sequence = self.published.fetch_add(1, Ordering::Relaxed) + 1;
         Ok(EventCursor {
             stream: 0,
@@ -502,7 +559,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_session_stream_refuses_events_once_the_conversation_ended() {
-        let (sender, mut lines) = mpsc::unbounded_channel();
+        let (sender, mut lines) = mpsc::channel(4);
         let events = LineEvents::new(sender);
         let session = SessionId::random();
         let stream = events.standalone(&session);

@@ -1,11 +1,13 @@
 //! An SSE response body read from an event tail: each published message becomes one event
 //! (with its resumable id, or named for the legacy transport), idle periods carry keep-alive
 //! comments, and the stream ends cleanly when its tail closes, its session ends, the server
-//! shuts down, or the connection is cut for SSE polling (the configured window passed or the
-//! handler released it), after telling the client when to reconnect.
+//! drains (each stream by its [`Drain`] rule) or passes its drain deadline, or the connection
+//! is cut for SSE polling (the configured window passed or the handler released it) — after
+//! telling the client when to reconnect, whenever the stream ends before its tail does.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -19,7 +21,14 @@ use crate::hardening::response_headers;
 use crate::sse::{EventName, encode_event, encode_retry, keep_alive};
 use tracing::Instrument;
 
+use crate::peer::Conversation;
 use crate::tail::{EventReader, Next};
+
+/// The reconnection delay a stream the server ends announces when none is configured.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// How often a stream that waits for its conversation's work to finish looks again.
+const WORK_RECHECK: Duration = Duration::from_millis(50);
 
 /// How an SSE response behaves over time.
 #[derive(Debug, Clone, Default)]
@@ -30,9 +39,14 @@ pub struct StreamPolicy {
     pub close_after: Option<Duration>,
     /// The reconnection delay announced to the client.
     pub retry: Option<Duration>,
-    /// Whether a stream opens with an event carrying its cursor and no data, so a client can
-    /// resume even before the first message.
-    pub prime: bool,
+}
+
+/// Whether a stream opens with an event carrying its cursor and no data, so a client can
+/// resume even before the first message; the protocol decides (`RequestHandler::primes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priming {
+    Primed,
+    Unprimed,
 }
 
 /// How each message is framed.
@@ -45,10 +59,34 @@ pub(crate) enum Framing {
 }
 
 /// What ends a stream besides its tail closing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Stops {
     pub(crate) session: Option<CancellationToken>,
+    /// What the stream does when the server starts draining.
+    pub(crate) drain: Drain,
+    /// Fired at the drain deadline: the stream ends at once, telling its client to retry.
     pub(crate) shutdown: Option<CancellationToken>,
+}
+
+/// How a stream behaves while the server drains.
+#[derive(Debug, Clone)]
+pub(crate) enum Drain {
+    /// It carries a request's answer: it goes on until its tail closes (or the deadline).
+    Finish,
+    /// It owes no answer: it ends, with a `retry`, when this token fires.
+    End(CancellationToken),
+    /// It carries the answers of its conversation's work (the legacy transport's stream):
+    /// once this token fires it ends, with a `retry`, as soon as that work is done and read.
+    AfterWork(CancellationToken, Arc<Conversation>),
+}
+
+impl Drain {
+    fn token(&self) -> Option<CancellationToken> {
+        match self {
+            Self::Finish => None,
+            Self::End(token) | Self::AfterWork(token, _) => Some(token.clone()),
+        }
+    }
 }
 
 struct StreamState {
@@ -60,6 +98,8 @@ struct StreamState {
     next_keep_alive: Option<Instant>,
     close_at: Option<Instant>,
     retry: Option<Duration>,
+    /// Whether the drain has begun for a stream that ends after its conversation's work.
+    draining: bool,
     done: bool,
     /// The span of the request that opened the stream: the body is polled long after the
     /// handler returned, and its logs still belong to that request and session.
@@ -74,9 +114,10 @@ pub(crate) fn sse_response(
     framing: Framing,
     stops: Stops,
     policy: &StreamPolicy,
+    priming: Priming,
 ) -> Response {
     let mut prelude: VecDeque<Bytes> = prelude.into();
-    if policy.prime && matches!(framing, Framing::Resumable) {
+    if priming == Priming::Primed && matches!(framing, Framing::Resumable) {
         let mut out = BytesMut::new();
         if let Some(retry) = policy.retry {
             encode_retry(&mut out, retry);
@@ -94,6 +135,7 @@ pub(crate) fn sse_response(
         next_keep_alive: policy.keep_alive.map(|every| now + every),
         close_at: policy.close_after.map(|after| now + after),
         retry: policy.retry,
+        draining: false,
         done: false,
         span: tracing::Span::current(),
     };
@@ -140,14 +182,26 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
             Next::Superseded => return finished("another reader took the stream over"),
             Next::Idle => {}
         }
+        if state.draining && work_done(&state.stops.drain) {
+            return last_words(state, "the server is draining and the work is done");
+        }
         let keep_alive_at = state.next_keep_alive;
         let close_at = state.close_at;
         let session = state.stops.session.clone();
+        let drain = state.stops.drain.token().filter(|_| !state.draining);
+        let recheck = state.draining.then(|| Instant::now() + WORK_RECHECK);
         let shutdown = state.stops.shutdown.clone();
         tokio::select! {
             () = state.subscription.changed() => {}
             () = cancelled(session) => return finished("the session ended"),
-            () = cancelled(shutdown) => return finished("the server is shutting down"),
+            () = cancelled(drain) => match state.stops.drain {
+                Drain::AfterWork(..) => state.draining = true,
+                Drain::Finish | Drain::End(_) => {
+                    return last_words(state, "the server is draining");
+                }
+            },
+            () = sleep_until(recheck) => {}
+            () = cancelled(shutdown) => return last_words(state, "the drain deadline passed"),
             () = sleep_until(keep_alive_at) => {
                 state.next_keep_alive = state.keep_alive.map(|every| Instant::now() + every);
                 return Some((Ok(keep_alive()), state));
@@ -155,11 +209,31 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
             () = sleep_until(close_at) => {
                 state.done = true;
                 let mut out = BytesMut::new();
-                encode_retry(&mut out, state.retry.unwrap_or(Duration::from_secs(1)));
+                encode_retry(&mut out, state.retry.unwrap_or(DEFAULT_RETRY));
                 return Some((Ok(out.freeze()), state));
             }
         }
     }
+}
+
+/// Whether a stream waiting for its conversation's work may end: none is running.
+fn work_done(drain: &Drain) -> bool {
+    match drain {
+        Drain::AfterWork(_, conversation) => !conversation.is_busy(),
+        Drain::Finish | Drain::End(_) => true,
+    }
+}
+
+/// The last chunk of a stream the server ends before its tail did: when to reconnect.
+fn last_words(
+    mut state: StreamState,
+    reason: &'static str,
+) -> Option<(Result<Bytes, Infallible>, StreamState)> {
+    tracing::debug!(reason, "stream ended");
+    state.done = true;
+    let mut out = BytesMut::new();
+    encode_retry(&mut out, state.retry.unwrap_or(DEFAULT_RETRY));
+    Some((Ok(out.freeze()), state))
 }
 
 /// Ends the body (a clean end: the final chunk goes out) and says why.

@@ -19,6 +19,7 @@ use protocols_runtime::http::{HttpConfig, ResponseMode, router};
 use protocols_runtime::jsonrpc::{ErrorObject, Message, Notification, Request};
 use protocols_runtime::tail::EventCursor;
 use protocols_runtime::{Context, Profile, Reply, RequestHandler, Unsessioned};
+use protocols_testkit::{RawConnection, raw_request};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::net::TcpListener;
@@ -197,6 +198,8 @@ struct Case {
     session: SessionHeader,
     credential: Credential,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// Sent as further lines of a header already present.
+    repeated: Vec<(HeaderName, HeaderValue)>,
     drop_headers: Vec<HeaderName>,
     body: Payload,
     status: StatusCode,
@@ -213,6 +216,7 @@ impl Case {
             session: SessionHeader::Live,
             credential: Credential::Good,
             headers: Vec::new(),
+            repeated: Vec::new(),
             drop_headers: Vec::new(),
             body: Payload::Static(body),
             status: StatusCode::OK,
@@ -251,6 +255,13 @@ impl Case {
 
     fn header(mut self, name: HeaderName, value: impl AsRef<[u8]>) -> Self {
         self.headers
+            .push((name, HeaderValue::from_bytes(value.as_ref()).unwrap()));
+        self
+    }
+
+    /// Adds another line of header `name`, after the one the case already sends.
+    fn again(mut self, name: HeaderName, value: impl AsRef<[u8]>) -> Self {
+        self.repeated
             .push((name, HeaderValue::from_bytes(value.as_ref()).unwrap()));
         self
     }
@@ -441,6 +452,18 @@ fn table() -> Vec<Case> {
             .with_method(Method::DELETE)
             .session(SessionHeader::Deleted)
             .refused(S::NOT_FOUND, -32005),
+        // One request naming two sessions is ambiguous, whichever of them is live.
+        Case::post("two_session_id_lines", ECHO)
+            .again(SESSION, b"0123456789abcdef")
+            .refused(bad, -32600)
+            .echoing(7.into()),
+        Case::post("two_session_ids_in_one_line", ECHO)
+            .session(SessionHeader::Raw(b"0123456789abcdef,fedcba9876543210"))
+            .refused(bad, -32600)
+            .echoing(7.into()),
+        Case::get("get_naming_two_sessions")
+            .again(SESSION, b"0123456789abcdef")
+            .refused(bad, -32600),
         // Origin and Host
         Case::post("foreign_origin", PING)
             .header(header::ORIGIN, b"https://evil.example")
@@ -460,6 +483,15 @@ fn table() -> Vec<Case> {
         Case::post("loopback_host_on_another_port", PING)
             .header(header::HOST, b"127.0.0.1:1")
             .refused(S::MISDIRECTED_REQUEST, -32004),
+        // A repeated Host or Origin is malformed whatever its values (RFC 9112 §3.2): refused
+        // with 400 before either is judged, even when the first one is allowed.
+        Case::post("repeated_host_good_then_foreign", PING)
+            .again(header::HOST, b"evil.example")
+            .refused(bad, -32600),
+        Case::post("repeated_origin_good_then_foreign", PING)
+            .header(header::ORIGIN, b"http://localhost")
+            .again(header::ORIGIN, b"https://evil.example")
+            .refused(bad, -32600),
         Case::get("metadata_with_foreign_host")
             .at("/.well-known/oauth-protected-resource/mcp")
             .header(header::HOST, b"evil.example")
@@ -617,6 +649,14 @@ async fn check(server: &Server, case: &Case) -> Result<(), String> {
     }
     for (name, value) in &case.headers {
         headers.insert(name, value.clone());
+    }
+    for (name, value) in &case.repeated {
+        if name == header::HOST && !headers.contains_key(header::HOST) {
+            // The client only adds its own Host when none is set: set it, then repeat it.
+            let host = HeaderValue::from_str(&server.address.to_string()).unwrap();
+            headers.insert(header::HOST, host);
+        }
+        headers.append(name, value.clone());
     }
     let response = server
         .client
@@ -804,4 +844,42 @@ async fn a_request_past_the_concurrency_limit_is_shed_with_503() {
     let body: Value = shed.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32013);
     slow.abort();
+}
+
+/// An absolute-form request for `/mcp` naming `authority`, with `Host: host`.
+fn absolute_form(authority: &str, host: &str) -> Vec<u8> {
+    raw_request(
+        &format!("POST http://{authority}/mcp HTTP/1.1"),
+        &[
+            &format!("host: {host}"),
+            &format!("authorization: Bearer {GOOD_TOKEN}"),
+            "content-type: application/json",
+            "accept: application/json",
+        ],
+        std::str::from_utf8(PING).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn an_absolute_form_target_is_judged_by_its_own_authority_not_by_host() {
+    let server = Server::start(|config| config).await;
+    let own = server.address.to_string();
+    let mut connection = RawConnection::open(server.address).await;
+    let foreign = connection
+        .exchange(&absolute_form("evil.example", &own))
+        .await;
+    assert_eq!(foreign.status, 421);
+    for name in &SECURITY_HEADERS {
+        assert!(foreign.header(name.as_str()).is_some(), "missing {name}");
+    }
+    let body = foreign.json();
+    assert_eq!(body["error"]["code"], -32004);
+    assert!(!String::from_utf8_lossy(&foreign.body).contains(MARKER));
+    // The target's authority replaces Host (RFC 9112 §3.2.2): a foreign Host is ignored.
+    let mut connection = RawConnection::open(server.address).await;
+    let own_target = connection
+        .exchange(&absolute_form(&own, "evil.example"))
+        .await;
+    assert_eq!(own_target.status, 200);
+    assert_eq!(own_target.json()["id"], 3);
 }

@@ -1,5 +1,7 @@
-//! The stdio transport over an in-memory duplex pipe: both directions, cancellation, bad input
-//! and a clean end on EOF.
+//! The stdio transport over an in-memory duplex pipe: both directions, cancellation, bad input,
+//! a clean end on EOF, the bounds on requests in flight and on lines queued for a peer that
+//! does not read, and a handler's panic answered with -32603 — in process, and over the real
+//! stdin/stdout of a child process that lives on.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -23,7 +25,13 @@ struct Peer {
 
 impl Peer {
     fn start(config: StdioConfig) -> Self {
-        let (client, server) = tokio::io::duplex(1 << 16);
+        Self::start_piped(config, 1 << 16)
+    }
+
+    /// A peer whose pipe holds only `pipe` bytes: a peer that does not read soon blocks the
+    /// server's writer.
+    fn start_piped(config: StdioConfig, pipe: usize) -> Self {
+        let (client, server) = tokio::io::duplex(pipe);
         let (server_read, server_write) = tokio::io::split(server);
         let (client_read, client_write) = tokio::io::split(client);
         let handler = TestProtocol::new();
@@ -201,4 +209,140 @@ async fn a_call_awaiting_the_client_fails_at_end_of_input_instead_of_hanging() {
     let answer = peer.receive().await;
     assert_eq!(answer["id"], 14);
     assert_eq!(answer["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn a_request_past_the_in_flight_bound_is_answered_as_overloaded_at_once() {
+    let config = StdioConfig {
+        max_in_flight: 2,
+        ..StdioConfig::default()
+    };
+    let mut peer = Peer::start(config);
+    peer.send_json(&request(20, "slow", json!({}))).await;
+    peer.send_json(&request(21, "slow", json!({}))).await;
+    peer.send_json(&request(22, "echo", json!({}))).await;
+    let refused = peer.receive().await;
+    assert_eq!(refused["id"], 22);
+    assert_eq!(refused["error"]["code"], -32013);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overloaded")
+    );
+    // Cancelling one frees its place: the next request runs.
+    peer.send_json(
+        &json!({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"requestId": 20}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    peer.send_json(&request(23, "echo", json!({"ran": true})))
+        .await;
+    let answered = peer.receive().await;
+    assert_eq!(answered["id"], 23);
+    assert_eq!(answered["result"]["ran"], true);
+}
+
+#[tokio::test]
+async fn a_peer_that_does_not_read_gets_a_bounded_queue_and_a_handler_a_backlogged_error() {
+    let config = StdioConfig {
+        outbound_capacity: 4,
+        ..StdioConfig::default()
+    };
+    // A pipe of a few hundred bytes: the writer blocks within a few lines.
+    let mut peer = Peer::start_piped(config, 256);
+    peer.send_json(&request(30, "notify-then-answer", json!({"count": 10_000})))
+        .await;
+    // Not reading, for long enough that every notification would have been queued.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut notifications = 0;
+    let answer = loop {
+        let message = peer.receive().await;
+        if message.get("id").is_some() {
+            break message;
+        }
+        notifications += 1;
+    };
+    assert_eq!(answer["id"], 30);
+    assert_eq!(
+        answer["error"]["code"], -32603,
+        "the handler's notify failed once the queue was full"
+    );
+    assert!(
+        notifications < 100,
+        "{notifications} notifications were queued"
+    );
+    peer.send_json(&request(31, "echo", json!({}))).await;
+    assert_eq!(peer.receive().await["id"], 31);
+}
+
+#[tokio::test]
+async fn a_panicking_handler_answers_an_internal_error_and_the_next_line_is_served() {
+    let mut peer = Peer::start(StdioConfig::default());
+    peer.send_json(&request(40, "panic", json!({}))).await;
+    let panicked = peer.receive().await;
+    assert_eq!(panicked["id"], 40);
+    assert_eq!(panicked["error"]["code"], -32603);
+    peer.send_json(&json!({"jsonrpc": "2.0", "method": "panic"}))
+        .await;
+    peer.send_json(&request(41, "echo", json!({"n": 41}))).await;
+    assert_eq!(peer.receive().await["result"]["n"], 41);
+}
+
+/// Not a test: the child of the stdio process test, serving its own stdin and stdout.
+#[tokio::test]
+#[ignore = "the child process of a stdio test, run by it"]
+async fn child_stdio_server() {
+    protocols_runtime::stdio::serve_stdio(&TestProtocol::new(), StdioConfig::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn over_a_real_process_a_panic_is_answered_and_the_process_lives_then_exits_0() {
+    use std::process::Stdio;
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_stdio_server",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "-q",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap()).lines();
+    // libtest writes its own lines to stdout too; the server's are the JSON ones.
+    let mut next_json = async || loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), output.next_line())
+            .await
+            .expect("a line in time")
+            .unwrap()
+            .expect("the child still writes");
+        if let Ok(value) = serde_json::from_str::<Value>(&line) {
+            return value;
+        }
+    };
+    for line in [
+        request(1, "panic", json!({})),
+        request(2, "echo", json!({"n": 2})),
+    ] {
+        input
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let first = next_json().await;
+    assert_eq!(first["id"], 1);
+    assert_eq!(first["error"]["code"], -32603);
+    assert_eq!(next_json().await["result"]["n"], 2);
+    drop(input);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
 }

@@ -512,11 +512,10 @@ async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
             keep_alive: None,
             close_after: Some(Duration::from_millis(150)),
             retry: Some(Duration::from_millis(50)),
-            prime: true,
         },
         ..HttpConfig::default()
     };
-    let server = serve_protocol(config).await;
+    let server = serve_handler(TestProtocol::new().priming(), config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
     // `ask-client` waits for the client, so the stream outlives the polling window.
@@ -714,4 +713,44 @@ async fn partial_results_stream_as_responses_with_the_request_id_before_the_fina
         assert_eq!(answer["result"]["part"], part);
     }
     assert!(events.next().await.is_none());
+}
+
+#[tokio::test]
+async fn an_answer_cut_right_after_its_priming_event_resumes_and_gets_the_answer() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let server = serve_handler(TestProtocol::new().priming(), config).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc.call(&session, 31, "sleep", json!({"ms": 300})).await;
+    let mut events = SseReader::new(response);
+    let priming = events.next().await.expect("the priming event first");
+    assert_eq!(priming.data(), "");
+    let cursor = priming.id().expect("the priming event carries an id").get();
+    // The connection is cut before the answer exists.
+    drop(events);
+    let resumed = rpc.event_stream(&session, Some(&cursor.to_string())).await;
+    assert_eq!(resumed.status(), 200);
+    let (_, answer) = SseReader::new(resumed)
+        .next_json()
+        .await
+        .expect("the answer after resuming");
+    assert_eq!(answer["id"], 31);
+    assert_eq!(answer["result"]["slept_ms"], 300);
+}
+
+#[tokio::test]
+async fn an_answer_opens_with_its_first_message_when_the_protocol_does_not_prime() {
+    let config = HttpConfig {
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let server = serve_protocol(config).await;
+    let rpc = Endpoint::of(&server);
+    let session = rpc.open().await;
+    let response = rpc.call(&session, 32, "echo", json!({"n": 32})).await;
+    let first = SseReader::new(response).next().await.expect("an event");
+    assert!(!first.data().is_empty(), "no priming event: {first:?}");
 }

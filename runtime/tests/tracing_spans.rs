@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use common::{Endpoint, SESSION_HEADER, request, serve_protocol};
 use protocols_runtime::http::HttpConfig;
+use protocols_runtime::quote;
+use protocols_runtime::quote::MAX_QUOTED_BYTES;
 use protocols_testkit::SseReader;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -30,19 +32,22 @@ struct SpanSeen {
     fields: BTreeMap<&'static str, String>,
 }
 
-/// One event: its message and the spans it ran in, innermost first.
+/// One event: its message, its other fields and the spans it ran in, innermost first.
 #[derive(Debug, Clone)]
 struct EventSeen {
     message: String,
+    fields: BTreeMap<&'static str, String>,
     spans: Vec<SpanSeen>,
 }
 
 impl EventSeen {
-    /// Whether the event ran inside a span called `name` whose `session` field is `session`.
+    /// Whether the event ran inside a span called `name` whose `session` field names
+    /// `session` (quoted, as the runtime logs a value the caller sent).
     fn inside(&self, name: &str, session: &str) -> bool {
-        self.spans.iter().any(|span| {
-            span.name == name && span.fields.get("session").map(String::as_str) == Some(session)
-        })
+        let quoted = quote(session).to_string();
+        self.spans
+            .iter()
+            .any(|span| span.name == name && span.fields.get("session") == Some(&quoted))
     }
 }
 
@@ -59,6 +64,9 @@ impl Visit for Fields {
     }
 }
 
+/// What a span's creation is recorded as.
+const NEW_SPAN: &str = "<new span>";
+
 /// Records every event with the spans around it.
 struct Capture(Arc<Mutex<Vec<EventSeen>>>);
 
@@ -66,6 +74,15 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
         let mut fields = Fields::default();
         attributes.record(&mut fields);
+        // Kept as a pseudo-event too, so a span's first fields can be checked.
+        self.0.lock().unwrap().push(EventSeen {
+            message: NEW_SPAN.to_owned(),
+            fields: BTreeMap::new(),
+            spans: vec![SpanSeen {
+                name: attributes.metadata().name(),
+                fields: fields.0.clone(),
+            }],
+        });
         if let Some(span) = cx.span(id) {
             span.extensions_mut().insert(fields);
         }
@@ -97,6 +114,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
             .collect();
         self.0.lock().unwrap().push(EventSeen {
             message: fields.0.remove("message").unwrap_or_default(),
+            fields: fields.0,
             spans,
         });
     }
@@ -176,4 +194,88 @@ async fn a_get_stream_runs_inside_a_span_naming_its_session_until_it_ends() {
         .await,
         "the DELETE logs inside a span naming the session"
     );
+}
+
+const PANIC_LOGGED: &str = "a handler panicked; its request is answered with an internal error";
+
+#[tokio::test]
+async fn a_handler_panic_is_logged_once_with_its_location_inside_the_requests_span() {
+    let events = captured();
+    let server = serve_protocol(HttpConfig::default()).await;
+    let rpc = Endpoint::of(&server);
+    let answer = rpc
+        .post(
+            None,
+            "application/json",
+            &request(71, "stateless/panic", json!({})),
+        )
+        .await;
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let logged = |event: &EventSeen| {
+        event.message == PANIC_LOGGED
+            && event.spans.iter().any(|span| {
+                span.name == "request" && span.fields.get("id").is_some_and(|id| id == "`71`")
+            })
+    };
+    assert!(
+        wait_for(&events, logged).await,
+        "{:#?}",
+        events.lock().unwrap()
+    );
+    let seen: Vec<EventSeen> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|event| logged(event))
+        .cloned()
+        .collect();
+    assert_eq!(seen.len(), 1, "logged once: {seen:#?}");
+    let location = &seen[0].fields["location"];
+    assert!(
+        location.contains("tests/common/mod.rs:"),
+        "the panic's own location: {location}"
+    );
+    assert!(seen[0].fields["panic"].contains("panicked on purpose"));
+}
+
+#[tokio::test]
+async fn a_long_method_name_and_id_are_logged_quoted_and_bounded() {
+    let events = captured();
+    let server = serve_protocol(HttpConfig::default()).await;
+    let rpc = Endpoint::of(&server);
+    let method = format!("stateless/{}\n{}", "m".repeat(45), "n".repeat(44));
+    assert_eq!(method.len(), 100);
+    let id = format!("id-{}", "i".repeat(97));
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method});
+    let answer = rpc.post(None, "application/json", &body).await;
+    let answered: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(answered["error"]["code"], -32601);
+    let span = |event: &EventSeen| {
+        event.message == NEW_SPAN
+            && event.spans.first().is_some_and(|span| {
+                span.name == "request"
+                    && span
+                        .fields
+                        .get("method")
+                        .is_some_and(|method| method.starts_with("`stateless/mmm"))
+            })
+    };
+    assert!(wait_for(&events, span).await);
+    let seen = events
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|event| span(event))
+        .cloned()
+        .unwrap();
+    let fields = &seen.spans[0].fields;
+    for name in ["method", "id"] {
+        let logged = &fields[name];
+        assert!(logged.len() <= MAX_QUOTED_BYTES + 2, "{name}: {logged}");
+        assert!(logged.ends_with("…`"), "{name} is cut: {logged}");
+        assert!(
+            !logged.contains('\n'),
+            "{name} has no raw line break: {logged}"
+        );
+    }
 }

@@ -74,6 +74,31 @@ impl GuardPolicy {
         refuse_bare_error(response);
         self.headers.stamp(response.headers_mut());
     }
+
+    /// `refusal` as a whole HTTP/1.1 answer that closes its connection, security headers
+    /// included: what a listener writes to a connection it will not serve.
+    pub(crate) fn http1_refusal(&self, refusal: &Refusal) -> bytes::Bytes {
+        let body = refusal.body_bytes();
+        let mut response = refusal.clone().into_response();
+        self.finish(&mut response);
+        let status = response.status();
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\n",
+            status.as_str(),
+            status.canonical_reason().unwrap_or_default()
+        )
+        .into_bytes();
+        for (name, value) in response.headers() {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+        out.extend_from_slice(b"connection: close\r\n\r\n");
+        out.extend_from_slice(&body);
+        out.into()
+    }
 }
 
 fn into_response(result: Result<Response, Infallible>) -> Response {

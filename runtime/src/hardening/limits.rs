@@ -296,7 +296,8 @@ impl Table {
     /// The bucket of a tracked key.
     fn find(&mut self, key: &RateKey) -> Option<&mut Bucket> {
         let line = key.recent_line();
-        let remembered = self.recent[line];
+        // A line past the table (never: the line is masked to it) remembers nothing.
+        let remembered = self.recent.get(line).copied().unwrap_or(usize::MAX);
         let at = if self
             .slots
             .get(remembered)
@@ -313,13 +314,20 @@ impl Table {
     #[inline(never)]
     fn find_indexed(&mut self, key: &RateKey, line: usize) -> Option<usize> {
         let at = *self.index.get(key)?;
-        self.recent[line] = at;
+        self.remember(line, at);
         Some(at)
+    }
+
+    /// Remembers that the key of `line` sits at `at`.
+    fn remember(&mut self, line: usize, at: usize) {
+        if let Some(slot) = self.recent.get_mut(line) {
+            *slot = at;
+        }
     }
 
     fn insert(&mut self, key: RateKey, bucket: Bucket) {
         let at = self.slots.len();
-        self.recent[key.recent_line()] = at;
+        self.remember(key.recent_line(), at);
         self.index.insert(key.clone(), at);
         self.slots.push(Slot { key, bucket });
     }

@@ -459,6 +459,11 @@ impl Hardening {
         ))
     }
 
+    /// The `503` a listener answers a connection past its caps with, as HTTP/1.1 bytes.
+    pub(crate) fn connection_refusal(&self) -> bytes::Bytes {
+        self.guard.http1_refusal(&Refusal::TooManyConnections)
+    }
+
     /// The body limit handed to routes (per request as a [`BodyLimit`] extension, except to a
     /// mount a server dispatches to directly, which is handed it as an argument).
     pub fn max_body_bytes(&self) -> usize {

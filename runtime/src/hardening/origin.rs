@@ -99,12 +99,18 @@ impl SiteCheck {
         })
     }
 
-    /// Refuses a request whose `Host` or `Origin` is not allowed.
+    /// Refuses a request whose `Host` or `Origin` is not allowed, or is ambiguous: a repeated
+    /// `Host` (RFC 9112 §3.2) or `Origin` is malformed whatever its values, so it is refused
+    /// with 400 before either value is judged. An absolute-form target names its own
+    /// authority, which replaces `Host` (RFC 9112 §3.2.2) and is judged the same way.
     pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
-        if self.hosts.is_none() && self.origins.is_none() {
-            return Ok(());
-        }
         let [host, origin] = find_two(headers, [&header::HOST, &header::ORIGIN]);
+        if host.repeated {
+            return Err(Refusal::MalformedHeader("host"));
+        }
+        if origin.repeated {
+            return Err(Refusal::MalformedHeader("origin"));
+        }
         if let Some(hosts) = &self.hosts
             && !hosts_admit(hosts, host.first, uri)
         {
@@ -135,19 +141,19 @@ impl SiteCheck {
     }
 }
 
-/// The authority the request names: `Host` for HTTP/1.1, the URI's authority for HTTP/2.
+/// The authority the request names: the target's own when it has one (an absolute-form
+/// HTTP/1.1 target, or HTTP/2's `:authority`), else `Host`.
 fn hosts_admit(hosts: &Rules<AllowedAuthority>, host: Option<&HeaderValue>, uri: &Uri) -> bool {
-    match host {
-        Some(value) => hosts.admits(value),
-        None => authority_admitted(hosts, uri),
+    match (uri.authority(), host) {
+        (None, Some(value)) => hosts.admits(value),
+        (authority, _) => authority_admitted(hosts, authority),
     }
 }
 
 /// Kept apart from the `Host` header's path, which HTTP/1.1 requests (nearly all) take.
 #[inline(never)]
-fn authority_admitted(hosts: &Rules<AllowedAuthority>, uri: &Uri) -> bool {
-    uri.authority()
-        .is_some_and(|authority| hosts.admits_text(authority.as_str()))
+fn authority_admitted(hosts: &Rules<AllowedAuthority>, authority: Option<&Authority>) -> bool {
+    authority.is_some_and(|authority| hosts.admits_text(authority.as_str()))
 }
 
 /// A parsed allow-list and the header values it admits spelled out, so that the usual
@@ -569,6 +575,46 @@ mod tests {
                 "{origin}"
             );
         }
+    }
+
+    #[test]
+    fn a_repeated_host_or_origin_is_malformed_whatever_its_values_and_policy() {
+        for check in [
+            loopback(8080),
+            SiteCheck::new(&HostPolicy::AnyHost, &OriginPolicy::AnyOrigin).unwrap(),
+        ] {
+            let mut twice = parts(Some("localhost:8080"), Some("http://localhost:8080"));
+            twice
+                .headers
+                .append(header::HOST, HeaderValue::from_static("localhost:8080"));
+            assert_eq!(
+                check.check_parts(&twice),
+                Err(Refusal::MalformedHeader("host"))
+            );
+            let mut twice = parts(Some("localhost:8080"), Some("http://localhost:8080"));
+            twice.headers.append(
+                header::ORIGIN,
+                HeaderValue::from_static("http://localhost:8080"),
+            );
+            assert_eq!(
+                check.check_parts(&twice),
+                Err(Refusal::MalformedHeader("origin"))
+            );
+        }
+    }
+
+    #[test]
+    fn an_absolute_form_target_is_judged_by_its_authority_instead_of_host() {
+        let check = loopback(8080);
+        let mut foreign_target = parts(Some("localhost:8080"), None);
+        foreign_target.uri = "http://evil.example/mcp".parse().unwrap();
+        assert_eq!(
+            check.check_parts(&foreign_target),
+            Err(Refusal::MisdirectedHost)
+        );
+        let mut own_target = parts(Some("evil.example"), None);
+        own_target.uri = "http://localhost:8080/mcp".parse().unwrap();
+        assert_eq!(check.check_parts(&own_target), Ok(()));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! | `Overloaded` | 503 | -32013 |
 //! | `AuthUnavailable` | 503 | -32014 |
 //! | `DeadlineExceeded` | 504 | -32015 |
+//! | `TooManyConnections` | 503 | -32016 |
 //!
 //! Two choices the issue left open: a `Host` outside the allow-list is `421 Misdirected Request`
 //! (this server is not the authority the request named, which is what a rebinding attack looks
@@ -88,6 +89,8 @@ pub enum Refusal {
     Overloaded,
     /// The request did not produce a response within the configured deadline.
     DeadlineExceeded,
+    /// A connection past the listener's connection caps; answered once, then closed.
+    TooManyConnections,
 }
 
 impl Refusal {
@@ -111,7 +114,9 @@ impl Refusal {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Overloaded | Self::AuthUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::AuthUnavailable | Self::TooManyConnections => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -141,6 +146,7 @@ impl Refusal {
             Self::Overloaded => -32013,
             Self::AuthUnavailable => -32014,
             Self::DeadlineExceeded => -32015,
+            Self::TooManyConnections => -32016,
         }
     }
 
@@ -171,6 +177,7 @@ impl Refusal {
             Self::Internal => "Internal error",
             Self::Overloaded => "Service Unavailable: the server is overloaded",
             Self::DeadlineExceeded => "Gateway Timeout: the request deadline was exceeded",
+            Self::TooManyConnections => "Service Unavailable: too many open connections",
         }
     }
 
@@ -216,9 +223,17 @@ impl Refusal {
             Self::RateLimited { retry_after_secs } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
             }
+            Self::TooManyConnections => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
             _ => {}
         }
         response
+    }
+
+    /// The JSON-RPC error body, for an answer written without a response to carry it.
+    pub(crate) fn body_bytes(&self) -> Vec<u8> {
+        error_body(self.code(), self.message(), None)
     }
 }
 
@@ -346,6 +361,7 @@ mod tests {
             Refusal::Internal,
             Refusal::Overloaded,
             Refusal::DeadlineExceeded,
+            Refusal::TooManyConnections,
         ]
     }
 

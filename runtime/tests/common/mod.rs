@@ -11,7 +11,7 @@ use http::{HeaderMap, HeaderName};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::jsonrpc::to_raw;
-use protocols_runtime::server::{Server, ServerBuilder};
+use protocols_runtime::server::{ListenerConfig, Server, ServerBuilder};
 use protocols_runtime::{
     BatchPolicy, CancelConvention, CancelReply, Context, ErrorObject, Message, Notification,
     Profile, Rejection, Reply, Request, RequestHandler, Unsessioned,
@@ -35,6 +35,8 @@ pub struct TestSession {
 pub struct TestProtocol {
     profile: Profile,
     pub notifications: Arc<Mutex<Vec<String>>>,
+    /// Whether its sessions' SSE answers open with a priming event.
+    primes: bool,
 }
 
 impl TestProtocol {
@@ -50,6 +52,7 @@ impl TestProtocol {
                     reply: CancelReply::Nothing,
                 }),
             notifications: Arc::new(Mutex::new(Vec::new())),
+            primes: false,
         }
     }
 
@@ -58,8 +61,20 @@ impl TestProtocol {
         Self {
             profile: Profile::new(),
             notifications: Arc::new(Mutex::new(Vec::new())),
+            primes: false,
         }
     }
+
+    /// The same protocol, asking for its sessions' SSE answers to be primed.
+    pub fn priming(mut self) -> Self {
+        self.primes = true;
+        self
+    }
+}
+
+/// The `ms` param of a request, as a duration (100 ms when absent).
+fn millis(params: &Value) -> Duration {
+    Duration::from_millis(params["ms"].as_u64().unwrap_or(100))
 }
 
 fn params(request: &Request) -> Value {
@@ -89,6 +104,10 @@ impl RequestHandler for TestProtocol {
             }
             _ => Unsessioned::NeedsSession,
         }
+    }
+
+    fn primes_answer_streams(&self, _headers: &HeaderMap, _session: &TestSession) -> bool {
+        self.primes
     }
 
     fn admit(
@@ -177,12 +196,34 @@ impl RequestHandler for TestProtocol {
                 }
                 reply(&json!({"part": "final"}))
             }
+            "stateless/sleep" | "sleep" => {
+                tokio::time::sleep(millis(&params)).await;
+                reply(&json!({"slept_ms": millis(&params).as_millis() as u64}))
+            }
+            "stateless/stream-slowly" | "stream-slowly" => {
+                if cx.send_partial_result(&json!({"part": "first"})).is_err() {
+                    return Err(ErrorObject::internal_error());
+                }
+                tokio::time::sleep(millis(&params)).await;
+                reply(&json!({"part": "final"}))
+            }
+            "panic" | "stateless/panic" => panic!("the handler panicked on purpose"),
+            "stream-then-panic" => {
+                if cx.send_partial_result(&json!({"part": "first"})).is_err() {
+                    return Err(ErrorObject::internal_error());
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                panic!("the handler panicked mid-stream on purpose")
+            }
             "fail" => Err(ErrorObject::new(-32000, "failed on purpose")),
             _ => Err(ErrorObject::method_not_found()),
         }
     }
 
     async fn notify(&self, notification: Notification, _cx: Context<TestSession>) {
+        if notification.method == "panic" {
+            panic!("the notification handler panicked on purpose");
+        }
         if let Ok(mut seen) = self.notifications.lock() {
             seen.push(notification.method);
         }
@@ -245,8 +286,18 @@ pub async fn serve_protocol(config: HttpConfig) -> TestServer {
 
 /// `handler` at `/rpc` over Streamable HTTP with `config`.
 pub async fn serve_handler(handler: TestProtocol, config: HttpConfig) -> TestServer {
+    serve_with_listener(handler, config, ListenerConfig::default()).await
+}
+
+/// `handler` at `/rpc` with `config`, its listener treating connections as `listener` says.
+pub async fn serve_with_listener(
+    handler: TestProtocol,
+    config: HttpConfig,
+    listener: ListenerConfig,
+) -> TestServer {
     let server = ServerBuilder::new()
         .hardening(test_hardening())
+        .listener(listener)
         .streamable_http("/rpc", handler, config)
         .build()
         .expect("server builds");
