@@ -852,6 +852,14 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
         stateless::admit(messages, headers, session.is_some())
     }
 
+    /// From 2025-11-25 a resumable answer opens with a priming event (as the official SDK's
+    /// server does); older clients may take its empty data for a malformed message.
+    fn primes_answer_streams(&self, _headers: &HeaderMap, session: &McpSession) -> bool {
+        session
+            .revision()
+            .is_some_and(|revision| revision >= Revision::V2025_11_25)
+    }
+
     async fn handle(&self, request: Request, cx: Context<McpSession>) -> Reply {
         self.answer(request, cx).await
     }
