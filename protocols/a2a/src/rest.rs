@@ -351,13 +351,19 @@ fn json_response(value: &Value) -> Response {
     response
 }
 
-/// The events as an SSE body that ends when `shutdown` fires: the body then finishes like any
-/// other (its last chunk sent, the connection not reset), so a graceful shutdown is not held
-/// open by a task that streams for long.
+/// The events as an SSE body that ends when `shutdown` fires (the server's drain deadline): the
+/// body then finishes like any other (a `retry` its last chunk, the connection not reset), so a
+/// drain is not held open past its deadline by a task that streams for long.
 fn sse_response(
     events: futures::stream::BoxStream<'static, Result<Value, protocols_runtime::ErrorObject>>,
     shutdown: CancellationToken,
 ) -> Response {
+    let cut = shutdown.clone();
+    let retry = futures::stream::once(async move { cut.is_cancelled() }).filter_map(|cut| {
+        let mut out = BytesMut::new();
+        protocols_runtime::sse::encode_retry(&mut out, std::time::Duration::from_secs(1));
+        std::future::ready(cut.then(|| Ok::<_, std::convert::Infallible>(out.freeze())))
+    });
     let body = events.take_until(shutdown.cancelled_owned()).map(|event| {
         let mut out = BytesMut::new();
         match event {
@@ -373,7 +379,7 @@ fn sse_response(
         }
         Ok::<_, std::convert::Infallible>(out.freeze())
     });
-    let mut response = Response::new(Body::from_stream(body));
+    let mut response = Response::new(Body::from_stream(body.chain(retry)));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(

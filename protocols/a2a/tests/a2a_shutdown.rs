@@ -15,7 +15,7 @@ use protocols_a2a::server::A2aServer;
 use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
 use protocols_a2a::v1::types::*;
-use protocols_runtime::server::Server;
+use protocols_runtime::server::{ListenerConfig, Server};
 use protocols_testkit::SseReader;
 use protocols_testkit::sse::assert_event_stream;
 use serde_json::json;
@@ -98,7 +98,9 @@ async fn serve_endless_agent() -> Running {
         None,
         AgentCards::new(card(), None, Endpoints::at(&base, "/a2a", "/a2a/v1")),
     );
-    let builder = Server::builder();
+    // The endless task outlives any drain: its streams end at this deadline.
+    let builder = Server::builder()
+        .listener(ListenerConfig::default().drain_deadline(Duration::from_millis(500)));
     let agent = A2aServer::new(service).with_shutdown(builder.shutdown_token());
     let server = builder
         .routes(agent.routes("/a2a", "/a2a/v1"))
