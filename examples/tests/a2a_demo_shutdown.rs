@@ -1,13 +1,14 @@
 //! The A2A demo's router ties its streams to the server's shutdown: a slow task's HTTP+JSON
-//! stream, open when the server shuts down, ends cleanly before the task completes, and the
-//! server stops serving instead of waiting out the task.
+//! stream, open when the server shuts down, ends cleanly at the drain deadline (before the task
+//! completes) telling its client to retry, and the server stops serving instead of waiting out
+//! the task.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
 use examples::a2a_demo;
-use protocols_runtime::server::Server;
+use protocols_runtime::server::{ListenerConfig, Server};
 use protocols_testkit::SseReader;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -19,7 +20,9 @@ const HANG: Duration = Duration::from_secs(60);
 async fn a_slow_rest_stream_of_the_demo_router_ends_at_shutdown_before_its_task_completes() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let builder = Server::builder();
+    // A drain deadline shorter than the slow task, which then ends its stream.
+    let builder = Server::builder()
+        .listener(ListenerConfig::default().drain_deadline(Duration::from_secs(1)));
     let routes = a2a_demo::router(&base, builder.shutdown_token());
     let server = builder.routes(routes).build().unwrap();
     let signal = CancellationToken::new();
@@ -56,7 +59,11 @@ async fn a_slow_rest_stream_of_the_demo_router_ends_at_shutdown_before_its_task_
         .collect();
     assert!(
         states.iter().all(|state| *state != "TASK_STATE_COMPLETED"),
-        "the stream ended at shutdown, not when the task completed: {states:?}"
+        "the stream ended at the drain deadline, not when the task completed: {states:?}"
+    );
+    assert!(
+        rest.retry.is_some(),
+        "the cut stream tells its client to retry"
     );
     let served = tokio::time::timeout(HANG, serving).await;
     assert!(

@@ -38,16 +38,16 @@ fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
 }
 
 /// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
-/// bindings) end when the server shuts down.
+/// bindings) finish during the drain and end at its deadline.
 fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
     let routes = a2a_demo::router(base_url, builder.shutdown_token());
     builder.routes(routes)
 }
 
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
-/// its streams and connections ended when the server shuts down.
+/// its streams and connections ended when the server starts draining.
 fn mount_acp(builder: ServerBuilder) -> ServerBuilder {
-    let routes = acp_demo::router(builder.shutdown_token());
+    let routes = acp_demo::router(builder.drain_token());
     builder.routes(routes)
 }
 

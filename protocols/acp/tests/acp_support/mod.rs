@@ -798,7 +798,7 @@ impl Served {
 
 pub async fn serve_remote<H: RequestHandler>(handler: H, config: RemoteConfig) -> Served {
     let builder = Server::builder().hardening(HardeningConfig::new().rate_limit(None));
-    let endpoint = AcpEndpoint::new(handler, config).with_shutdown(builder.shutdown_token());
+    let endpoint = AcpEndpoint::new(handler, config).with_shutdown(builder.drain_token());
     let live = endpoint.live_connections();
     let server = builder
         .routes(endpoint.into_routes("/acp"))
