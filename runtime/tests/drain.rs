@@ -57,12 +57,15 @@ impl ChildServer {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
+        let mut child = child;
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(address).await.is_ok() {
                 return Self { child, address };
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("the child server never listened");
     }
 
@@ -87,6 +90,7 @@ impl ChildServer {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         let _ = self.child.kill();
+        let _ = self.child.wait();
         panic!("the child did not exit");
     }
 }
