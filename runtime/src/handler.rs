@@ -14,7 +14,7 @@ use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use crate::hardening::Principal;
+use crate::hardening::{Principal, Refusal, RefusalAnswer};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
 use crate::peer::{CancelConvention, Peer, PeerError};
 use crate::session::Session;
@@ -41,6 +41,14 @@ pub enum Unsessioned {
     NeedsSession,
 }
 
+/// The HTTP head of an error that is a request's whole JSON answer: its status, and the
+/// seconds after which retrying may succeed (sent as `Retry-After`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorHead {
+    pub status: StatusCode,
+    pub retry_after: Option<u64>,
+}
+
 /// What a protocol declares about itself; a handler builds it once and returns it by reference.
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -50,6 +58,8 @@ pub struct Profile {
     batches: BatchPolicy,
     cancellation: Option<CancelConvention>,
     error_statuses: &'static [(i64, StatusCode)],
+    error_heads: Option<fn(&ErrorObject) -> Option<ErrorHead>>,
+    refusal_answers: Option<fn(&Refusal) -> Option<RefusalAnswer>>,
 }
 
 impl Profile {
@@ -62,6 +72,8 @@ impl Profile {
             batches: BatchPolicy::Refuse,
             cancellation: None,
             error_statuses: &[],
+            error_heads: None,
+            refusal_answers: None,
         }
     }
 
@@ -109,6 +121,30 @@ impl Profile {
         self
     }
 
+    /// The head of an error answer, when the code alone does not decide it: `heads` reads the
+    /// whole error (e.g. a reason in its `data`) and may name a `Retry-After` too. Consulted
+    /// before the code table of [`Self::with_error_statuses`].
+    #[must_use]
+    pub fn with_error_heads(mut self, heads: fn(&ErrorObject) -> Option<ErrorHead>) -> Self {
+        self.error_heads = Some(heads);
+        self
+    }
+
+    /// How the protocol's binding answers the transport's own refusals of a request at its
+    /// endpoint (a wrong method, media type or body): the JSON-RPC code the protocol gives
+    /// each, and for a body that is no JSON-RPC message the status it sends that with.
+    /// Refusals `answers` passes over keep the runtime's answer.
+    #[must_use]
+    pub fn with_refusal_answers(mut self, answers: fn(&Refusal) -> Option<RefusalAnswer>) -> Self {
+        self.refusal_answers = Some(answers);
+        self
+    }
+
+    /// The protocol's answer to a transport refusal, when it has its own.
+    pub fn refusal_answers(&self) -> Option<fn(&Refusal) -> Option<RefusalAnswer>> {
+        self.refusal_answers
+    }
+
     pub fn session_header(&self) -> Option<&HeaderName> {
         self.session_header.as_ref()
     }
@@ -127,6 +163,20 @@ impl Profile {
 
     pub fn cancellation(&self) -> Option<&CancelConvention> {
         self.cancellation.as_ref()
+    }
+
+    /// The head an error answer carries when it is the whole JSON response (`200` and no extra
+    /// header when `None`).
+    pub fn error_head(&self, error: &ErrorObject) -> Option<ErrorHead> {
+        self.error_heads
+            .and_then(|heads| heads(error))
+            .filter(|head| head.status.is_client_error() || head.status.is_server_error())
+            .or_else(|| {
+                self.error_status(error.code).map(|status| ErrorHead {
+                    status,
+                    retry_after: None,
+                })
+            })
     }
 
     /// The status an error answer with `code` carries when it is the whole JSON response.

@@ -22,7 +22,9 @@ use tracing::Instrument;
 
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
-use crate::hardening::{BodyLimit, EchoId, Hardening, Refusal, read_body, response_headers};
+use crate::hardening::{
+    BodyLimit, EchoId, Hardening, Refusal, RefusalAnswer, Refused, read_body, response_headers,
+};
 use crate::header_scan::find_two;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
@@ -357,12 +359,16 @@ enum Framed {
     Json,
     Sse,
     Auto,
+    /// For a client that accepts only SSE: a stream, unless the request is refused before
+    /// anything is sent, which is answered as plain JSON (a refusal is not a stream).
+    SseOrRefusal,
 }
 
 fn choose_framing(mode: ResponseMode, accepts: Accepts) -> Option<Framed> {
     match (mode, accepts.json, accepts.sse) {
         (_, false, false) => None,
         (ResponseMode::Json, true, _) | (_, true, false) => Some(Framed::Json),
+        (ResponseMode::Auto, false, true) => Some(Framed::SseOrRefusal),
         (ResponseMode::Sse, _, true) | (_, false, true) => Some(Framed::Sse),
         (ResponseMode::Auto, true, true) => Some(Framed::Auto),
     }
@@ -686,9 +692,23 @@ impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
 }
 
 impl<H: RequestHandler> Endpoint<H> {
-    /// Answers by method; a POST's body is read within the limit `handed` down with it, or
-    /// else within the limit its [`BodyLimit`] extension names, or else the transport's own.
+    /// Answers by method, the transport's refusals in the protocol's terms when its profile
+    /// has its own ([`crate::Profile::with_refusal_answers`]).
     fn answer(&self, request: HttpRequest, handed: Option<HandedDown>) -> EndpointFuture {
+        let answer = self.answer_by_method(request, handed);
+        match self.0.handler.profile().refusal_answers() {
+            None => answer,
+            Some(answers) => Box::pin(async move {
+                answer
+                    .await
+                    .map(|response| reanswer_refusal(response, answers))
+            }),
+        }
+    }
+
+    /// A POST's body is read within the limit `handed` down with it, or else within the limit
+    /// its [`BodyLimit`] extension names, or else the transport's own.
+    fn answer_by_method(&self, request: HttpRequest, handed: Option<HandedDown>) -> EndpointFuture {
         if *request.method() != Method::POST {
             return self.answer_other(&request);
         }
@@ -719,6 +739,24 @@ impl<H: RequestHandler> Endpoint<H> {
                 .into_response(),
         };
         answered(answer)
+    }
+}
+
+/// A refusal answered again as the protocol's `answers` say; any other response as it is.
+#[cold]
+fn reanswer_refusal(
+    response: Response,
+    answers: fn(&Refusal) -> Option<RefusalAnswer>,
+) -> Response {
+    let Some(refused) = response.extensions().get::<Refused>() else {
+        return response;
+    };
+    match answers(&refused.refusal) {
+        Some(answer) => {
+            let Refused { refusal, id } = refused.clone();
+            refusal.into_response_as(id.as_ref(), answer)
+        }
+        None => response,
     }
 }
 
@@ -844,7 +882,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                 }
                 Err(body) => body,
             },
-            Framed::Sse | Framed::Auto => body,
+            Framed::Sse | Framed::Auto | Framed::SseOrRefusal => body,
         };
         Arc::clone(self).prepare_rare(body, resolved, meta, framing)
     }
@@ -911,7 +949,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let opening = resolved.opening().cloned();
         let mut response = match framing {
             Framed::Json => self.answer_batch(body, &resolved, meta).await,
-            Framed::Sse | Framed::Auto => {
+            Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
                 Arc::clone(&self)
                     .answer_streaming(body, resolved, meta, framing)
                     .await
@@ -1079,14 +1117,19 @@ impl<H: RequestHandler> StreamableHttp<H> {
         ))
     }
 
-    /// One request's answer as the whole JSON response, with the status the profile declares
-    /// for its error code (200 otherwise).
+    /// One request's answer as the whole JSON response, with the head the profile declares
+    /// for its error (200 otherwise).
     fn single_answer(&self, answer: &RpcResponse) -> Response {
         let mut response = self.json_response(answer.to_bytes());
         if let Err(error) = answer.outcome()
-            && let Some(status) = self.handler.profile().error_status(error.code)
+            && let Some(head) = self.handler.profile().error_head(error)
         {
-            *response.status_mut() = status;
+            *response.status_mut() = head.status;
+            if let Some(seconds) = head.retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
         }
         response
     }
@@ -1157,11 +1200,12 @@ impl<H: RequestHandler> StreamableHttp<H> {
             transport.settle_opening(resolved.opening(), &answers);
             answers
         });
-        if framing == Framed::Auto {
+        if matches!(framing, Framed::Auto | Framed::SseOrRefusal) {
             tokio::select! {
                 biased;
                 answers = &mut work => {
-                    if tail.is_untouched() {
+                    let refused = !answers.is_empty() && answers.iter().all(RpcResponse::is_error);
+                    if tail.is_untouched() && (framing == Framed::Auto || refused) {
                         // Nothing was streamed: the stream closes unused and the answer is JSON.
                         drop(subscription);
                         tail.close();

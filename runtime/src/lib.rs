@@ -66,7 +66,8 @@ pub mod tagged;
 pub mod tail;
 
 pub use handler::{
-    BatchPolicy, Context, Profile, Rejection, Reply, RequestHandler, RequestMeta, Unsessioned,
+    BatchPolicy, Context, ErrorHead, Profile, Rejection, Reply, RequestHandler, RequestMeta,
+    Unsessioned,
 };
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};

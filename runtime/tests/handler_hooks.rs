@@ -1,5 +1,7 @@
-//! Two hooks a protocol uses over a real socket: the HTTP status its profile declares for an
-//! error code (on a single request's JSON answer, and only there), and a handler closing its
+//! The hooks a protocol uses over a real socket: the HTTP status (and `Retry-After`) its profile
+//! declares for an error (on a single request's JSON answer, and only there), the JSON-RPC codes
+//! its binding answers the transport's refusals with, an error answered before anything was
+//! streamed going out as plain JSON to a client that accepts only SSE, and a handler closing its
 //! request's SSE stream early (SSE polling) and finishing on the stream the client resumes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,11 +12,12 @@ use std::time::Duration;
 
 use common::{TestServer, request, serve, test_hardening};
 use http::{HeaderMap, HeaderName, StatusCode};
+use protocols_runtime::hardening::{Refusal, RefusalAnswer};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::{
-    BatchPolicy, Context, ErrorObject, Message, Notification, Profile, Reply, Request,
+    BatchPolicy, Context, ErrorHead, ErrorObject, Message, Notification, Profile, Reply, Request,
     RequestHandler, Unsessioned,
 };
 use protocols_testkit::{ACCEPT_EITHER, drain, event_stream_get, json_rpc_post};
@@ -23,6 +26,8 @@ use serde_json::{Value, json};
 const SESSION: &str = "hooks-session";
 const MISSING_CAPABILITY: i64 = -32021;
 const MAPPED_TO_SUCCESS: i64 = -32098;
+const LATER: i64 = -32097;
+const RETRY_AFTER_SECS: u64 = 7;
 const RETRY: Duration = Duration::from_millis(40);
 
 /// `open` opens a session, `stateless/*` stands alone; `fail` answers the error code it is
@@ -40,8 +45,43 @@ impl Hooks {
                 .with_error_statuses(&[
                     (MISSING_CAPABILITY, StatusCode::BAD_REQUEST),
                     (MAPPED_TO_SUCCESS, StatusCode::OK),
-                ]),
+                ])
+                .with_error_heads(later_is_429)
+                .with_refusal_answers(own_codes),
         }
+    }
+}
+
+/// An error asking to be retried later (by its data) is a `429` with `Retry-After`.
+fn later_is_429(error: &ErrorObject) -> Option<ErrorHead> {
+    let later = error.code == LATER
+        && error
+            .data
+            .as_ref()
+            .is_some_and(|data| data["later"] == true);
+    later.then_some(ErrorHead {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        retry_after: Some(RETRY_AFTER_SECS),
+    })
+}
+
+/// The protocol's own codes for three refusals; a malformed body is answered with `200`.
+fn own_codes(refusal: &Refusal) -> Option<RefusalAnswer> {
+    match refusal {
+        Refusal::ParseError => Some(RefusalAnswer {
+            code: -32700,
+            status: Some(StatusCode::OK),
+        }),
+        Refusal::UnsupportedMediaType => Some(RefusalAnswer {
+            code: -32600,
+            // Not a malformed body: the refusal keeps its 415.
+            status: Some(StatusCode::OK),
+        }),
+        Refusal::MethodNotAllowed(_) => Some(RefusalAnswer {
+            code: -32601,
+            status: None,
+        }),
+        _ => None,
     }
 }
 
@@ -70,10 +110,15 @@ impl RequestHandler for Hooks {
             .unwrap_or(Value::Null);
         let reply = match request.method.as_str() {
             "open" => json!({}),
-            "fail" => {
+            "fail" | "stateless/fail" => {
                 let code = params["code"].as_i64().unwrap_or(-32000);
-                return Err(ErrorObject::new(code, "failed as asked"));
+                let error = ErrorObject::new(code, "failed as asked");
+                return Err(match params.get("data") {
+                    Some(data) => error.with_data(data.clone()),
+                    None => error,
+                });
             }
+            "stateless/ok" => json!({"ok": true}),
             "poll" | "stateless/poll" => {
                 // Over JSON there is no stream to notify on; only the close's outcome matters.
                 let _ = cx.peer().notify("step", &json!({"at": "before"}));
@@ -271,5 +316,111 @@ async fn a_stateless_request_cannot_close_its_stream_since_nobody_could_resume_i
     assert_eq!(
         answer(&drained.messages, 3).map(|answer| answer["result"]["closed"].clone()),
         Some(json!(false))
+    );
+}
+
+const SSE_ONLY: &str = "text/event-stream";
+
+fn stateless(server: &TestServer) -> Caller {
+    Caller {
+        http: reqwest::Client::new(),
+        url: server.url("/rpc"),
+        session: None,
+    }
+}
+
+#[tokio::test]
+async fn an_error_head_the_profile_reads_from_the_whole_error_sets_status_and_retry_after() {
+    let server = start().await;
+    let caller = stateless(&server);
+    let later = caller
+        .post(
+            &request(
+                1,
+                "stateless/fail",
+                json!({"code": LATER, "data": {"later": true}}),
+            ),
+            JSON,
+        )
+        .await;
+    assert_eq!(later.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(later.headers()["retry-after"], RETRY_AFTER_SECS.to_string());
+    let body: Value = later.json().await.unwrap();
+    assert_eq!(body["error"]["code"], LATER);
+    // The same code without what the head reads from its data is a plain 200.
+    let plain = caller
+        .post(&request(2, "stateless/fail", json!({"code": LATER})), JSON)
+        .await;
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert!(!plain.headers().contains_key("retry-after"));
+}
+
+#[tokio::test]
+async fn transport_refusals_carry_the_protocols_codes_and_only_a_malformed_body_its_status() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = server.url("/rpc");
+    let not_json = http
+        .post(&url)
+        .header("content-type", JSON)
+        .header("accept", ACCEPT_EITHER)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), StatusCode::OK);
+    assert_eq!(
+        not_json.json::<Value>().await.unwrap()["error"]["code"],
+        -32700
+    );
+    let wrong_type = http
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_type.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(
+        wrong_type.json::<Value>().await.unwrap()["error"]["code"],
+        -32600
+    );
+    let wrong_method = http.put(&url).send().await.unwrap();
+    assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(wrong_method.headers().contains_key("allow"));
+    assert!(
+        wrong_method
+            .headers()
+            .contains_key("x-content-type-options")
+    );
+    assert_eq!(
+        wrong_method.json::<Value>().await.unwrap()["error"]["code"],
+        -32601
+    );
+}
+
+#[tokio::test]
+async fn a_client_accepting_only_sse_gets_an_early_error_as_plain_json_and_an_answer_as_a_stream() {
+    let server = start().await;
+    let caller = stateless(&server);
+    let refused = caller
+        .post(
+            &request(1, "stateless/fail", json!({"code": -32000})),
+            SSE_ONLY,
+        )
+        .await;
+    assert_eq!(refused.headers()["content-type"], JSON);
+    assert_eq!(
+        refused.json::<Value>().await.unwrap()["error"]["code"],
+        -32000
+    );
+    let answered = caller
+        .post(&request(2, "stateless/ok", json!({})), SSE_ONLY)
+        .await;
+    assert_eq!(answered.headers()["content-type"], "text/event-stream");
+    let drained = drain(answered).await;
+    assert_eq!(
+        answer(&drained.messages, 2).map(|answer| answer["result"]["ok"].clone()),
+        Some(json!(true))
     );
 }

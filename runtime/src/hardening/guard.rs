@@ -39,6 +39,12 @@ use super::{Admission, BodyLimit};
 
 type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
+/// A response extension naming the `Cache-Control` a public document answers with (an agent
+/// card a client may cache), which the security headers' default `no-store` then leaves alone.
+/// Only a handler that means its answer to be cached sets it.
+#[derive(Debug, Clone)]
+pub struct Cacheable(pub http::HeaderValue);
+
 /// What the outermost service enforces on every request, matched or not.
 #[derive(Debug)]
 pub(crate) struct GuardPolicy {
@@ -69,10 +75,17 @@ impl GuardPolicy {
         *occupancy = Occupancy::Left;
     }
 
-    /// What every response leaves through: bare framework errors get a body, all get headers.
+    /// What every response leaves through: bare framework errors get a body, all get headers
+    /// (a [`Cacheable`] response keeps its own `Cache-Control`).
     fn finish(&self, response: &mut Response) {
         refuse_bare_error(response);
+        let cacheable = response.extensions_mut().remove::<Cacheable>();
         self.headers.stamp(response.headers_mut());
+        if let Some(Cacheable(policy)) = cacheable {
+            response
+                .headers_mut()
+                .insert(http::header::CACHE_CONTROL, policy);
+        }
     }
 
     /// `refusal` as a whole HTTP/1.1 answer that closes its connection, security headers

@@ -36,11 +36,12 @@ pub use auth::{
 };
 pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
 pub use origin::{HostPolicy, OriginPolicy};
-pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal};
+pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal, RefusalAnswer, Refused};
 pub use security_headers::SecurityHeaders;
 pub(crate) use security_headers::response_headers;
 
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
+pub use guard::Cacheable;
 use guard::{AdmitLayer, GuardLayer, GuardPolicy, InFlight};
 pub(crate) use guard::{HardenedFuture, HardenedShared, SharedService};
 use limits::{RateKey, RateLimiter};

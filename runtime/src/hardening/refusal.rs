@@ -202,10 +202,34 @@ impl Refusal {
     }
 
     /// The response answering a request whose JSON-RPC id is known (or `None` when it is not).
+    /// It carries the refusal itself as an extension ([`Refused`]), so the transport can answer
+    /// it as its protocol's binding does ([`RefusalAnswer`]).
     pub fn into_response_with_id(self, id: Option<&EchoId>) -> Response {
-        let body = error_body(self.code(), self.message(), id);
+        let (status, code) = (self.status(), self.code());
+        let mut response = self.respond(status, code, id);
+        let refused = Refused {
+            refusal: self,
+            id: id.cloned(),
+        };
+        response.extensions_mut().insert(refused);
+        response
+    }
+
+    /// The response with `answer`'s code, and its status where the refusal lets a protocol
+    /// choose one: a body that is no JSON-RPC message (parse error, invalid request) is the
+    /// protocol's to answer; every other refusal keeps its status.
+    pub fn into_response_as(self, id: Option<&EchoId>, answer: RefusalAnswer) -> Response {
+        let status = match (&self, answer.status) {
+            (Self::ParseError | Self::InvalidRequest, Some(status)) => status,
+            _ => self.status(),
+        };
+        self.respond(status, answer.code, id)
+    }
+
+    fn respond(&self, status: StatusCode, code: i64, id: Option<&EchoId>) -> Response {
+        let body = error_body(code, self.message(), id);
         let mut response = Response::new(Body::from(body));
-        *response.status_mut() = self.status();
+        *response.status_mut() = status;
         let headers = response.headers_mut();
         // Sized for the security headers too, so stamping them does not grow the map.
         *headers = super::response_headers();
@@ -215,13 +239,13 @@ impl Refusal {
         );
         match self {
             Self::Unauthenticated(challenge) | Self::InsufficientScope(challenge) => {
-                headers.insert(header::WWW_AUTHENTICATE, challenge.0);
+                headers.insert(header::WWW_AUTHENTICATE, challenge.0.clone());
             }
             Self::MethodNotAllowed(Some(allow)) => {
-                headers.insert(header::ALLOW, allow);
+                headers.insert(header::ALLOW, allow.clone());
             }
             Self::RateLimited { retry_after_secs } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
             Self::TooManyConnections => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -235,6 +259,23 @@ impl Refusal {
     pub(crate) fn body_bytes(&self) -> Vec<u8> {
         error_body(self.code(), self.message(), None)
     }
+}
+
+/// The refusal a response answers, as its extension: what a transport re-answers in its
+/// protocol's terms.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub refusal: Refusal,
+    pub id: Option<EchoId>,
+}
+
+/// How a protocol's binding answers one of the transport's refusals: with this JSON-RPC code
+/// and, for a body that is no JSON-RPC message, this status (see
+/// [`Refusal::into_response_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusalAnswer {
+    pub code: i64,
+    pub status: Option<StatusCode>,
 }
 
 impl IntoResponse for Refusal {

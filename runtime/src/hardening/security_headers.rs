@@ -385,6 +385,39 @@ mod tests {
         assert_eq!(values, ["no-store"]);
     }
 
+    #[tokio::test]
+    async fn a_cacheable_response_keeps_its_cache_control_and_gets_every_other_header() {
+        let router = stamped(Router::new().route(
+            "/card",
+            get(|| async {
+                let mut response = "card".into_response();
+                response
+                    .extensions_mut()
+                    .insert(crate::hardening::Cacheable(HeaderValue::from_static(
+                        "public, max-age=300",
+                    )));
+                response
+            }),
+        ));
+        let response = send(router, Method::GET, "/card").await;
+        let values: Vec<_> = response
+            .headers()
+            .get_all(header::CACHE_CONTROL)
+            .iter()
+            .collect();
+        assert_eq!(values, ["public, max-age=300"]);
+        assert_eq!(
+            response.headers()[header::X_CONTENT_TYPE_OPTIONS],
+            "nosniff"
+        );
+        assert!(
+            response
+                .extensions()
+                .get::<crate::hardening::Cacheable>()
+                .is_none()
+        );
+    }
+
     #[test]
     fn a_security_header_value_that_cannot_be_sent_fails_at_construction() {
         let headers = SecurityHeaders {
