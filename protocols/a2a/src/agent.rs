@@ -1,7 +1,7 @@
 //! The generated A2A 1.0 [`Agent`] trait implemented by [`A2aService`]: each RPC forwards to the
 //! service, its errors become JSON-RPC error objects (carrying their `reason`, so the HTTP+JSON
-//! binding and clients can restore the typed error), and the caller's authentication is the
-//! trait's context.
+//! binding and clients can restore the typed error), and the caller (who owns the tasks it
+//! creates, and whether it authenticated) is the trait's context.
 
 use futures::StreamExt as _;
 use protocols_runtime::ErrorObject;
@@ -35,17 +35,17 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
     async fn send_message(
         &self,
         params: SendMessageRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<SendMessageResponse, ErrorObject> {
-        wire(A2aService::send_message(self, params).await)
+        wire(A2aService::send_message(self, params, cx.owner()).await)
     }
 
     async fn send_streaming_message(
         &self,
         params: SendMessageRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
-        wire_stream(A2aService::send_streaming_message(self, params))
+        wire_stream(A2aService::send_streaming_message(self, params, cx.owner()))
     }
 
     async fn get_task(&self, params: GetTaskRequest, _cx: &Caller) -> Result<Task, ErrorObject> {
@@ -105,7 +105,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         _params: Option<GetExtendedAgentCardRequest>,
         cx: &Caller,
     ) -> Result<AgentCard, ErrorObject> {
-        wire(self.extended_card(*cx))
+        wire(self.extended_card(cx))
     }
 
     async fn delete_task_push_notification_config(

@@ -1,11 +1,12 @@
 //! The agent card: the public card served at `/.well-known/agent-card.json` (the generated 1.0
-//! type, with absolute interface URLs for each binding) and the extended card for authenticated
-//! callers. The public document also carries the 0.3 connection fields (`url`,
-//! `preferredTransport`, `protocolVersion`, `additionalInterfaces`), so a 0.3 client finds the
-//! same endpoints; a 1.0 client reads `supportedInterfaces`.
+//! type, with absolute interface URLs for each binding and revision) and the extended card for
+//! authenticated callers. 0.3 is announced the 1.0 way, as further `supportedInterfaces` entries
+//! whose `protocolVersion` is `0.3`; a client asking for 0.3 reads the card in 0.3's shape
+//! ([`AgentCards::document`]).
 
 use serde_json::{Value, json};
 
+use crate::compat::Revision;
 use crate::v1::types::{AgentCard, AgentInterface};
 
 /// The well-known path of the public card.
@@ -18,8 +19,8 @@ pub const HTTP_JSON_BINDING: &str = "HTTP+JSON";
 /// The protocol version the 1.0 interfaces announce (and the `A2A-Version` value selecting
 /// them).
 pub const PROTOCOL_VERSION: &str = "1.0";
-/// The revision the 0.3 fields announce.
-pub const LEGACY_PROTOCOL_VERSION: &str = "0.3.0";
+/// The protocol version the 0.3 interfaces announce.
+pub const LEGACY_PROTOCOL_VERSION: &str = "0.3";
 
 /// Where each binding is served, as absolute URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,20 +39,24 @@ impl Endpoints {
         }
     }
 
-    /// The 1.0 interfaces, JSON-RPC first (the preferred one).
+    /// Every interface, JSON-RPC first (the preferred one), 1.0 before 0.3; each binding serves
+    /// both revisions at one URL, told apart by `A2A-Version`.
     pub fn interfaces(&self) -> Vec<AgentInterface> {
-        [
-            (JSONRPC_BINDING, &self.jsonrpc),
-            (HTTP_JSON_BINDING, &self.rest),
-        ]
-        .into_iter()
-        .map(|(binding, url)| AgentInterface {
-            protocol_binding: binding.to_owned(),
-            protocol_version: PROTOCOL_VERSION.to_owned(),
-            tenant: None,
-            url: url.clone(),
-        })
-        .collect()
+        [PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSION]
+            .into_iter()
+            .flat_map(|version| {
+                [
+                    (JSONRPC_BINDING, &self.jsonrpc),
+                    (HTTP_JSON_BINDING, &self.rest),
+                ]
+                .map(|(binding, url)| AgentInterface {
+                    protocol_binding: binding.to_owned(),
+                    protocol_version: version.to_owned(),
+                    tenant: None,
+                    url: url.clone(),
+                })
+            })
+            .collect()
     }
 }
 
@@ -92,27 +97,12 @@ impl AgentCards {
         &self.endpoints
     }
 
-    /// The document at the well-known path: the 1.0 card plus the 0.3 connection fields.
-    pub fn public_document(&self) -> Value {
-        let mut document = serde_json::to_value(&self.public).unwrap_or_else(|_| json!({}));
-        let Some(fields) = document.as_object_mut() else {
-            return document;
-        };
-        fields.insert("url".into(), json!(self.endpoints.jsonrpc));
-        fields.insert("preferredTransport".into(), json!(JSONRPC_BINDING));
-        fields.insert("protocolVersion".into(), json!(LEGACY_PROTOCOL_VERSION));
-        fields.insert(
-            "additionalInterfaces".into(),
-            json!([
-                {"url": self.endpoints.jsonrpc, "transport": JSONRPC_BINDING},
-                {"url": self.endpoints.rest, "transport": HTTP_JSON_BINDING},
-            ]),
-        );
-        fields.insert(
-            "supportsAuthenticatedExtendedCard".into(),
-            json!(self.extended.is_some()),
-        );
-        crate::compat::fill_legacy_card_defaults(fields);
-        document
+    /// The public card as `revision` reads it.
+    pub fn document(&self, revision: Revision) -> Value {
+        let card = serde_json::to_value(&self.public).unwrap_or_else(|_| json!({}));
+        match revision {
+            Revision::V1 => card,
+            Revision::V0_3 => crate::compat::card_to_v03(&card),
+        }
     }
 }

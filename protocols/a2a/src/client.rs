@@ -13,7 +13,9 @@ use protocols_runtime::sse::SseDecoder;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::card::{HTTP_JSON_BINDING, JSONRPC_BINDING, PROTOCOL_VERSION, WELL_KNOWN_PATH};
+use crate::card::{
+    HTTP_JSON_BINDING, JSONRPC_BINDING, LEGACY_PROTOCOL_VERSION, PROTOCOL_VERSION, WELL_KNOWN_PATH,
+};
 use crate::compat::VERSION_HEADER;
 use crate::error::A2aError;
 use crate::rest::Template;
@@ -40,11 +42,18 @@ pub async fn discover(http: &reqwest::Client, base_url: &str) -> Result<AgentCar
     })
 }
 
-/// The URL of the card's interface with `binding`.
+/// The URL of the card's 1.0 interface with `binding`.
 pub fn interface_url(card: &AgentCard, binding: &str) -> Option<String> {
+    versioned_interface_url(card, binding, PROTOCOL_VERSION)
+}
+
+/// The URL of the card's interface with `binding` announcing `version` (`1.0`, `0.3`).
+pub fn versioned_interface_url(card: &AgentCard, binding: &str, version: &str) -> Option<String> {
     card.supported_interfaces
         .iter()
-        .find(|interface| interface.protocol_binding == binding)
+        .find(|interface| {
+            interface.protocol_binding == binding && interface.protocol_version == version
+        })
         .map(|interface| interface.url.clone())
 }
 
@@ -280,10 +289,16 @@ impl RestTransport {
             .fill(&mut fields)
             .ok_or_else(|| {
                 ClientError::Rejected(
-                    A2aError::InvalidParams("a path parameter is missing".into()).to_error_object(),
+                    A2aError::invalid_params("a path parameter is missing").to_error_object(),
                 )
             })?;
-        let verb = reqwest::Method::from_bytes(route.verb.as_bytes()).map_err(transport_error)?;
+        // The specification's verb (SubscribeToTask is a POST), where it differs from the
+        // annotation's.
+        let verb = crate::rest::verbs(spec, route)
+            .first()
+            .copied()
+            .unwrap_or(route.verb);
+        let verb = reqwest::Method::from_bytes(verb.as_bytes()).map_err(transport_error)?;
         let mut request = self
             .http
             .request(verb, format!("{}{path}", self.base_url))
@@ -403,7 +418,7 @@ pub fn legacy_jsonrpc_agent(
     http: &reqwest::Client,
     card: &AgentCard,
 ) -> Option<crate::v0_3::RemoteAgent<JsonRpcTransport>> {
-    let url = interface_url(card, JSONRPC_BINDING)?;
+    let url = versioned_interface_url(card, JSONRPC_BINDING, LEGACY_PROTOCOL_VERSION)?;
     Some(crate::v0_3::RemoteAgent::new(JsonRpcTransport::new(
         http.clone(),
         url,

@@ -4,20 +4,20 @@
 //! method table names (a shape that does not fit is -32602 before any work starts) and calls
 //! the generated `Agent` trait [`crate::agent`] implements.
 
-use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use protocols_runtime::ErrorObject;
 use protocols_runtime::method::Answer;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
 use crate::service::{A2aService, Caller};
 
-/// What a call answers.
+/// What a call answers: 1.0 JSON as the generated types wrote it.
 pub enum Outcome {
-    Single(Value),
-    Stream(BoxStream<'static, Result<Value, ErrorObject>>),
+    Single(Box<RawValue>),
+    Stream(BoxStream<'static, Result<Box<RawValue>, ErrorObject>>),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -29,32 +29,34 @@ impl std::fmt::Debug for Outcome {
     }
 }
 
-fn to_value(raw: &serde_json::value::RawValue) -> Result<Value, ErrorObject> {
-    serde_json::from_str(raw.get()).map_err(|_| ErrorObject::internal_error())
-}
-
-/// Runs `method` with `params`; errors come back as the typed A2A error.
+/// Runs `method` with `params` (1.0 JSON, as received); errors come back as the typed A2A
+/// error.
 pub async fn call<E: AgentExecutor>(
     service: &A2aService<E>,
     method: &str,
-    params: Value,
+    params: Option<&RawValue>,
     caller: Caller,
 ) -> Result<Outcome, A2aError> {
-    let raw = if params.is_null() {
-        None
-    } else {
-        Some(serde_json::value::to_raw_value(&params).map_err(|_| A2aError::Internal)?)
-    };
-    let answer = crate::v1::dispatch_agent_request(service, method, raw.as_deref(), &caller).await;
-    match answer {
-        Answer::Reply(Ok(raw)) => Ok(Outcome::Single(
-            to_value(&raw).map_err(|error| A2aError::from_error_object(&error))?,
-        )),
+    let params = params.filter(|raw| raw.get() != "null");
+    match crate::v1::dispatch_agent_request(service, method, params, &caller).await {
+        Answer::Reply(Ok(raw)) => Ok(Outcome::Single(with_required_tasks(method, raw))),
         Answer::Reply(Err(error)) => Err(A2aError::from_error_object(&error)),
-        Answer::Stream(replies) => Ok(Outcome::Stream(
-            replies
-                .map(|reply| reply.and_then(|raw| to_value(&raw)))
-                .boxed(),
-        )),
+        Answer::Stream(replies) => Ok(Outcome::Stream(replies)),
     }
+}
+
+/// `ListTasksResponse.tasks` is REQUIRED, yet the generated type leaves an empty list out (the
+/// rule its generator applies to every repeated field); a listing always carries it.
+fn with_required_tasks(method: &str, raw: Box<RawValue>) -> Box<RawValue> {
+    if method != crate::v1::methods::LIST_TASKS {
+        return raw;
+    }
+    let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(raw.get()) else {
+        return raw;
+    };
+    if fields.contains_key("tasks") {
+        return raw;
+    }
+    fields.insert("tasks".into(), Value::Array(Vec::new()));
+    serde_json::value::to_raw_value(&fields).unwrap_or(raw)
 }

@@ -152,7 +152,7 @@ impl LiveTasks {
         let snapshot = self
             .store
             .get(task_id)
-            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+            .ok_or_else(|| A2aError::task_not_found(task_id))?;
         let events = running.get(task_id).map(|live| live.events.subscribe());
         Ok(Subscription { snapshot, events })
     }
@@ -264,7 +264,7 @@ impl LiveTasks {
         let current = self
             .store
             .get(task_id)
-            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+            .ok_or_else(|| A2aError::task_not_found(task_id))?;
         if is_terminal(current.status.state) {
             return Err(not_cancelable(&current));
         }
@@ -275,7 +275,7 @@ impl LiveTasks {
             Some(task) => Ok(task),
             // It finished between the check and the cancel.
             None => self.store.get(task_id).map_or_else(
-                || Err(A2aError::TaskNotFound(task_id.to_owned())),
+                || Err(A2aError::task_not_found(task_id)),
                 |task| Err(not_cancelable(&task)),
             ),
         }
@@ -283,10 +283,7 @@ impl LiveTasks {
 }
 
 fn not_cancelable(task: &Task) -> A2aError {
-    A2aError::TaskNotCancelable {
-        id: task.id.clone(),
-        state: task.status.state.to_string(),
-    }
+    A2aError::task_not_cancelable(&task.id, &task.status.state.to_string())
 }
 
 /// What an executor reports through; bound to one task.
@@ -318,6 +315,12 @@ impl TaskUpdater {
         self.task.context_id.as_deref().unwrap_or_default()
     }
 
+    /// The task as it was when this message's work started: its history ends with the message,
+    /// and a task the client continues still carries what came before.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
     /// Fires when a client cancels the task.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
@@ -346,6 +349,18 @@ impl TaskUpdater {
                 ..Artifact::default()
             },
         )
+    }
+
+    /// Leaves the task `INPUT_REQUIRED` with `message` (what the agent asks); the client
+    /// continues it with a message naming the task.
+    pub fn require_input(&self, message: Message) -> Result<(), A2aError> {
+        self.live
+            .set_status(
+                &self.task.id,
+                TaskState::TaskStateInputRequired,
+                Some(message),
+            )
+            .map(|_| ())
     }
 
     /// Finishes the task as `COMPLETED`.

@@ -1,22 +1,27 @@
 //! The HTTP+JSON binding: every route of the generated method table's `google.api.http`
-//! annotations (the `/{tenant}/…` variants included) under one prefix. A request's path
-//! variables, query and body become the method's params; answers are
-//! `application/a2a+json`, streams are SSE with one `StreamResponse` per event (ended cleanly
-//! when the server's shutdown token fires), errors a `google.rpc.Status` body with the status
-//! [`A2aError::status`] gives.
+//! annotations (the `/{tenant}/…` variants included) under one prefix, and `POST` for
+//! `SubscribeToTask` as the specification's binding table names it. A request's path variables,
+//! query and body become the method's params; answers are `application/a2a+json`, streams are
+//! SSE with one `StreamResponse` per event (ended cleanly when the server's shutdown token
+//! fires), errors — refusals of a wrong method or media type included — a `google.rpc.Status`
+//! body with the status [`A2aError::status`] gives. A 0.3 request (no `A2A-Version`, or `0.3`)
+//! is served in 0.3's REST shapes ([`crate::compat::proto_json`]), errors as the bare JSON-RPC
+//! error object 0.3 clients read.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::BytesMut;
 use futures::StreamExt as _;
 use http::{HeaderValue, Method, StatusCode, header};
 use protocols_runtime::hardening::{BodyLimit, DEFAULT_MAX_BODY_BYTES, Refusal, read_body};
+use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::{HttpRoute, MethodSpec};
 use protocols_runtime::sse::encode_event;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +29,7 @@ use crate::compat::{self, Revision, VERSION_HEADER};
 use crate::dispatch::Outcome;
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
-use crate::server::A2aServer;
+use crate::server::{A2aServer, routed_peer};
 
 /// Query parameters that are numbers or booleans on the wire (everything else is a string).
 const NUMERIC_QUERY: &[&str] = &["historyLength", "pageSize"];
@@ -138,14 +143,30 @@ enum Routed {
         &'static HttpRoute,
         Vec<(String, String)>,
     ),
-    WrongVerb,
+    /// The path exists for these verbs only.
+    WrongVerb(Vec<&'static str>),
     Unknown,
+}
+
+/// The verbs a route is served with: its annotation's, and `POST` for `SubscribeToTask`, whose
+/// annotation says `GET` where the specification's binding table (§5.3) and the official
+/// clients say `POST`.
+pub(crate) fn verbs(spec: &MethodSpec, route: &HttpRoute) -> &'static [&'static str] {
+    match (spec.name, route.verb) {
+        (crate::v1::methods::SUBSCRIBE_TO_TASK, "GET") => &["POST", "GET"],
+        (_, "GET") => &["GET"],
+        (_, "POST") => &["POST"],
+        (_, "DELETE") => &["DELETE"],
+        (_, "PUT") => &["PUT"],
+        (_, "PATCH") => &["PATCH"],
+        _ => &[],
+    }
 }
 
 /// The route for a request; when several templates fit (`/tasks/{id}` and
 /// `/tasks/{id}:subscribe` both fit `/tasks/x:subscribe`), the one with more literal text wins.
 fn route(methods: &'static [MethodSpec], verb: &Method, path: &[&str]) -> Routed {
-    let mut path_known = false;
+    let mut allowed: Vec<&'static str> = Vec::new();
     let mut best: Option<(usize, Routed)> = None;
     for spec in methods {
         for route in spec.http {
@@ -153,8 +174,13 @@ fn route(methods: &'static [MethodSpec], verb: &Method, path: &[&str]) -> Routed
             let Some(bound) = template.matches(path) else {
                 continue;
             };
-            if !route.verb.eq_ignore_ascii_case(verb.as_str()) {
-                path_known = true;
+            let served = verbs(spec, route);
+            if !served.contains(&verb.as_str()) {
+                for known in served {
+                    if !allowed.contains(known) {
+                        allowed.push(known);
+                    }
+                }
                 continue;
             }
             let score = template.literal_len();
@@ -168,7 +194,7 @@ fn route(methods: &'static [MethodSpec], verb: &Method, path: &[&str]) -> Routed
     }
     match best {
         Some((_, found)) => found,
-        None if path_known => Routed::WrongVerb,
+        None if !allowed.is_empty() => Routed::WrongVerb(allowed),
         None => Routed::Unknown,
     }
 }
@@ -189,45 +215,52 @@ async fn serve<E: AgentExecutor>(
     Path(rest): Path<String>,
     request: Request,
 ) -> Response {
-    match answer(&server, &rest, request).await {
-        Ok(response) => response,
-        Err(Failure::A2a(error)) => error.into_response(),
-        Err(Failure::Refused(refusal)) => refusal.into_response(),
+    // An unreadable version header is answered in 1.0's shape: nothing says the caller is 0.3.
+    let revision = Revision::from_header(
+        request
+            .headers()
+            .get(VERSION_HEADER)
+            .and_then(|value| value.to_str().ok()),
+    );
+    match revision {
+        Ok(revision) => match answer(&server, revision, &rest, request).await {
+            Ok(response) => response,
+            Err(error) => error.into_rest_response(revision),
+        },
+        Err(error) => error.into_rest_response(Revision::V1),
     }
 }
 
-enum Failure {
-    A2a(A2aError),
-    Refused(Refusal),
-}
-
-impl From<A2aError> for Failure {
-    fn from(error: A2aError) -> Self {
-        Self::A2a(error)
+/// The path's segments as 1.0 routes name them: 0.3 clients put a `v1` segment after the
+/// interface URL, and fetch the extended card at `card`.
+fn segments(rest: &str, revision: Revision) -> Vec<&str> {
+    let mut path: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    if revision == Revision::V0_3 {
+        if path.first() == Some(&"v1") {
+            path.remove(0);
+        }
+        if path == ["card"] {
+            path = vec!["extendedAgentCard"];
+        }
     }
+    path
 }
 
 async fn answer<E: AgentExecutor>(
     server: &A2aServer<E>,
+    revision: Revision,
     rest: &str,
     request: Request,
-) -> Result<Response, Failure> {
+) -> Result<Response, A2aError> {
     let (parts, body) = request.into_parts();
-    let revision = Revision::from_header(
-        parts
-            .headers
-            .get(VERSION_HEADER)
-            .and_then(|value| value.to_str().ok()),
-    )?;
-    let mut path: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    // 0.3 clients put the version segment after the interface URL.
-    if revision == Revision::V0_3 && path.first() == Some(&"v1") {
-        path.remove(0);
-    }
+    let path = segments(rest, revision);
     let (spec, route, bound) = match self::route(crate::v1::METHODS, &parts.method, &path) {
         Routed::Found(spec, route, bound) => (spec, route, bound),
-        Routed::WrongVerb => return Err(Failure::Refused(Refusal::MethodNotAllowed(None))),
-        Routed::Unknown => return Err(Failure::A2a(A2aError::MethodNotFound)),
+        Routed::WrongVerb(allowed) => {
+            let allow = HeaderValue::from_str(&allowed.join(", ")).ok();
+            return Err(A2aError::Refused(Refusal::MethodNotAllowed(allow)));
+        }
+        Routed::Unknown => return Err(A2aError::Refused(Refusal::NotFound)),
     };
     let mut params = Map::new();
     if route.body == "*" {
@@ -235,23 +268,9 @@ async fn answer<E: AgentExecutor>(
             .extensions
             .get::<BodyLimit>()
             .map_or(DEFAULT_MAX_BODY_BYTES, |limit| limit.0);
-        let bytes = read_body(body, limit).await.map_err(Failure::Refused)?;
+        let bytes = read_body(body, limit).await.map_err(A2aError::Refused)?;
         if !bytes.is_empty() {
-            if !is_json(&parts.headers) {
-                return Err(Failure::Refused(Refusal::UnsupportedMediaType));
-            }
-            let value: Value = serde_json::from_slice(&bytes)
-                .map_err(|error| A2aError::InvalidParams(error.to_string()))?;
-            let value = match revision {
-                Revision::V1 => value,
-                Revision::V0_3 => compat::params_from_v03(spec.name, &value),
-            };
-            let Value::Object(fields) = value else {
-                return Err(
-                    A2aError::InvalidParams("the body must be a JSON object".into()).into(),
-                );
-            };
-            params = fields;
+            params = body_params(spec.name, revision, &parts.headers, &bytes)?;
         }
     }
     if let Some(query) = parts.uri.query() {
@@ -264,16 +283,81 @@ async fn answer<E: AgentExecutor>(
     }
     let caller = server
         .callers
-        .caller_of(spec.name, &parts.headers, &parts.extensions)
+        .caller_of(
+            spec.name,
+            &parts.headers,
+            &parts.extensions,
+            routed_peer(&parts.extensions),
+        )
         .await;
     let params = if params.is_empty() && spec.params_optional {
-        Value::Null
+        None
     } else {
-        Value::Object(params)
+        Some(to_raw(&params).map_err(|_| A2aError::Internal)?)
     };
-    match server.answer(revision, spec.name, params, caller).await? {
-        Outcome::Single(value) => Ok(json_response(&value)),
-        Outcome::Stream(events) => Ok(sse_response(events, server.shutdown.clone())),
+    let method = spec.name;
+    Ok(
+        match server
+            .answer(revision, method, params.as_deref(), caller)
+            .await?
+        {
+            Outcome::Single(answer) => {
+                json_response(in_rest_shape(revision, method, answer)?, revision)
+            }
+            Outcome::Stream(events) => {
+                let events = events
+                    .map(move |event| {
+                        event.and_then(|event| {
+                            in_rest_shape(revision, method, event)
+                                .map_err(|error| error.to_error_object())
+                        })
+                    })
+                    .boxed();
+                sse_response(events, revision, server.shutdown.clone())
+            }
+        },
+    )
+}
+
+/// A JSON body's fields as 1.0 params of `method`.
+fn body_params(
+    method: &str,
+    revision: Revision,
+    headers: &http::HeaderMap,
+    bytes: &[u8],
+) -> Result<Map<String, Value>, A2aError> {
+    if !is_json(headers) {
+        return Err(A2aError::Refused(Refusal::UnsupportedMediaType));
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|_| A2aError::Refused(Refusal::ParseError))?;
+    let value = match revision {
+        Revision::V1 => value,
+        Revision::V0_3 => {
+            compat::params_from_v03(method, &compat::proto_json::body_to_v03(method, &value))?
+        }
+    };
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(A2aError::invalid_params("the body must be a JSON object")),
+    }
+}
+
+/// An answer of `method` as `revision`'s REST binding shapes it (the service already answered
+/// 0.3 in its JSON-RPC shapes).
+fn in_rest_shape(
+    revision: Revision,
+    method: &str,
+    answer: Box<RawValue>,
+) -> Result<Box<RawValue>, A2aError> {
+    match revision {
+        Revision::V1 => Ok(answer),
+        Revision::V0_3 => {
+            let answer: Value =
+                serde_json::from_str(answer.get()).map_err(|_| A2aError::Internal)?;
+            to_raw(&compat::proto_json::result_from_v03(method, &answer))
+                .map_err(|_| A2aError::Internal)
+        }
     }
 }
 
@@ -301,29 +385,28 @@ fn url_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = bytes
-            .get(index + 1..index + 3)
-            .filter(|_| bytes[index] == b'%')
+    let mut rest = text.as_bytes();
+    let mut out = Vec::with_capacity(rest.len());
+    while let Some((&byte, after)) = rest.split_first() {
+        let escaped = after
+            .get(..2)
+            .filter(|_| byte == b'%')
             .and_then(|hex| std::str::from_utf8(hex).ok())
             .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match (bytes[index], escaped) {
-            (_, Some(byte)) => {
-                out.push(byte);
-                index += 3;
+        rest = match (byte, escaped) {
+            (_, Some(decoded)) => {
+                out.push(decoded);
+                after.get(2..).unwrap_or_default()
             }
             (b'+', None) => {
                 out.push(b' ');
-                index += 1;
+                after
             }
             (byte, None) => {
                 out.push(byte);
-                index += 1;
+                after
             }
-        }
+        };
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -342,11 +425,19 @@ fn query_value(key: &str, value: String) -> Value {
     Value::String(value)
 }
 
-fn json_response(value: &Value) -> Response {
-    let mut response = Response::new(Body::from(value.to_string()));
+/// The media type `revision`'s REST binding answers with.
+const fn media_type(revision: Revision) -> &'static str {
+    match revision {
+        Revision::V1 => crate::A2A_JSON_MEDIA_TYPE,
+        Revision::V0_3 => "application/json",
+    }
+}
+
+fn json_response(answer: Box<RawValue>, revision: Revision) -> Response {
+    let mut response = Response::new(Body::from(String::from(Box::<str>::from(answer))));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(crate::A2A_JSON_MEDIA_TYPE),
+        HeaderValue::from_static(media_type(revision)),
     );
     response
 }
@@ -355,7 +446,11 @@ fn json_response(value: &Value) -> Response {
 /// body then finishes like any other (a `retry` its last chunk, the connection not reset), so a
 /// drain is not held open past its deadline by a task that streams for long.
 fn sse_response(
-    events: futures::stream::BoxStream<'static, Result<Value, protocols_runtime::ErrorObject>>,
+    events: futures::stream::BoxStream<
+        'static,
+        Result<Box<RawValue>, protocols_runtime::ErrorObject>,
+    >,
+    revision: Revision,
     shutdown: CancellationToken,
 ) -> Response {
     let cut = shutdown.clone();
@@ -364,21 +459,26 @@ fn sse_response(
         protocols_runtime::sse::encode_retry(&mut out, std::time::Duration::from_secs(1));
         std::future::ready(cut.then(|| Ok::<_, std::convert::Infallible>(out.freeze())))
     });
-    let body = events.take_until(shutdown.cancelled_owned()).map(|event| {
-        let mut out = BytesMut::new();
-        match event {
-            Ok(event) => encode_event(&mut out, None, None, &event.to_string()),
-            Err(error) => {
-                let body = A2aError::from_error_object(&error)
-                    .to_rest_body()
+    let body = events
+        .take_until(shutdown.cancelled_owned())
+        .map(move |event| {
+            let mut out = BytesMut::new();
+            match event {
+                Ok(event) => encode_event(&mut out, None, None, event.get()),
+                Err(error) => {
+                    let error = A2aError::from_error_object(&error);
+                    let body = match revision {
+                        Revision::V1 => error.to_rest_body(),
+                        Revision::V0_3 => error.to_legacy_rest_body(),
+                    }
                     .to_string();
-                // Clients tell a failed stream apart by this event name.
-                let name = protocols_runtime::sse::EventName::new("error").ok();
-                encode_event(&mut out, name.as_ref(), None, &body);
+                    // Clients tell a failed stream apart by this event name.
+                    let name = protocols_runtime::sse::EventName::new("error").ok();
+                    encode_event(&mut out, name.as_ref(), None, &body);
+                }
             }
-        }
-        Ok::<_, std::convert::Infallible>(out.freeze())
-    });
+            Ok::<_, std::convert::Infallible>(out.freeze())
+        });
     let mut response = Response::new(Body::from_stream(body.chain(retry)));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
@@ -446,7 +546,7 @@ pub mod fuzzing {
 mod tests {
     use super::*;
 
-    fn segments(path: &str) -> Vec<&str> {
+    fn split(path: &str) -> Vec<&str> {
         path.split('/').filter(|s| !s.is_empty()).collect()
     }
 
@@ -454,10 +554,10 @@ mod tests {
     fn a_variable_with_a_verb_suffix_binds_only_the_id() {
         let template = Template::parse("/tasks/{id=*}:cancel");
         assert_eq!(
-            template.matches(&segments("/tasks/abc:cancel")),
+            template.matches(&split("/tasks/abc:cancel")),
             Some(vec![("id".into(), "abc".into())])
         );
-        assert_eq!(template.matches(&segments("/tasks/abc")), None);
+        assert_eq!(template.matches(&split("/tasks/abc")), None);
     }
 
     #[test]
@@ -469,10 +569,14 @@ mod tests {
                     .replace("{tenant}", "acme")
                     .replace("{id=*}", "i1")
                     .replace("{task_id=*}", "t1");
-                let verb = Method::from_bytes(route.verb.as_bytes()).unwrap();
-                match super::route(crate::v1::METHODS, &verb, &segments(&concrete)) {
-                    Routed::Found(found, _, _) => assert_eq!(found.name, spec.name, "{concrete}"),
-                    _ => panic!("{} {concrete} not routed", route.verb),
+                for verb in verbs(spec, route) {
+                    let verb = Method::from_bytes(verb.as_bytes()).unwrap();
+                    match super::route(crate::v1::METHODS, &verb, &split(&concrete)) {
+                        Routed::Found(found, _, _) => {
+                            assert_eq!(found.name, spec.name, "{concrete}");
+                        }
+                        _ => panic!("{verb} {concrete} not routed"),
+                    }
                 }
             }
         }
@@ -481,13 +585,27 @@ mod tests {
     #[test]
     fn a_known_path_with_the_wrong_verb_is_not_an_unknown_path() {
         assert!(matches!(
-            route(
-                crate::v1::METHODS,
-                &Method::DELETE,
-                &segments("/message:send")
-            ),
-            Routed::WrongVerb
+            route(crate::v1::METHODS, &Method::DELETE, &split("/message:send")),
+            Routed::WrongVerb(allowed) if allowed == ["POST"]
         ));
+    }
+
+    #[test]
+    fn subscribe_is_served_on_post_and_get() {
+        for verb in [Method::POST, Method::GET] {
+            assert!(matches!(
+                route(crate::v1::METHODS, &verb, &split("/tasks/t1:subscribe")),
+                Routed::Found(spec, _, _) if spec.name == crate::v1::methods::SUBSCRIBE_TO_TASK
+            ));
+        }
+    }
+
+    #[test]
+    fn percent_decoding_takes_escapes_and_leaves_a_cut_escape_alone() {
+        assert_eq!(percent_decode("a%20b+c"), "a b c");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz%"), "%zz%");
+        assert_eq!(percent_decode("%C3%A9"), "é");
     }
 
     #[test]

@@ -1,23 +1,32 @@
-//! Serving an A2A agent: the public card route, the JSON-RPC binding (a runtime
-//! [`RequestHandler`] mounted on the runtime's Streamable HTTP transport, streaming answers as
-//! SSE with one JSON-RPC response per event) and the HTTP+JSON binding ([`crate::rest`]), all
-//! over one [`A2aService`]. The revision is chosen per request by the `A2A-Version` header.
+//! Serving an A2A agent: the public card route (the 1.0 card, or the 0.3 one to a client asking
+//! for 0.3; cacheable, with an `ETag`), the JSON-RPC binding (a runtime [`RequestHandler`]
+//! mounted on the runtime's Streamable HTTP transport, streaming answers as SSE with one
+//! JSON-RPC response per event, its errors and the transport's refusals in JSON-RPC's own codes
+//! with `200` as the official SDKs answer, a bound reached `429`/`503`) and the HTTP+JSON
+//! binding ([`crate::rest`]), all over one [`A2aService`]. The revision is chosen per request
+//! by the `A2A-Version` header.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use std::net::SocketAddr;
+
 use axum::Router;
-use axum::response::{IntoResponse, Response};
+use axum::extract::ConnectInfo;
+use axum::response::Response;
+use bytes::Bytes;
 use futures::StreamExt as _;
-use http::{HeaderMap, HeaderName, HeaderValue, header};
-use protocols_runtime::hardening::{Authenticator, Principal};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use protocols_runtime::hardening::{Authenticator, Cacheable, Principal, Refusal, RefusalAnswer};
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::{
-    Context, ErrorObject, Notification, PeerError, Profile, Reply, Request, RequestHandler,
+    Context, ErrorHead, ErrorObject, Notification, PeerError, Profile, Reply, Request,
+    RequestHandler,
 };
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::card::WELL_KNOWN_PATH;
@@ -26,6 +35,10 @@ use crate::dispatch::{self, Outcome};
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
 use crate::service::{A2aService, Caller};
+use crate::store::Owner;
+
+/// How long a client may keep the card before asking again (with its `ETag`).
+const CARD_CACHE_CONTROL: &str = "public, max-age=300";
 
 type AuthCheck = Arc<dyn Fn(HeaderMap) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
@@ -37,29 +50,71 @@ pub(crate) struct CallerCheck {
 }
 
 impl CallerCheck {
-    /// Who is calling `method`; only the extended card asks, so only it pays for the check.
+    /// Who is calling `method`: the owner of what it creates (the authenticated subject, else
+    /// the peer's address) and, for the extended card only (so only it pays for the check),
+    /// whether it proved who it is.
     pub(crate) async fn caller_of(
         &self,
         method: &str,
         headers: &HeaderMap,
         extensions: &http::Extensions,
+        peer: Option<SocketAddr>,
     ) -> Caller {
-        if method == crate::v1::methods::GET_EXTENDED_AGENT_CARD {
-            self.caller(headers, extensions).await
+        let owner = Owner::of(extensions.get::<Principal>(), peer);
+        if method == crate::v1::methods::GET_EXTENDED_AGENT_CARD
+            && self.proves(headers, extensions).await
+        {
+            Caller::authenticated(owner)
         } else {
-            Caller::Anonymous
+            Caller::anonymous(owner)
         }
     }
 
-    async fn caller(&self, headers: &HeaderMap, extensions: &http::Extensions) -> Caller {
+    async fn proves(&self, headers: &HeaderMap, extensions: &http::Extensions) -> bool {
         if extensions.get::<Principal>().is_some() {
-            return Caller::Authenticated;
+            return true;
         }
         match &self.authenticator {
-            Some(check) if check(headers.clone()).await => Caller::Authenticated,
-            _ => Caller::Anonymous,
+            Some(check) => check(headers.clone()).await,
+            None => false,
         }
     }
+}
+
+/// The peer address a routed request's connection info names.
+pub(crate) fn routed_peer(extensions: &http::Extensions) -> Option<SocketAddr> {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0)
+}
+
+/// The JSON-RPC binding's head for an error answer: a bound reached is `429`/`503` with
+/// `Retry-After`; every other error goes with `200`.
+fn json_rpc_error_head(error: &ErrorObject) -> Option<ErrorHead> {
+    let error = A2aError::from_error_object(error);
+    error.json_rpc_status().map(|status| ErrorHead {
+        status,
+        retry_after: error.retry_after(),
+    })
+}
+
+/// The transport's refusals at the JSON-RPC endpoint in JSON-RPC's own codes
+/// ([`A2aError::Refused`]): a body that is no JSON-RPC message is answered with `200`, as the
+/// official SDKs answer every JSON-RPC error; a wrong method, media type or size keeps its 4xx.
+fn json_rpc_refusal(refusal: &Refusal) -> Option<RefusalAnswer> {
+    let status = match refusal {
+        Refusal::ParseError | Refusal::InvalidRequest => Some(StatusCode::OK),
+        Refusal::NotFound
+        | Refusal::MethodNotAllowed(_)
+        | Refusal::UnsupportedMediaType
+        | Refusal::NotAcceptable
+        | Refusal::BodyTooLarge
+        | Refusal::MalformedHeader(_)
+        | Refusal::Overloaded => None,
+        _ => return None,
+    };
+    let code = A2aError::Refused(refusal.clone()).code();
+    Some(RefusalAnswer { code, status })
 }
 
 /// An A2A agent ready to be mounted.
@@ -93,7 +148,10 @@ impl<E: AgentExecutor> A2aServer<E> {
         Self {
             service,
             callers: CallerCheck::default(),
-            profile: Profile::new().with_version_header(HeaderName::from_static(VERSION_HEADER)),
+            profile: Profile::new()
+                .with_version_header(HeaderName::from_static(VERSION_HEADER))
+                .with_error_heads(json_rpc_error_head)
+                .with_refusal_answers(json_rpc_refusal),
             shutdown: CancellationToken::new(),
         }
     }
@@ -131,12 +189,15 @@ impl<E: AgentExecutor> A2aServer<E> {
             shutdown: self.shutdown.clone(),
             ..HttpConfig::default()
         };
-        let card = self.service.cards().public_document();
+        let cards = Arc::new(CardDocuments::new(self.service.cards()));
         let rest = crate::rest::routes(self.clone(), rest_path);
         Router::new()
             .route(
                 WELL_KNOWN_PATH,
-                axum::routing::get(move || serve_card(card.clone())),
+                axum::routing::get(move |headers: HeaderMap| {
+                    let cards = Arc::clone(&cards);
+                    async move { cards.serve(&headers) }
+                }),
             )
             .merge(StreamableHttp::new(self, config).into_routes(jsonrpc_path))
             .merge(rest)
@@ -147,14 +208,22 @@ impl<E: AgentExecutor> A2aServer<E> {
         &self,
         revision: Revision,
         method: &'static str,
-        params: Value,
+        params: Option<&RawValue>,
         caller: Caller,
     ) -> Result<Outcome, A2aError> {
-        let params = match revision {
-            Revision::V1 => params,
-            Revision::V0_3 => compat::params_from_v03(method, &params),
-        };
-        self.answer(revision, method, params, caller).await
+        match revision {
+            Revision::V1 => self.answer(revision, method, params, caller).await,
+            Revision::V0_3 => {
+                let params = match params {
+                    Some(raw) => serde_json::from_str(raw.get())
+                        .map_err(|_| A2aError::invalid_params("params are not JSON"))?,
+                    None => Value::Null,
+                };
+                let params = compat::params_from_v03(method, &params)?;
+                let params = to_raw(&params).map_err(|_| A2aError::Internal)?;
+                self.answer(revision, method, Some(&params), caller).await
+            }
+        }
     }
 
     /// Runs one call whose params are already 1.0; answers in `revision`'s shapes.
@@ -162,31 +231,109 @@ impl<E: AgentExecutor> A2aServer<E> {
         &self,
         revision: Revision,
         method: &'static str,
-        params: Value,
+        params: Option<&RawValue>,
         caller: Caller,
     ) -> Result<Outcome, A2aError> {
         let outcome = dispatch::call(&self.service, method, params, caller).await?;
         Ok(match (revision, outcome) {
             (Revision::V1, outcome) => outcome,
-            (Revision::V0_3, Outcome::Single(value)) => {
-                Outcome::Single(compat::result_to_v03(method, &value))
-            }
+            (Revision::V0_3, Outcome::Single(value)) => Outcome::Single(in_v03(method, &value)?),
             (Revision::V0_3, Outcome::Stream(events)) => Outcome::Stream(
                 events
-                    .map(move |event| event.map(|event| compat::result_to_v03(method, &event)))
+                    .map(move |event| {
+                        event.and_then(|event| {
+                            in_v03(method, &event).map_err(|error| error.to_error_object())
+                        })
+                    })
                     .boxed(),
             ),
         })
     }
 }
 
-async fn serve_card(card: Value) -> Response {
-    let mut response = axum::Json(card).into_response();
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    response
+/// A 1.0 answer of `method` in its 0.3 shape.
+fn in_v03(method: &str, answer: &RawValue) -> Result<Box<RawValue>, A2aError> {
+    let answer: Value = serde_json::from_str(answer.get()).map_err(|_| A2aError::Internal)?;
+    to_raw(&compat::result_to_v03(method, &answer)).map_err(|_| A2aError::Internal)
+}
+
+/// The public card as each revision reads it, serialized once, with its `ETag`.
+struct CardDocuments {
+    v1: CardDocument,
+    legacy: CardDocument,
+}
+
+struct CardDocument {
+    body: Bytes,
+    etag: HeaderValue,
+}
+
+impl CardDocument {
+    fn new(card: &Value) -> Self {
+        use std::hash::{Hash as _, Hasher as _};
+        let body = Bytes::from(card.to_string());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        body.hash(&mut hasher);
+        let etag = HeaderValue::from_str(&format!("\"{:016x}\"", hasher.finish()))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"card\""));
+        Self { body, etag }
+    }
+
+    /// Whether an `If-None-Match` value names this document (or any: `*`).
+    fn is_named_by(&self, if_none_match: &HeaderValue) -> bool {
+        let Ok(list) = if_none_match.to_str() else {
+            return false;
+        };
+        let ours = self.etag.to_str().unwrap_or_default();
+        list.split(',')
+            .map(|tag| tag.trim().trim_start_matches("W/"))
+            .any(|tag| tag == "*" || tag == ours)
+    }
+}
+
+impl CardDocuments {
+    fn new(cards: &crate::card::AgentCards) -> Self {
+        Self {
+            v1: CardDocument::new(&cards.document(Revision::V1)),
+            legacy: CardDocument::new(&cards.document(Revision::V0_3)),
+        }
+    }
+
+    /// The card a client asking for 0.3 reads in 0.3's shape; every other client (no
+    /// `A2A-Version`, 1.0, or a version this agent does not speak) reads the 1.0 card, whose
+    /// interfaces say which revisions are served where. `304` when the client's copy is current.
+    fn serve(&self, headers: &HeaderMap) -> Response {
+        let asks_legacy = headers
+            .get(VERSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .filter(|version| !version.trim().is_empty())
+            .is_some_and(|version| {
+                matches!(Revision::from_header(Some(version)), Ok(Revision::V0_3))
+            });
+        let document = if asks_legacy { &self.legacy } else { &self.v1 };
+        let current = headers
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|tags| document.is_named_by(tags));
+        let mut response = if current {
+            let mut response = Response::new(axum::body::Body::empty());
+            *response.status_mut() = StatusCode::NOT_MODIFIED;
+            response
+        } else {
+            let mut response = Response::new(axum::body::Body::from(document.body.clone()));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        };
+        let head = response.headers_mut();
+        head.insert(header::ETAG, document.etag.clone());
+        head.insert(header::VARY, HeaderValue::from_static("A2A-Version"));
+        response
+            .extensions_mut()
+            .insert(Cacheable(HeaderValue::from_static(CARD_CACHE_CONTROL)));
+        response
+    }
 }
 
 /// The 1.0 name of a method as `revision` spells it.
@@ -204,10 +351,6 @@ fn error_reply(error: &A2aError) -> Reply {
     Err(error.to_error_object())
 }
 
-fn raw(value: &Value) -> Reply {
-    to_raw(value).map_err(|_| ErrorObject::internal_error())
-}
-
 impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
     type Session = ();
 
@@ -223,21 +366,15 @@ impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
         let Some(method) = resolve_method(revision, &request.method) else {
             return error_reply(&A2aError::MethodNotFound);
         };
-        let params = match request
-            .params
-            .as_deref()
-            .map(|raw| serde_json::from_str(raw.get()))
-        {
-            None => Value::Null,
-            Some(Ok(params)) => params,
-            Some(Err(error)) => return error_reply(&A2aError::InvalidParams(error.to_string())),
-        };
         let caller = self
             .callers
-            .caller_of(method, cx.headers(), cx.extensions())
+            .caller_of(method, cx.headers(), cx.extensions(), cx.peer_address())
             .await;
-        match self.call(revision, method, params, caller).await {
-            Ok(Outcome::Single(value)) => raw(&value),
+        match self
+            .call(revision, method, request.params.as_deref(), caller)
+            .await
+        {
+            Ok(Outcome::Single(answer)) => Ok(answer),
             Ok(Outcome::Stream(events)) => answer_stream(events, &cx).await,
             Err(error) => error_reply(&error),
         }
@@ -251,7 +388,7 @@ impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
 /// Sends every event but the last as a partial result on the request's SSE stream; the last is
 /// the answer, so each event is one JSON-RPC response carrying the request's id.
 async fn answer_stream(
-    mut events: futures::stream::BoxStream<'static, Result<Value, ErrorObject>>,
+    mut events: futures::stream::BoxStream<'static, Result<Box<RawValue>, ErrorObject>>,
     cx: &Context<()>,
 ) -> Reply {
     let Some(mut pending) = events.next().await.transpose()? else {
@@ -272,5 +409,5 @@ async fn answer_stream(
         }
         pending = next?;
     }
-    raw(&pending)
+    Ok(pending)
 }

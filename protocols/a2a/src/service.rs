@@ -13,8 +13,10 @@ use crate::error::A2aError;
 use crate::executor::{
     AgentExecutor, LiveTasks, Subscription, TaskUpdater, ends_stream, is_terminal,
 };
+use protocols_runtime::quote;
+
 use crate::push::PushSender;
-use crate::store::{TaskFilter, TaskStore};
+use crate::store::{Owner, TaskFilter, TaskStore};
 use crate::v1::types::{
     AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, Empty,
     GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
@@ -31,11 +33,38 @@ pub type EventStream = BoxStream<'static, StreamResponse>;
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 pub const MAX_PAGE_SIZE: usize = 100;
 
-/// Whether the caller proved who it is (the extended card is only for those who did).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    Anonymous,
-    Authenticated,
+/// Who is calling: the owner new tasks are kept for, and whether the caller proved who it is
+/// (the extended card is only for those who did).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    owner: Owner,
+    authenticated: bool,
+}
+
+impl Caller {
+    /// A caller who proved nothing (or whose proof was not asked for).
+    pub fn anonymous(owner: Owner) -> Self {
+        Self {
+            owner,
+            authenticated: false,
+        }
+    }
+
+    /// A caller an authenticator accepted.
+    pub fn authenticated(owner: Owner) -> Self {
+        Self {
+            owner,
+            authenticated: true,
+        }
+    }
+
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated
+    }
 }
 
 /// The A2A operations, shared by every binding.
@@ -89,10 +118,11 @@ impl<E: AgentExecutor> A2aService<E> {
     pub async fn send_message(
         &self,
         request: SendMessageRequest,
+        owner: &Owner,
     ) -> Result<SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
-        let (task_id, subscription) = self.start_task(request)?;
+        let (task_id, subscription) = self.start_task(request, owner)?;
         if configuration.return_immediately != Some(true) {
             let mut events = event_stream(subscription);
             while events.next().await.is_some() {}
@@ -100,7 +130,7 @@ impl<E: AgentExecutor> A2aService<E> {
         let task = self
             .store()
             .get(&task_id)
-            .ok_or_else(|| A2aError::TaskNotFound(task_id.clone()))?;
+            .ok_or_else(|| A2aError::task_not_found(&task_id))?;
         Ok(SendMessageResponse {
             payload: SendMessageResponsePayload::Task(trim_history(task, history_length)?),
         })
@@ -110,18 +140,23 @@ impl<E: AgentExecutor> A2aService<E> {
     pub fn send_streaming_message(
         &self,
         request: SendMessageRequest,
+        owner: &Owner,
     ) -> Result<EventStream, A2aError> {
-        let (_, subscription) = self.start_task(request)?;
+        let (_, subscription) = self.start_task(request, owner)?;
         Ok(event_stream(subscription))
     }
 
     /// Creates (or continues) the message's task, subscribes, then starts the executor, so the
     /// subscription misses nothing.
-    fn start_task(&self, request: SendMessageRequest) -> Result<(String, Subscription), A2aError> {
+    fn start_task(
+        &self,
+        request: SendMessageRequest,
+        owner: &Owner,
+    ) -> Result<(String, Subscription), A2aError> {
         let message = validate_message(request.message)?;
         let task = match &message.task_id {
             Some(task_id) if !task_id.is_empty() => self.continue_task(task_id, &message)?,
-            _ => self.create_task(&message)?,
+            _ => self.create_task(&message, owner)?,
         };
         if let Some(config) = request
             .configuration
@@ -145,7 +180,7 @@ impl<E: AgentExecutor> A2aService<E> {
         Ok((task.id, subscription))
     }
 
-    fn create_task(&self, message: &Message) -> Result<Task, A2aError> {
+    fn create_task(&self, message: &Message, owner: &Owner) -> Result<Task, A2aError> {
         let task_id = uuid::Uuid::new_v4().to_string();
         let context_id = message
             .context_id
@@ -167,31 +202,30 @@ impl<E: AgentExecutor> A2aService<E> {
                 timestamp: Some(chrono::Utc::now()),
             },
         };
-        self.store().insert(task.clone())?;
+        self.store().insert(task.clone(), owner)?;
         Ok(task)
     }
 
     /// A follow-up message on a task that is waiting for one.
     fn continue_task(&self, task_id: &str, message: &Message) -> Result<Task, A2aError> {
-        let task = self
-            .store()
-            .get(task_id)
-            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+        let task = self.existing_task(task_id)?;
         if is_terminal(task.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
-                "task {task_id} is in a terminal state"
+                "task {} is in a terminal state",
+                quote(task_id)
             )));
         }
         if !ends_stream(task.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
-                "task {task_id} is still working"
+                "task {} is still working",
+                quote(task_id)
             )));
         }
         if let Some(context) = message.context_id.as_ref().filter(|c| !c.is_empty())
             && task.context_id.as_ref() != Some(context)
         {
-            return Err(A2aError::InvalidParams(
-                "message contextId differs from the task's".into(),
+            return Err(A2aError::invalid_params(
+                "message contextId differs from the task's",
             ));
         }
         let message = message.clone();
@@ -207,31 +241,26 @@ impl<E: AgentExecutor> A2aService<E> {
 
     /// `GetTask`.
     pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
-        let task = self
-            .store()
-            .get(&request.id)
-            .ok_or_else(|| A2aError::TaskNotFound(request.id.clone()))?;
+        let task = self.existing_task(required("id", &request.id)?)?;
         trim_history(task, request.history_length)
     }
 
     /// `ListTasks`: newest first, `pageToken` from the previous page.
     pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
-        let page_size = match request.page_size {
-            None | Some(0) => DEFAULT_PAGE_SIZE,
-            Some(size) if size < 0 || size as usize > MAX_PAGE_SIZE => {
-                return Err(A2aError::InvalidParams(format!(
+        let page_size = match request.page_size.map(usize::try_from) {
+            None => DEFAULT_PAGE_SIZE,
+            Some(Ok(size)) if (1..=MAX_PAGE_SIZE).contains(&size) => size,
+            Some(_) => {
+                return Err(A2aError::invalid_params(format!(
                     "pageSize must be between 1 and {MAX_PAGE_SIZE}"
                 )));
             }
-            Some(size) => size as usize,
         };
         let cursor = match request.page_token.as_deref() {
             None | Some("") => None,
-            Some(token) => Some(
-                token
-                    .parse::<u64>()
-                    .map_err(|_| A2aError::InvalidParams("invalid pageToken".into()))?,
-            ),
+            Some(token) => Some(token.parse::<u64>().map_err(|_| {
+                A2aError::invalid_params("pageToken is not a token this agent issued")
+            })?),
         };
         let filter = TaskFilter {
             context_id: request.context_id.clone().filter(|c| !c.is_empty()),
@@ -262,7 +291,7 @@ impl<E: AgentExecutor> A2aService<E> {
 
     /// `CancelTask`.
     pub fn cancel_task(&self, request: &CancelTaskRequest) -> Result<Task, A2aError> {
-        self.live.cancel(&request.id)
+        self.live.cancel(required("id", &request.id)?)
     }
 
     /// `SubscribeToTask`: the task now, then its events; a finished task cannot be subscribed.
@@ -270,11 +299,11 @@ impl<E: AgentExecutor> A2aService<E> {
         &self,
         request: &SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
-        let subscription = self.live.subscribe(&request.id)?;
+        let subscription = self.live.subscribe(required("id", &request.id)?)?;
         if is_terminal(subscription.snapshot.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is in a terminal state",
-                request.id
+                quote(&request.id)
             )));
         }
         Ok(event_stream(subscription))
@@ -291,6 +320,7 @@ impl<E: AgentExecutor> A2aService<E> {
         task_id: &str,
         mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
+        required("url", &config.url)?;
         self.push_sender()?.policy().check_url(&config.url)?;
         config.task_id = Some(task_id.to_owned());
         if config.id.as_deref().is_none_or(str::is_empty) {
@@ -309,7 +339,7 @@ impl<E: AgentExecutor> A2aService<E> {
             .task_id
             .clone()
             .filter(|id| !id.is_empty())
-            .ok_or_else(|| A2aError::InvalidParams("taskId is required".into()))?;
+            .ok_or_else(|| A2aError::missing("taskId"))?;
         self.push_sender()?;
         self.existing_task(&task_id)?;
         self.register_push_config(&task_id, config)
@@ -318,7 +348,7 @@ impl<E: AgentExecutor> A2aService<E> {
     fn existing_task(&self, task_id: &str) -> Result<Task, A2aError> {
         self.store()
             .get(task_id)
-            .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))
+            .ok_or_else(|| A2aError::task_not_found(task_id))
     }
 
     /// `GetTaskPushNotificationConfig`.
@@ -327,13 +357,19 @@ impl<E: AgentExecutor> A2aService<E> {
         request: &GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         self.push_sender()?;
-        self.existing_task(&request.task_id)?;
+        let task_id = required("taskId", &request.task_id)?;
+        let config_id = required("id", &request.id)?;
+        self.existing_task(task_id)?;
+        // A config that does not exist is not found, as a task would be (spec §3.1.8).
         self.store()
-            .push_configs(&request.task_id)
+            .push_configs(task_id)
             .into_iter()
-            .find(|config| config.id.as_deref() == Some(request.id.as_str()))
+            .find(|config| config.id.as_deref() == Some(config_id))
             .ok_or_else(|| {
-                A2aError::InvalidParams(format!("no push config {} on this task", request.id))
+                A2aError::TaskNotFound(format!(
+                    "push notification config {} not found",
+                    quote(config_id)
+                ))
             })
     }
 
@@ -343,42 +379,38 @@ impl<E: AgentExecutor> A2aService<E> {
         request: &ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         self.push_sender()?;
-        self.existing_task(&request.task_id)?;
+        let task_id = required("taskId", &request.task_id)?;
+        self.existing_task(task_id)?;
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs: self.store().push_configs(&request.task_id),
+            configs: self.store().push_configs(task_id),
             next_page_token: None,
         })
     }
 
-    /// `DeleteTaskPushNotificationConfig`.
+    /// `DeleteTaskPushNotificationConfig`: idempotent (spec §3.1.10), so deleting a config
+    /// that is already gone succeeds too.
     pub fn delete_push_config(
         &self,
         request: &DeleteTaskPushNotificationConfigRequest,
     ) -> Result<Empty, A2aError> {
         self.push_sender()?;
-        self.existing_task(&request.task_id)?;
-        if self
-            .store()
-            .delete_push_config(&request.task_id, &request.id)
-        {
-            Ok(Empty {})
-        } else {
-            Err(A2aError::InvalidParams(format!(
-                "no push config {} on this task",
-                request.id
-            )))
-        }
+        let task_id = required("taskId", &request.task_id)?;
+        let config_id = required("id", &request.id)?;
+        self.existing_task(task_id)?;
+        self.store().delete_push_config(task_id, config_id);
+        Ok(Empty {})
     }
 
     /// `GetExtendedAgentCard`: only for a caller who authenticated.
-    pub fn extended_card(&self, caller: Caller) -> Result<AgentCard, A2aError> {
+    pub fn extended_card(&self, caller: &Caller) -> Result<AgentCard, A2aError> {
         let card = self
             .cards
             .extended()
             .ok_or(A2aError::ExtendedAgentCardNotConfigured)?;
-        match caller {
-            Caller::Authenticated => Ok(card.clone()),
-            Caller::Anonymous => Err(A2aError::Unauthenticated),
+        if caller.is_authenticated() {
+            Ok(card.clone())
+        } else {
+            Err(A2aError::Unauthenticated)
         }
     }
 }
@@ -393,21 +425,27 @@ fn settle(live: &LiveTasks, task_id: &str) {
     live.finish(task_id);
 }
 
+/// A REQUIRED string field's value; empty (or absent, which reads as empty) is refused.
+fn required<'a>(name: &str, value: &'a str) -> Result<&'a str, A2aError> {
+    if value.is_empty() {
+        Err(A2aError::missing(name))
+    } else {
+        Ok(value)
+    }
+}
+
 fn validate_message(message: Message) -> Result<Message, A2aError> {
-    if message.message_id.is_empty() {
-        return Err(A2aError::InvalidParams(
-            "message.messageId is required".into(),
-        ));
-    }
+    required("message.messageId", &message.message_id)?;
     if message.parts.is_empty() {
-        return Err(A2aError::InvalidParams("message.parts is empty".into()));
+        return Err(A2aError::missing("message.parts"));
     }
-    if message.role == Role::RoleAgent {
-        return Err(A2aError::InvalidParams(
-            "a client message must have role ROLE_USER".into(),
-        ));
+    match message.role {
+        Role::RoleUser => Ok(message),
+        Role::RoleUnspecified => Err(A2aError::missing("message.role")),
+        Role::RoleAgent => Err(A2aError::invalid_params(
+            "a client message must have role ROLE_USER",
+        )),
     }
-    Ok(message)
 }
 
 /// Keeps the last `length` history messages; unset keeps all, negative is invalid.
@@ -416,7 +454,7 @@ pub fn trim_history(mut task: Task, length: Option<i32>) -> Result<Task, A2aErro
         return Ok(task);
     };
     let keep = usize::try_from(length)
-        .map_err(|_| A2aError::InvalidParams("historyLength must not be negative".into()))?;
+        .map_err(|_| A2aError::invalid_params("historyLength must not be negative"))?;
     let excess = task.history.len().saturating_sub(keep);
     task.history.drain(..excess);
     Ok(task)

@@ -4,157 +4,27 @@
 // Helpers of these tests fail the test the way an assertion does.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+mod a2a_support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_support::{
+    Options, Running, assert_valid, legacy_validator, post_rpc, start, start_with, typed_message,
+};
 use futures::StreamExt as _;
-use protocols_a2a::card::{AgentCards, Endpoints};
 use protocols_a2a::client::{self, JsonRpcTransport, RestTransport, WireRevision, a2a_error};
 use protocols_a2a::error::A2aError;
-use protocols_a2a::executor::{AgentExecutor, TaskUpdater, message_text, text_part};
-use protocols_a2a::push::{NOTIFICATION_TOKEN_HEADER, PrivateTargets, PushPolicy, PushSender};
-use protocols_a2a::server::A2aServer;
-use protocols_a2a::service::A2aService;
-use protocols_a2a::store::MemoryTaskStore;
+use protocols_a2a::push::NOTIFICATION_TOKEN_HEADER;
 use protocols_a2a::v1::RemoteAgent;
 use protocols_a2a::v1::types::*;
-use protocols_runtime::hardening::{BearerAuthenticator, Principal};
 use protocols_runtime::method::RpcClient;
-use protocols_runtime::server::Server;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-/// Echoes; text starting with `slow` works in ticks until cancelled or done.
-struct TestExecutor;
-
-impl AgentExecutor for TestExecutor {
-    async fn execute(&self, message: Message, updater: TaskUpdater) {
-        if let Err(error) = run(&message_text(&message), &updater).await {
-            eprintln!("test agent failed: {error}");
-        }
-    }
-}
-
-async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
-    if text.starts_with("slow") {
-        for n in 0..40 {
-            updater.working(Some(updater.agent_message(format!("tick {n}"))))?;
-            tokio::select! {
-                () = updater.cancellation().cancelled() => return Ok(()),
-                () = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
-    } else {
-        updater.working(None)?;
-    }
-    updater.text_artifact("echo", format!("echo: {text}"))?;
-    updater.complete(None)
-}
-
-struct Running {
-    base: String,
-    stop: CancellationToken,
-    http: reqwest::Client,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-/// What a test server differs in.
-#[derive(Default)]
-struct Options {
-    /// Refuse webhooks to private addresses (the production default).
-    strict_webhooks: bool,
-    /// Serve an extended card to callers holding this bearer token.
-    extended_card_token: Option<&'static str>,
-}
-
-fn test_card(name: &str) -> AgentCard {
-    AgentCard {
-        capabilities: AgentCapabilities::default(),
-        default_input_modes: vec!["text/plain".into()],
-        default_output_modes: vec!["text/plain".into()],
-        description: "test".into(),
-        documentation_url: None,
-        icon_url: None,
-        name: name.into(),
-        provider: None,
-        security_requirements: Vec::new(),
-        security_schemes: Default::default(),
-        signatures: Vec::new(),
-        skills: Vec::new(),
-        supported_interfaces: Vec::new(),
-        version: "1".into(),
-    }
-}
-
-async fn start() -> Running {
-    start_with(Options::default()).await
-}
-
-async fn start_with(options: Options) -> Running {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let extended = options
-        .extended_card_token
-        .map(|_| test_card("test agent, extended"));
-    let cards = AgentCards::new(
-        test_card("test agent"),
-        extended,
-        Endpoints::at(&base, "/a2a", "/a2a/v1"),
-    );
-    let private_targets = if options.strict_webhooks {
-        PrivateTargets::Refuse
-    } else {
-        PrivateTargets::Allow
-    };
-    let push = PushSender::new(PushPolicy {
-        private_targets,
-        first_backoff: Duration::from_millis(20),
-        ..PushPolicy::default()
-    });
-    let service = A2aService::new(
-        TestExecutor,
-        Arc::new(MemoryTaskStore::new()),
-        Some(push),
-        cards,
-    );
-    let mut agent = A2aServer::new(service);
-    if let Some(token) = options.extended_card_token {
-        agent = agent.with_authenticator(
-            BearerAuthenticator::new().with_token(token, Principal::new("tester", Vec::new())),
-        );
-    }
-    let server = Server::builder()
-        .routes(agent.routes("/a2a", "/a2a/v1"))
-        .build()
-        .unwrap();
-    let stop = CancellationToken::new();
-    let signal = stop.clone();
-    tokio::spawn(server.serve_until(listener, async move { signal.cancelled().await }));
-    Running {
-        base,
-        stop,
-        http: reqwest::Client::new(),
-    }
-}
-
-fn user_message(text: &str) -> Message {
-    Message {
-        message_id: uuid::Uuid::new_v4().to_string(),
-        parts: vec![text_part(text)],
-        role: Role::RoleUser,
-        ..Message::default()
-    }
-}
 
 fn send_request(text: &str) -> SendMessageRequest {
     SendMessageRequest {
         configuration: None,
-        message: user_message(text),
+        message: typed_message(text),
         metadata: Default::default(),
         tenant: None,
     }
@@ -205,7 +75,7 @@ fn cancel(id: &str) -> CancelTaskRequest {
 }
 
 #[tokio::test]
-async fn card_lists_absolute_interfaces_for_both_bindings_and_0_3_fields() {
+async fn card_lists_absolute_interfaces_for_both_bindings_and_both_revisions() {
     let running = start().await;
     let card = client::discover(&running.http, &running.base)
         .await
@@ -213,26 +83,27 @@ async fn card_lists_absolute_interfaces_for_both_bindings_and_0_3_fields() {
     let urls: Vec<_> = card
         .supported_interfaces
         .iter()
-        .map(|i| (i.protocol_binding.clone(), i.url.clone()))
+        .map(|i| {
+            (
+                i.protocol_binding.as_str(),
+                i.protocol_version.as_str(),
+                i.url.clone(),
+            )
+        })
         .collect();
+    let (rpc, rest) = (
+        format!("{}/a2a", running.base),
+        format!("{}/a2a/v1", running.base),
+    );
     assert_eq!(
         urls,
         [
-            ("JSONRPC".into(), format!("{}/a2a", running.base)),
-            ("HTTP+JSON".into(), format!("{}/a2a/v1", running.base))
+            ("JSONRPC", "1.0", rpc.clone()),
+            ("HTTP+JSON", "1.0", rest.clone()),
+            ("JSONRPC", "0.3", rpc),
+            ("HTTP+JSON", "0.3", rest)
         ]
     );
-    let raw: Value = running
-        .http
-        .get(format!("{}/.well-known/agent-card.json", running.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(raw["url"], format!("{}/a2a", running.base));
-    assert_eq!(raw["protocolVersion"], "0.3.0");
 }
 
 #[tokio::test]
@@ -398,60 +269,53 @@ async fn unknown_task_is_task_not_found_on_both_bindings_and_404_over_rest() {
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
 }
 
-async fn post_rpc(running: &Running, body: &str, version: Option<&str>) -> Value {
-    let mut request = running
-        .http
-        .post(format!("{}/a2a", running.base))
-        .header("content-type", "application/json")
-        .body(body.to_owned());
-    if let Some(version) = version {
-        request = request.header("A2A-Version", version);
-    }
-    request.send().await.unwrap().json().await.unwrap()
+/// The body of a JSON-RPC answer.
+async fn post_body(running: &Running, body: &str, version: Option<&str>) -> Value {
+    post_rpc(running, body, version).await.body
 }
 
 #[tokio::test]
 async fn json_rpc_errors_parse_unknown_method_invalid_params_and_version() {
     let running = start().await;
     assert_eq!(
-        post_rpc(&running, "{not json", Some("1.0")).await["error"]["code"],
+        post_body(&running, "{not json", Some("1.0")).await["error"]["code"],
         -32700
     );
     let unknown =
         json!({"jsonrpc": "2.0", "id": 1, "method": "NoSuchMethod", "params": {}}).to_string();
     assert_eq!(
-        post_rpc(&running, &unknown, Some("1.0")).await["error"]["code"],
+        post_body(&running, &unknown, Some("1.0")).await["error"]["code"],
         -32601
     );
     // A 1.0 name is unknown to a 0.3 caller (no version header).
     let v1_name =
         json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "x"}}).to_string();
     assert_eq!(
-        post_rpc(&running, &v1_name, None).await["error"]["code"],
+        post_body(&running, &v1_name, None).await["error"]["code"],
         -32601
     );
     let bad =
         json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": 5}}).to_string();
     assert_eq!(
-        post_rpc(&running, &bad, Some("1.0")).await["error"]["code"],
+        post_body(&running, &bad, Some("1.0")).await["error"]["code"],
         -32602
     );
     let future =
         json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": "x"}}).to_string();
     assert_eq!(
-        post_rpc(&running, &future, Some("9.9")).await["error"]["code"],
+        post_body(&running, &future, Some("9.9")).await["error"]["code"],
         -32009
     );
     let card = json!({"jsonrpc": "2.0", "id": 5, "method": "GetExtendedAgentCard"}).to_string();
     assert_eq!(
-        post_rpc(&running, &card, Some("1.0")).await["error"]["code"],
+        post_body(&running, &card, Some("1.0")).await["error"]["code"],
         -32007
     );
     let listing =
         json!({"jsonrpc": "2.0", "id": 6, "method": "ListTasks", "params": {"pageSize": 1000}})
             .to_string();
     assert_eq!(
-        post_rpc(&running, &listing, Some("1.0")).await["error"]["code"],
+        post_body(&running, &listing, Some("1.0")).await["error"]["code"],
         -32602
     );
 }
@@ -538,33 +402,13 @@ async fn push_config_crud_and_a_webhook_delivered_to_a_local_receiver() {
     rpc.cancel_task(cancel(&task.id)).await.unwrap();
 }
 
-fn legacy_validator() -> jsonschema::Validator {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/cache/a2a/0.3.0/a2a.json"
-    );
-    let text = std::fs::read_to_string(path).expect("run `cargo run -p codegen -- sync` first");
-    let mut schema: Value = serde_json::from_str(&text).unwrap();
-    // Validate a response envelope of the pinned schema's own definitions.
-    schema["$ref"] = json!("#/definitions/JSONRPCResponse");
-    jsonschema::validator_for(&schema).unwrap()
-}
-
-fn assert_valid(validator: &jsonschema::Validator, message: &Value) {
-    let errors: Vec<String> = validator
-        .iter_errors(message)
-        .map(|error| error.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{message}\n{errors:#?}");
-}
-
 #[tokio::test]
 async fn the_0_3_binding_answers_in_0_3_shapes_that_validate_against_the_pinned_schema() {
     let running = start().await;
     let validator = legacy_validator();
     let send = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
         "kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}});
-    let answer = post_rpc(&running, &send.to_string(), None).await;
+    let answer = post_body(&running, &send.to_string(), None).await;
     assert_valid(&validator, &answer);
     assert_eq!(answer["result"]["kind"], "task");
     assert_eq!(answer["result"]["status"]["state"], "completed");
@@ -576,7 +420,7 @@ async fn the_0_3_binding_answers_in_0_3_shapes_that_validate_against_the_pinned_
     ];
     let mut codes = Vec::new();
     for request in answers {
-        let answer = post_rpc(&running, &request.to_string(), None).await;
+        let answer = post_body(&running, &request.to_string(), None).await;
         assert_valid(&validator, &answer);
         codes.push(answer["error"]["code"].as_i64());
     }
@@ -775,27 +619,30 @@ async fn tenant_routes_reach_the_same_methods() {
 }
 
 #[tokio::test]
-async fn the_0_3_rest_binding_answers_in_0_3_shapes() {
+async fn the_0_3_rest_binding_takes_either_0_3_body_shape_and_answers_in_the_proto_envelope() {
     let running = start().await;
-    let validator = legacy_validator();
-    let body = json!({"message": {"kind": "message", "messageId": "m9", "role": "user",
+    let json_rpc_shaped = json!({"message": {"kind": "message", "messageId": "m9", "role": "user",
         "parts": [{"kind": "text", "text": "rest"}]}});
-    let response = running
-        .http
-        .post(format!("{}/a2a/v1/v1/message:send", running.base))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let task: Value = response.json().await.unwrap();
-    assert_eq!(task["kind"], "task");
-    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: rest");
-    assert_valid(
-        &validator,
-        &json!({"jsonrpc": "2.0", "id": 1, "result": task}),
-    );
+    let proto_shaped = json!({"message": {"messageId": "m10", "role": "ROLE_USER",
+        "content": [{"text": "rest"}]}});
+    for body in [json_rpc_shaped, proto_shaped] {
+        let response = running
+            .http
+            .post(format!("{}/a2a/v1/v1/message:send", running.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let answer: Value = response.json().await.unwrap();
+        let task = &answer["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+        assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: rest");
+        assert_eq!(task["history"][0]["role"], "ROLE_USER");
+        assert_eq!(task["history"][0]["content"][0]["text"], "rest");
+    }
 }
 
 #[tokio::test]
@@ -806,7 +653,7 @@ async fn push_config_crud_and_resubscribe_in_0_3_shapes_validate_against_the_pin
         "message": {"kind": "message", "messageId": "m3", "role": "user",
                     "parts": [{"kind": "text", "text": "slow five"}]},
         "configuration": {"blocking": false}}});
-    let answer = post_rpc(&running, &send.to_string(), None).await;
+    let answer = post_body(&running, &send.to_string(), None).await;
     assert_valid(&validator, &answer);
     let task_id = answer["result"]["id"].as_str().unwrap().to_owned();
     assert_eq!(answer["result"]["status"]["state"], "submitted");
@@ -823,7 +670,7 @@ async fn push_config_crud_and_resubscribe_in_0_3_shapes_validate_against_the_pin
     ];
     let mut answers = Vec::new();
     for call in calls {
-        let answer = post_rpc(&running, &call.to_string(), None).await;
+        let answer = post_body(&running, &call.to_string(), None).await;
         assert_valid(&validator, &answer);
         answers.push(answer["result"].clone());
     }
@@ -853,7 +700,7 @@ async fn push_config_crud_and_resubscribe_in_0_3_shapes_validate_against_the_pin
     assert_eq!(first["kind"], "task");
     let cancel =
         json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/cancel", "params": {"id": task_id}});
-    let canceled = post_rpc(&running, &cancel.to_string(), None).await;
+    let canceled = post_body(&running, &cancel.to_string(), None).await;
     assert_valid(&validator, &canceled);
     assert_eq!(canceled["result"]["status"]["state"], "canceled");
     let rest: Vec<Value> = events

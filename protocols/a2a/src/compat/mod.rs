@@ -5,6 +5,8 @@
 //! so the same code serves the JSON-RPC and HTTP+JSON bindings; tests prove its output
 //! validates against the pinned 0.3 schema.
 
+pub mod proto_json;
+
 use serde_json::{Map, Value, json};
 
 use crate::error::A2aError;
@@ -28,7 +30,7 @@ impl Revision {
             None | Some("") => Ok(Self::V0_3),
             Some(version) if version == "1.0" || version.starts_with("1.0.") => Ok(Self::V1),
             Some(version) if version == "0.3" || version.starts_with("0.3.") => Ok(Self::V0_3),
-            Some(version) => Err(A2aError::VersionNotSupported(version.to_owned())),
+            Some(version) => Err(A2aError::version_not_supported(version)),
         }
     }
 }
@@ -62,6 +64,12 @@ fn object(value: &Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }
 
+/// `key`'s value in `map`, or `null`: the mapping carries over what is there and leaves it to
+/// the 1.0 decoder (and the service's checks) to refuse what is missing.
+fn field<'a>(map: &'a Map<String, Value>, key: &str) -> &'a Value {
+    map.get(key).unwrap_or(&Value::Null)
+}
+
 fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
     for key in keys {
         if let Some(value) = from.get(*key).filter(|value| !value.is_null()) {
@@ -70,48 +78,55 @@ fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
     }
 }
 
-/// Rewrites 0.3 params of a request for `method` (its 1.0 name) into 1.0 params.
-pub fn params_from_v03(method: &str, params: &Value) -> Value {
-    let given = object(params);
+/// Rewrites 0.3 params of a request for `method` (its 1.0 name) into 1.0 params; params that
+/// are not an object (or absent) are invalid.
+pub fn params_from_v03(method: &str, params: &Value) -> Result<Value, A2aError> {
+    let empty = Map::new();
+    let given = match params {
+        Value::Object(given) => given,
+        Value::Null => &empty,
+        _ => return Err(A2aError::invalid_params("params must be an object")),
+    };
     let mut out = Map::new();
     match method {
         v1::SEND_MESSAGE | v1::SEND_STREAMING_MESSAGE => {
-            out.insert("message".into(), message_from_v03(&given["message"]));
+            if let Some(message) = given.get("message").filter(|message| !message.is_null()) {
+                out.insert("message".into(), message_from_v03(message));
+            }
             if let Some(configuration) = given.get("configuration").and_then(Value::as_object) {
                 out.insert(
                     "configuration".into(),
                     configuration_from_v03(configuration),
                 );
             }
-            copy(&given, &mut out, &["metadata"]);
+            copy(given, &mut out, &["metadata"]);
         }
-        v1::GET_TASK => copy(&given, &mut out, &["id", "historyLength"]),
-        v1::CANCEL_TASK => copy(&given, &mut out, &["id", "metadata"]),
-        v1::SUBSCRIBE_TO_TASK => copy(&given, &mut out, &["id"]),
+        v1::GET_TASK => copy(given, &mut out, &["id", "historyLength"]),
+        v1::CANCEL_TASK => copy(given, &mut out, &["id", "metadata"]),
+        v1::SUBSCRIBE_TO_TASK => copy(given, &mut out, &["id"]),
         v1::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            let task_id = given.get("taskId").cloned().unwrap_or(Value::Null);
-            out = push_config_from_v03(&given["pushNotificationConfig"], &task_id);
+            out = push_config_from_v03(
+                field(given, "pushNotificationConfig"),
+                field(given, "taskId"),
+            );
         }
         v1::GET_TASK_PUSH_NOTIFICATION_CONFIG | v1::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            let task_id = given.get("id").cloned().unwrap_or(Value::Null);
+            let task_id = field(given, "id");
             // 0.3 may name only the task: its config id then defaults to the task id.
             let config_id = given
                 .get("pushNotificationConfigId")
                 .filter(|value| !value.is_null())
-                .cloned()
-                .unwrap_or_else(|| task_id.clone());
-            out.insert("taskId".into(), task_id);
-            out.insert("id".into(), config_id);
+                .unwrap_or(task_id);
+            out.insert("id".into(), config_id.clone());
+            out.insert("taskId".into(), task_id.clone());
         }
         v1::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
-            out.insert(
-                "taskId".into(),
-                given.get("id").cloned().unwrap_or(Value::Null),
-            );
+            out.insert("taskId".into(), field(given, "id").clone());
         }
-        _ => return params.clone(),
+        _ => return Ok(params.clone()),
     }
-    Value::Object(out)
+    out.retain(|_, value| !value.is_null());
+    Ok(Value::Object(out))
 }
 
 fn configuration_from_v03(configuration: &Map<String, Value>) -> Value {
@@ -159,12 +174,14 @@ fn push_config_from_v03(config: &Value, task_id: &Value) -> Map<String, Value> {
     out
 }
 
-fn role_from_v03(role: &Value) -> Value {
-    json!(match role.as_str() {
-        Some("agent") => "ROLE_AGENT",
-        Some("user") => "ROLE_USER",
+/// A 0.3 role as 1.0 spells it; an absent role stays absent (the service refuses it).
+fn role_from_v03(role: &Value) -> Option<Value> {
+    let role = role.as_str()?;
+    Some(json!(match role {
+        "agent" => "ROLE_AGENT",
+        "user" => "ROLE_USER",
         _ => "ROLE_UNSPECIFIED",
-    })
+    }))
 }
 
 fn role_to_v03(role: &Value) -> Value {
@@ -174,28 +191,23 @@ fn role_to_v03(role: &Value) -> Value {
     })
 }
 
+const MESSAGE_FIELDS: &[&str] = &[
+    "messageId",
+    "contextId",
+    "taskId",
+    "referenceTaskIds",
+    "extensions",
+    "metadata",
+];
+
 fn message_from_v03(message: &Value) -> Value {
     let given = object(message);
     let mut out = Map::new();
-    copy(
-        &given,
-        &mut out,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "referenceTaskIds",
-            "extensions",
-            "metadata",
-        ],
-    );
-    out.insert("role".into(), role_from_v03(&given["role"]));
-    let parts = given
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(|parts| parts.iter().map(part_from_v03).collect())
-        .unwrap_or_default();
-    out.insert("parts".into(), Value::Array(parts));
+    copy(&given, &mut out, MESSAGE_FIELDS);
+    if let Some(role) = role_from_v03(field(&given, "role")) {
+        out.insert("role".into(), role);
+    }
+    out.insert("parts".into(), map_array(given.get("parts"), part_from_v03));
     Value::Object(out)
 }
 
@@ -205,7 +217,7 @@ fn part_from_v03(part: &Value) -> Value {
     copy(&given, &mut out, &["metadata"]);
     match given.get("kind").and_then(Value::as_str) {
         Some("file") => {
-            let file = object(&given["file"]);
+            let file = object(field(&given, "file"));
             if let Some(bytes) = file.get("bytes") {
                 out.insert("raw".into(), bytes.clone());
             } else if let Some(uri) = file.get("uri") {
@@ -271,19 +283,8 @@ fn message_to_v03(message: &Value) -> Value {
     let given = object(message);
     let mut out = Map::new();
     out.insert("kind".into(), json!("message"));
-    copy(
-        &given,
-        &mut out,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "referenceTaskIds",
-            "extensions",
-            "metadata",
-        ],
-    );
-    out.insert("role".into(), role_to_v03(&given["role"]));
+    copy(&given, &mut out, MESSAGE_FIELDS);
+    out.insert("role".into(), role_to_v03(field(&given, "role")));
     out.insert("parts".into(), map_array(given.get("parts"), part_to_v03));
     Value::Object(out)
 }
@@ -310,6 +311,14 @@ pub fn state_to_v03(state: &str) -> &'static str {
         "TASK_STATE_AUTH_REQUIRED" => "auth-required",
         _ => "unknown",
     }
+}
+
+/// Whether a 0.3 state ends a stream (the 0.3 `final` flag).
+fn is_final_v03(state: &str) -> bool {
+    matches!(
+        state,
+        "completed" | "failed" | "canceled" | "rejected" | "input-required" | "auth-required"
+    )
 }
 
 fn status_to_v03(status: &Value) -> Value {
@@ -354,7 +363,7 @@ fn task_to_v03(task: &Value) -> Value {
         "contextId".into(),
         given.get("contextId").cloned().unwrap_or_else(|| json!("")),
     );
-    out.insert("status".into(), status_to_v03(&given["status"]));
+    out.insert("status".into(), status_to_v03(field(&given, "status")));
     if given.contains_key("history") {
         out.insert(
             "history".into(),
@@ -380,23 +389,16 @@ pub fn event_to_v03(event: &Value) -> Value {
     }
     if let Some(update) = event.get("statusUpdate") {
         let given = object(update);
-        let state = update["status"]["state"].as_str().unwrap_or_default();
+        let status = status_to_v03(field(&given, "status"));
+        let state = status
+            .get("state")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut out = Map::new();
         out.insert("kind".into(), json!("status-update"));
         copy(&given, &mut out, &["taskId", "contextId", "metadata"]);
-        out.insert("status".into(), status_to_v03(&update["status"]));
-        out.insert(
-            "final".into(),
-            json!(matches!(
-                state_to_v03(state),
-                "completed"
-                    | "failed"
-                    | "canceled"
-                    | "rejected"
-                    | "input-required"
-                    | "auth-required"
-            )),
-        );
+        out.insert("final".into(), json!(is_final_v03(state)));
+        out.insert("status".into(), status);
         return Value::Object(out);
     }
     if let Some(update) = event.get("artifactUpdate") {
@@ -408,7 +410,10 @@ pub fn event_to_v03(event: &Value) -> Value {
             &mut out,
             &["taskId", "contextId", "append", "lastChunk", "metadata"],
         );
-        out.insert("artifact".into(), artifact_to_v03(&update["artifact"]));
+        out.insert(
+            "artifact".into(),
+            artifact_to_v03(field(&given, "artifact")),
+        );
         return Value::Object(out);
     }
     event.clone()
@@ -455,30 +460,44 @@ pub fn result_to_v03(method: &str, result: &Value) -> Value {
     }
 }
 
-/// A 1.0 card as a 0.3 card.
+/// A 1.0 card as a 0.3 card: its 0.3 interfaces (those announcing `0.3`, or else all) become
+/// `url`, `preferredTransport` and `additionalInterfaces`.
 pub fn card_to_v03(card: &Value) -> Value {
     let mut fields = object(card);
     let interfaces = fields
         .remove("supportedInterfaces")
         .and_then(|value| value.as_array().cloned())
         .unwrap_or_default();
+    let legacy: Vec<&Value> = interfaces
+        .iter()
+        .filter(|iface| {
+            iface
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|version| version.starts_with("0.3"))
+        })
+        .collect();
+    let interfaces: Vec<&Value> = if legacy.is_empty() {
+        interfaces.iter().collect()
+    } else {
+        legacy
+    };
+    let url = |iface: &Value| iface.get("url").cloned().unwrap_or(Value::Null);
+    let binding = |iface: &Value| iface.get("protocolBinding").cloned().unwrap_or(Value::Null);
     if let Some(first) = interfaces.first() {
-        fields.insert("url".into(), first["url"].clone());
-        fields.insert(
-            "preferredTransport".into(),
-            first["protocolBinding"].clone(),
-        );
+        fields.insert("url".into(), url(first));
+        fields.insert("preferredTransport".into(), binding(first));
     }
     fields.insert(
         "additionalInterfaces".into(),
         Value::Array(
             interfaces
                 .iter()
-                .map(|iface| json!({"url": iface["url"], "transport": iface["protocolBinding"]}))
+                .map(|iface| json!({"url": url(iface), "transport": binding(iface)}))
                 .collect(),
         ),
     );
-    fields.insert("protocolVersion".into(), json!("0.3.0"));
+    fields.insert("protocolVersion".into(), json!(LEGACY_CARD_VERSION));
     let extended = fields
         .get_mut("capabilities")
         .and_then(Value::as_object_mut)
@@ -497,9 +516,12 @@ pub fn card_to_v03(card: &Value) -> Value {
     Value::Object(fields)
 }
 
+/// The revision a 0.3 card announces.
+pub const LEGACY_CARD_VERSION: &str = "0.3.0";
+
 fn security_to_v03(requirements: &Value) -> Value {
     map_array(Some(requirements), |requirement| {
-        let schemes = object(&requirement["schemes"]);
+        let schemes = object(requirement.get("schemes").unwrap_or(&Value::Null));
         Value::Object(
             schemes
                 .into_iter()
@@ -539,7 +561,7 @@ fn schemes_to_v03(schemes: &Value) -> Value {
 }
 
 /// Fields a 0.3 card requires that 1.0 serialization omits when empty.
-pub fn fill_legacy_card_defaults(fields: &mut Map<String, Value>) {
+fn fill_legacy_card_defaults(fields: &mut Map<String, Value>) {
     for key in ["defaultInputModes", "defaultOutputModes", "skills"] {
         fields.entry(key).or_insert_with(|| json!([]));
     }
@@ -575,7 +597,7 @@ mod tests {
             },
             "configuration": {"blocking": false, "historyLength": 2}
         });
-        let mapped = params_from_v03(v1::SEND_MESSAGE, &params);
+        let mapped = params_from_v03(v1::SEND_MESSAGE, &params).unwrap();
         let request: crate::v1::types::SendMessageRequest = serde_json::from_value(mapped).unwrap();
         assert_eq!(request.message.role, crate::v1::types::Role::RoleUser);
         assert_eq!(request.message.parts.len(), 2);
@@ -596,7 +618,37 @@ mod tests {
 
     #[test]
     fn push_config_get_by_task_only_uses_the_task_id_as_config_id() {
-        let mapped = params_from_v03(v1::GET_TASK_PUSH_NOTIFICATION_CONFIG, &json!({"id": "t1"}));
+        let mapped =
+            params_from_v03(v1::GET_TASK_PUSH_NOTIFICATION_CONFIG, &json!({"id": "t1"})).unwrap();
+        assert_eq!(mapped, json!({"taskId": "t1", "id": "t1"}));
+    }
+
+    #[test]
+    fn params_that_are_not_an_object_are_invalid_params() {
+        let error = params_from_v03(v1::SEND_MESSAGE, &json!([])).unwrap_err();
+        assert_eq!(error.code(), -32602);
+    }
+
+    #[test]
+    fn a_message_without_role_maps_to_one_without_role() {
+        let params = json!({"message": {"kind": "message", "messageId": "m",
+            "parts": [{"kind": "text", "text": "hi"}]}});
+        let mapped = params_from_v03(v1::SEND_MESSAGE, &params).unwrap();
+        assert_eq!(mapped["message"].get("role"), None);
+        let request: crate::v1::types::SendMessageRequest = serde_json::from_value(mapped).unwrap();
+        assert_eq!(
+            request.message.role,
+            crate::v1::types::Role::RoleUnspecified
+        );
+    }
+
+    #[test]
+    fn a_push_config_set_naming_only_its_task_maps_without_a_url() {
+        let mapped = params_from_v03(
+            v1::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+            &json!({"taskId": "t1"}),
+        )
+        .unwrap();
         assert_eq!(mapped, json!({"taskId": "t1", "id": "t1"}));
     }
 }
