@@ -1,6 +1,8 @@
 //! The A2A demo agent: every message becomes a task whose artifact echoes the text
 //! (`echo: <text>`); text starting with `slow` keeps the task `WORKING` for about 8 s with a
-//! status update every 0.5 s, and honours `CancelTask` meanwhile.
+//! status update every 0.5 s, and honours `CancelTask` meanwhile; text starting with `ask`
+//! leaves the task `INPUT_REQUIRED` with a question until the client continues it (a message
+//! naming the task), then completes with both texts (`echo: <first> / <answer>`).
 //!
 //! Mounting: [`router`] returns unhardened routes — the card at
 //! `/.well-known/agent-card.json`, JSON-RPC at `/a2a`, HTTP+JSON under `/a2a/v1` — for a runtime
@@ -22,10 +24,11 @@ use protocols_a2a::push::{PushPolicy, PushSender};
 use protocols_a2a::server::A2aServer;
 use protocols_a2a::service::A2aService;
 use protocols_a2a::store::MemoryTaskStore;
+use protocols_a2a::v1::types::Role;
 use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::{DemoAction, plan};
+use crate::core::{DemoAction, answer_after_question, plan, question_for};
 
 /// Where the demo serves JSON-RPC, and the prefix of its HTTP+JSON routes.
 pub const JSONRPC_PATH: &str = "/a2a";
@@ -44,7 +47,29 @@ impl AgentExecutor for DemoExecutor {
     }
 }
 
+/// The text that opened an exchange the agent asked a question in, when `updater`'s task is
+/// that exchange continued: its history holds the client's first message, the agent's
+/// question, then the answer now being run.
+fn opening_text(updater: &TaskUpdater) -> Option<String> {
+    let history = &updater.task().history;
+    history
+        .iter()
+        .rev()
+        .skip(1)
+        .any(|message| message.role == Role::RoleAgent)
+        .then(|| history.first().map(message_text))
+        .flatten()
+}
+
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
+    if let Some(first) = opening_text(updater) {
+        updater.working(None)?;
+        updater.text_artifact("echo", answer_after_question(&first, text))?;
+        return updater.complete(None);
+    }
+    if let Some(question) = question_for(text) {
+        return updater.require_input(updater.agent_message(question));
+    }
     match plan(text) {
         DemoAction::Echo(reply) => {
             updater.working(None)?;
@@ -77,7 +102,9 @@ pub fn card() -> AgentCard {
         },
         default_input_modes: vec!["text/plain".into()],
         default_output_modes: vec!["text/plain".into()],
-        description: "Echoes every message; text starting with `slow` takes about 8 s.".into(),
+        description: "Echoes every message; text starting with `slow` takes about 8 s, text \
+                      starting with `ask` asks a question first."
+            .into(),
         documentation_url: None,
         icon_url: None,
         name: "protocols demo agent".into(),
@@ -87,7 +114,7 @@ pub fn card() -> AgentCard {
         signatures: Vec::new(),
         skills: vec![AgentSkill {
             description: "Answers `echo: <text>`".into(),
-            examples: vec!["hello".into(), "slow hello".into()],
+            examples: vec!["hello".into(), "slow hello".into(), "ask me".into()],
             id: "echo".into(),
             input_modes: Vec::new(),
             name: "echo".into(),
@@ -117,7 +144,20 @@ pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor
 /// `http://127.0.0.1:8080`); webhooks to private addresses are refused. Both bindings' streams
 /// end when `shutdown` fires.
 pub fn router(public_base_url: &str, shutdown: CancellationToken) -> Router {
-    server(public_base_url, PushPolicy::default())
+    router_with_push(public_base_url, shutdown, PushPolicy::default())
+}
+
+/// [`router`] with `push` as the webhook policy (e.g. [`PrivateTargets::Allow`] for a test
+/// that receives webhooks on loopback — unsafe anywhere else: it lets a caller make the server
+/// call its own host and private network).
+///
+/// [`PrivateTargets::Allow`]: protocols_a2a::push::PrivateTargets::Allow
+pub fn router_with_push(
+    public_base_url: &str,
+    shutdown: CancellationToken,
+    push: PushPolicy,
+) -> Router {
+    server(public_base_url, push)
         .with_shutdown(shutdown)
         .routes(JSONRPC_PATH, REST_PATH)
 }
@@ -126,6 +166,7 @@ pub fn router(public_base_url: &str, shutdown: CancellationToken) -> Router {
 mod tests {
     use futures::StreamExt as _;
     use protocols_a2a::executor::text_part;
+    use protocols_a2a::store::Owner;
     use protocols_a2a::v1::types::{
         CancelTaskRequest, Role, SendMessageRequest, SendMessageResponsePayload,
         StreamResponsePayload, TaskState,
@@ -147,10 +188,18 @@ mod tests {
         }
     }
 
+    fn me() -> Owner {
+        Owner::Anonymous
+    }
+
     #[tokio::test]
     async fn a_message_becomes_a_completed_task_echoing_its_text() {
         let agent = server("http://127.0.0.1:1", PushPolicy::default());
-        let answer = agent.service().send_message(request("hi")).await.unwrap();
+        let answer = agent
+            .service()
+            .send_message(request("hi"), &me())
+            .await
+            .unwrap();
         let SendMessageResponsePayload::Task(task) = answer.payload else {
             panic!("a task")
         };
@@ -164,7 +213,7 @@ mod tests {
         let agent = server("http://127.0.0.1:1", PushPolicy::default());
         let mut events = agent
             .service()
-            .send_streaming_message(request("slow down"))
+            .send_streaming_message(request("slow down"), &me())
             .unwrap();
         let StreamResponsePayload::Task(task) = events.next().await.unwrap().payload else {
             panic!("the task first")

@@ -38,6 +38,22 @@ pub fn echo(text: &str) -> String {
     format!("echo: {text}")
 }
 
+/// The prefix that makes the demo ask a question before it answers (a multi-turn exchange).
+pub const ASK_PREFIX: &str = "ask";
+
+/// The question the demo asks before answering `text`, when `text` starts with
+/// [`ASK_PREFIX`]; the exchange waits for the client's answer.
+pub fn question_for(text: &str) -> Option<String> {
+    text.trim_start()
+        .starts_with(ASK_PREFIX)
+        .then(|| "What should I add?".to_owned())
+}
+
+/// The demo's answer once the client answered its question: the first text, then the answer.
+pub fn answer_after_question(first: &str, answer: &str) -> String {
+    format!("echo: {first} / {answer}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +66,15 @@ mod tests {
     #[test]
     fn text_starting_with_slow_takes_its_time() {
         assert!(matches!(plan("slow please"), DemoAction::Slow { .. }));
+    }
+
+    #[test]
+    fn text_starting_with_ask_asks_first_and_answers_with_both_texts() {
+        assert!(question_for("ask me").is_some());
+        assert_eq!(question_for("hello"), None);
+        assert_eq!(
+            answer_after_question("ask me", "more"),
+            "echo: ask me / more"
+        );
     }
 }

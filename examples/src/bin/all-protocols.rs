@@ -3,31 +3,35 @@
 //! its agent card, ACP at `/acp` (Streamable HTTP and WebSocket).
 //!
 //! `--listen ADDR` picks the address (default 127.0.0.1:8080). `--stdio acp` instead serves the
-//! ACP demo agent on stdin/stdout, as an editor spawns it.
+//! ACP demo agent on stdin/stdout, as an editor spawns it. `--allow-private-webhooks` is for
+//! tests only and unsafe anywhere else (see [`Options::allow_private_webhooks`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use clap::Parser;
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
+use protocols_a2a::push::{PrivateTargets, PushPolicy};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
 
-const DEFAULT_ADDRESS: &str = "127.0.0.1:8080";
-
-fn address(mut arguments: impl Iterator<Item = String>) -> Result<SocketAddr, String> {
-    let text = match arguments.next().as_deref() {
-        None => DEFAULT_ADDRESS.to_owned(),
-        Some("--listen") => arguments.next().ok_or("--listen needs an address")?,
-        Some(other) => {
-            return Err(format!(
-                "unknown argument {other}; usage: all-protocols [--listen ADDR]"
-            ));
-        }
-    };
-    text.parse()
-        .map_err(|error| format!("bad address {text}: {error}"))
+/// Every protocol's demo on one server.
+#[derive(Debug, Parser)]
+#[command(name = "all-protocols")]
+struct Options {
+    /// The address to serve on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Serve this protocol's demo on stdin/stdout instead (`acp`).
+    #[arg(long, value_name = "PROTOCOL")]
+    stdio: Option<String>,
+    /// UNSAFE, for tests only: let A2A push-notification webhooks target loopback and private
+    /// addresses. Off by default, because it lets any caller make this server send requests
+    /// to its own host and private network (SSRF).
+    #[arg(long)]
+    allow_private_webhooks: bool,
 }
 
 fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
@@ -39,8 +43,8 @@ fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
 
 /// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
 /// bindings) finish during the drain and end at its deadline.
-fn mount_a2a(builder: ServerBuilder, base_url: &str) -> ServerBuilder {
-    let routes = a2a_demo::router(base_url, builder.shutdown_token());
+fn mount_a2a(builder: ServerBuilder, base_url: &str, push: PushPolicy) -> ServerBuilder {
+    let routes = a2a_demo::router_with_push(base_url, builder.shutdown_token(), push);
     builder.routes(routes)
 }
 
@@ -57,21 +61,23 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, protocol] = arguments.as_slice()
-        && flag == "--stdio"
-    {
+    let options = Options::parse();
+    if let Some(protocol) = &options.stdio {
         return serve_stdio(protocol).await;
     }
-    let address = match address(arguments.into_iter()) {
-        Ok(address) => address,
-        Err(usage) => {
-            eprintln!("{usage}");
-            return ExitCode::from(2);
-        }
+    let address = options.listen;
+    let push = PushPolicy {
+        private_targets: if options.allow_private_webhooks {
+            tracing::warn!("A2A webhooks may target loopback and private addresses (unsafe)");
+            PrivateTargets::Allow
+        } else {
+            PrivateTargets::Refuse
+        },
+        ..PushPolicy::default()
     };
     let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
-    let builder = mount_acp(mount_a2a(mount_mcp(builder), &format!("http://{address}")));
+    let builder = mount_mcp(builder);
+    let builder = mount_acp(mount_a2a(builder, &format!("http://{address}"), push));
     let server = match builder.build() {
         Ok(server) => server,
         Err(error) => {
