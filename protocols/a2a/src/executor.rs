@@ -194,7 +194,8 @@ impl LiveTasks {
             return;
         };
         for config in self.store.push_configs(task_id) {
-            push.spawn_delivery(config, event.clone());
+            // One not started is logged by the sender; the task's work goes on regardless.
+            let _ = push.spawn_delivery(config, event.clone());
         }
     }
 

@@ -1,11 +1,14 @@
 //! Push notifications: which webhook targets are acceptable (no SSRF through a webhook URL:
 //! loopback, private, link-local and unspecified addresses are refused unless the deployment
-//! allows them), and delivery of task events to a webhook with bounded retries.
+//! allows them), and delivery of task events to a webhook with bounded retries and a bound on
+//! deliveries in flight (past it an event is not delivered, and the log says so).
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
+use tokio::sync::Semaphore;
 
 use crate::error::A2aError;
 use crate::v1::types::{StreamResponse, TaskPushNotificationConfig};
@@ -32,6 +35,9 @@ pub struct PushPolicy {
     /// The wait before the first retry; doubled after each.
     pub first_backoff: Duration,
     pub timeout: Duration,
+    /// Deliveries (with their retries) in flight at once; past it an event is not delivered to
+    /// that webhook, so a slow receiver cannot make the server hold work without bound.
+    pub max_in_flight: usize,
 }
 
 impl Default for PushPolicy {
@@ -41,6 +47,7 @@ impl Default for PushPolicy {
             attempts: 3,
             first_backoff: Duration::from_millis(200),
             timeout: Duration::from_secs(10),
+            max_in_flight: 256,
         }
     }
 }
@@ -126,6 +133,7 @@ impl PushPolicy {
 pub struct PushSender {
     policy: PushPolicy,
     http: reqwest::Client,
+    in_flight: Arc<Semaphore>,
 }
 
 impl PushSender {
@@ -136,21 +144,45 @@ impl PushSender {
             .timeout(policy.timeout)
             .build()
             .unwrap_or_default();
-        Self { policy, http }
+        let in_flight = Arc::new(Semaphore::new(policy.max_in_flight));
+        Self {
+            policy,
+            http,
+            in_flight,
+        }
     }
 
     pub fn policy(&self) -> &PushPolicy {
         &self.policy
     }
 
-    /// Sends `event` to the config's URL in the background, retrying transient failures.
-    pub fn spawn_delivery(&self, config: TaskPushNotificationConfig, event: StreamResponse) {
+    /// Sends `event` to the config's URL in the background, retrying transient failures;
+    /// when [`PushPolicy::max_in_flight`] deliveries are under way, it is not sent. Whether the
+    /// delivery started.
+    pub fn spawn_delivery(
+        &self,
+        config: TaskPushNotificationConfig,
+        event: StreamResponse,
+    ) -> bool {
+        let Ok(place) = Arc::clone(&self.in_flight).try_acquire_owned() else {
+            tracing::warn!(
+                url = %protocols_runtime::quote(&config.url),
+                "push notification not delivered: too many deliveries in flight"
+            );
+            return false;
+        };
         let sender = self.clone();
         tokio::spawn(async move {
             if let Err(error) = sender.deliver(&config, &event).await {
-                tracing::warn!(url = %config.url, %error, "push notification not delivered");
+                tracing::warn!(
+                    url = %protocols_runtime::quote(&config.url),
+                    %error,
+                    "push notification not delivered"
+                );
             }
+            drop(place);
         });
+        true
     }
 
     /// Sends `event` once per attempt until a 2xx; a 4xx other than 408/429 is final.
@@ -246,6 +278,30 @@ mod tests {
             ..PushPolicy::default()
         };
         assert!(allowing.check_url("http://127.0.0.1:9/hook").is_ok());
+    }
+
+    #[tokio::test]
+    async fn deliveries_past_the_in_flight_bound_are_not_started() {
+        let sender = PushSender::new(PushPolicy {
+            private_targets: PrivateTargets::Allow,
+            max_in_flight: 1,
+            timeout: Duration::from_secs(30),
+            ..PushPolicy::default()
+        });
+        // A receiver that accepts the connection and never answers holds the one place.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", silent.local_addr().unwrap());
+        let config = TaskPushNotificationConfig {
+            url,
+            ..TaskPushNotificationConfig::default()
+        };
+        let event = StreamResponse {
+            payload: crate::v1::types::StreamResponsePayload::Message(
+                crate::v1::types::Message::default(),
+            ),
+        };
+        assert!(sender.spawn_delivery(config.clone(), event.clone()));
+        assert!(!sender.spawn_delivery(config, event));
     }
 
     #[test]
