@@ -191,7 +191,7 @@ impl<E: AgentExecutor> A2aServer<E> {
         };
         let cards = Arc::new(CardDocuments::new(self.service.cards()));
         let rest = crate::rest::routes(self.clone(), rest_path);
-        Router::new()
+        let mut routes = Router::new()
             .route(
                 WELL_KNOWN_PATH,
                 axum::routing::get(move |headers: HeaderMap| {
@@ -200,7 +200,20 @@ impl<E: AgentExecutor> A2aServer<E> {
                 }),
             )
             .merge(StreamableHttp::new(self, config).into_routes(jsonrpc_path))
-            .merge(rest)
+            .merge(rest);
+        // Below the JSON-RPC path (where the REST prefix is not), an unknown path is a JSON-RPC
+        // unknown method, not the runtime's own 404 code (A2A's InvalidAgentResponseError).
+        let (jsonrpc, rest) = (
+            jsonrpc_path.trim_end_matches('/'),
+            rest_path.trim_end_matches('/'),
+        );
+        if jsonrpc != rest {
+            routes = routes.route(
+                &format!("{jsonrpc}/{{*unknown}}"),
+                axum::routing::any(|| async { unknown_json_rpc_path() }),
+            );
+        }
+        routes
     }
 
     /// Runs one call in `revision`'s shapes: maps 0.3 params in and results out.
@@ -249,6 +262,13 @@ impl<E: AgentExecutor> A2aServer<E> {
             ),
         })
     }
+}
+
+/// The answer to a path below the JSON-RPC endpoint that nothing serves.
+fn unknown_json_rpc_path() -> Response {
+    let refusal = Refusal::NotFound;
+    let code = A2aError::Refused(refusal.clone()).code();
+    refusal.into_response_as(None, RefusalAnswer { code, status: None })
 }
 
 /// A 1.0 answer of `method` in its 0.3 shape.

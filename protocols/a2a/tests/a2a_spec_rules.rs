@@ -401,6 +401,18 @@ async fn http_refusals_carry_json_rpc_codes_for_what_they_are_and_rest_routes_th
     let body: Value = wrong_type.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
 
+    let unknown_path = running
+        .http
+        .post(format!("{}/a2a/no-such-path", running.base))
+        .header("content-type", "application/json")
+        .body(rpc(1, "GetTask", json!({"id": "x"})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown_path.status(), 404);
+    let body: Value = unknown_path.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32601);
+
     let wrong_verb = rest(&running, Method::DELETE, "/message:send", None, V1).await;
     assert_eq!(wrong_verb.status, 405);
     assert_eq!(wrong_verb.headers["allow"], "POST");
