@@ -1,52 +1,22 @@
-//! The back end: one revision model in, one formatted Rust module out — typify's types, the
-//! method table, a marker type per method, and per direction the method-dispatched request,
-//! notification and result enums that replace upstream's shape-matched unions.
+//! The back end: one revision model in, one formatted Rust module out — typify's types (each
+//! documented by a link to its definition upstream), the method table, a marker type per method,
+//! the handler traits, dispatchers and clients (`service`), and the method-dispatched enums of the
+//! peers the front end asks for. Every Rust type a method names comes from typify's names
+//! ([`TypeNames`]); the model carries definition keys only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use heck::{ToPascalCase, ToShoutySnakeCase};
+use heck::{ToPascalCase, ToShoutySnakeCase, ToSnakeCase};
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 
 use crate::error::{CodegenError, Result};
-use crate::model::{Direction, MethodKind, MethodRow, RevisionModel};
+use crate::model::{Direction, MethodKind, MethodRow, Peer, RevisionModel, UnionKind};
+use crate::schema_doc::referenced_names;
 use crate::tag_dispatch::{TagDispatch, discriminators, dispatch_on_tags};
-use crate::types_emit::{TypesRequest, redocument, rust_type_name, typify_definitions};
-
-/// How a protocol names its two peers in the generated enums.
-#[derive(Debug, Clone, Copy)]
-pub struct Sides {
-    pub client: &'static str,
-    pub server: &'static str,
-}
-
-/// The peer names of each protocol: MCP has a server, ACP and A2A an agent.
-pub fn sides(protocol: &str) -> Sides {
-    match protocol {
-        "mcp" => Sides {
-            client: "Client",
-            server: "Server",
-        },
-        _ => Sides {
-            client: "Client",
-            server: "Agent",
-        },
-    }
-}
-
-/// Upstream union definitions replaced by a generated enum, mapped to that enum.
-fn replaced_unions(model: &RevisionModel, sides: Sides) -> BTreeMap<String, String> {
-    let mut replaced = BTreeMap::new();
-    for side in [sides.client, sides.server] {
-        for kind in ["Request", "Notification", "Result"] {
-            replaced.insert(format!("{side}{kind}"), format!("{side}{kind}"));
-        }
-        replaced.insert(format!("{side}Response"), format!("{side}Result"));
-    }
-    replaced.insert("A2ARequest".into(), format!("{}Request", sides.client));
-    replaced.retain(|definition, _| model.definitions.contains_key(definition));
-    replaced
-}
+use crate::types_emit::{
+    TypeNames, TypesRequest, add_field_aliases, redocument, typify_definitions,
+};
 
 /// A formatted module plus its counts, for the per-revision line.
 #[derive(Debug, Clone)]
@@ -54,76 +24,251 @@ pub struct EmittedRevision {
     pub source: String,
     pub definitions: usize,
     pub methods: usize,
-    /// Upstream unions replaced by generated enums.
+    /// Upstream unions of messages the method table replaces.
     pub replaced: Vec<String>,
     /// Untagged enums decoded by their tag instead (`tag_dispatch`).
     pub tag_dispatched: Vec<TagDispatch>,
 }
 
+/// A method-table row with the Rust names and types every emitter uses.
+#[derive(Debug, Clone)]
+pub struct TypedRow<'a> {
+    pub row: &'a MethodRow,
+    /// The params type (`types::X`), if the method has params.
+    pub params: Option<TokenStream>,
+    /// The result type (`types::X`), for requests.
+    pub result: Option<TokenStream>,
+    /// The params and result as the table spells them (`types::X`).
+    pub params_name: Option<String>,
+    pub result_name: Option<String>,
+    /// `TOOLS_CALL`.
+    pub konst: Ident,
+    /// `ToolsCall`.
+    pub marker: Ident,
+    /// `tools_call`.
+    pub handler: Ident,
+}
+
+impl TypedRow<'_> {
+    /// The params as a handler receives them: `Option<T>` when they may be omitted.
+    pub fn params_arg_type(&self) -> Option<TokenStream> {
+        let ty = self.params.as_ref()?;
+        Some(if self.row.params_optional {
+            quote! { ::std::option::Option<#ty> }
+        } else {
+            ty.clone()
+        })
+    }
+
+    /// The result type, `serde_json::Value` when the row names none.
+    pub fn result_type(&self) -> TokenStream {
+        self.result
+            .clone()
+            .unwrap_or_else(|| quote! { ::serde_json::Value })
+    }
+}
+
+/// Everything the emitters of one revision share.
+#[derive(Debug)]
+pub struct Revision<'a> {
+    pub model: &'a RevisionModel,
+    pub names: TypeNames,
+    pub rows: Vec<TypedRow<'a>>,
+    /// `MCP 2025-06-18`.
+    pub label: String,
+}
+
+impl<'a> Revision<'a> {
+    /// Resolves every row's types through typify's names.
+    pub fn new(model: &'a RevisionModel, names: TypeNames) -> Result<Self> {
+        let label = revision_label(model);
+        let rows = model
+            .methods
+            .iter()
+            .map(|row| typed_row(model, &names, row))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            model,
+            names,
+            rows,
+            label,
+        })
+    }
+
+    /// The rows some binding serves: only these get markers, handler methods and client calls.
+    pub fn bound_rows(&self) -> impl Iterator<Item = &TypedRow<'a>> {
+        self.rows.iter().filter(|rpc| rpc.row.is_bound())
+    }
+}
+
+fn typed_row<'a>(
+    model: &RevisionModel,
+    names: &TypeNames,
+    row: &'a MethodRow,
+) -> Result<TypedRow<'a>> {
+    let resolve = |definition: &Option<String>| -> Result<Option<(TokenStream, String)>> {
+        let Some(definition) = definition else {
+            return Ok(None);
+        };
+        let ident = names
+            .ident(definition)
+            .ok_or_else(|| CodegenError::Definition {
+                at: model.origins.locate(definition),
+                message: format!(
+                    "method `{}` names a definition typify has no type for",
+                    row.name
+                ),
+            })?;
+        Ok(Some((quote! { types::#ident }, format!("types::{ident}"))))
+    };
+    let (params, params_name) = resolve(&row.params)?.unzip();
+    let (result, result_name) = resolve(&row.result)?.unzip();
+    let words = method_words(&row.name);
+    let failed = |what: &str, name: String| CodegenError::Revision {
+        protocol: model.protocol.clone(),
+        revision: model.revision.clone(),
+        message: format!("method `{}` gives no Rust {what} (`{name}`)", row.name),
+    };
+    let ident =
+        |what: &str, name: String| syn::parse_str::<Ident>(&name).map_err(|_| failed(what, name));
+    Ok(TypedRow {
+        row,
+        params,
+        result,
+        params_name,
+        result_name,
+        konst: ident("constant", words.to_shouty_snake_case())?,
+        marker: ident("marker type", words.to_pascal_case())?,
+        handler: ident("handler method", words.to_snake_case())?,
+    })
+}
+
+/// A method name as words (`tools/call` → `tools call`, `$/cancel_request` → `cancel request`),
+/// from which its constant, marker and handler method are cased.
+fn method_words(method: &str) -> String {
+    method
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect()
+}
+
+/// The constant naming a method (`tools/call` → `TOOLS_CALL`).
+pub fn method_const_name(method: &str) -> String {
+    method_words(method).to_shouty_snake_case()
+}
+
+/// The handler method name of a wire method (`tools/call` → `tools_call`,
+/// `session/request_permission` → `session_request_permission`, `SendMessage` → `send_message`).
+pub fn handler_method_name(method: &str) -> String {
+    method_words(method).to_snake_case()
+}
+
+/// The peers whose method-dispatched enums are emitted: those the front end asks for, and those
+/// whose upstream union another definition refers to (it must then be a type).
+fn dispatched_peers(model: &RevisionModel) -> BTreeSet<Peer> {
+    let unions: BTreeSet<&str> = model
+        .message_unions
+        .iter()
+        .map(|union| union.definition.as_str())
+        .collect();
+    let referenced: BTreeSet<String> = model
+        .definitions
+        .iter()
+        .filter(|(name, _)| !unions.contains(name.as_str()))
+        .flat_map(|(_, schema)| referenced_names(schema))
+        .collect();
+    let mut peers: BTreeSet<Peer> = model.dispatched_enums.iter().copied().collect();
+    peers.extend(
+        model
+            .message_unions
+            .iter()
+            .filter(|union| referenced.contains(&union.definition))
+            .map(|union| union.sender),
+    );
+    peers
+}
+
+/// The name of a peer's dispatched enum of one kind (`ServerRequest`, `AgentResult`).
+fn enum_name(model: &RevisionModel, peer: Peer, kind: UnionKind) -> String {
+    let suffix = match kind {
+        UnionKind::Request => "Request",
+        UnionKind::Notification => "Notification",
+        UnionKind::Result => "Result",
+    };
+    format!("{}{suffix}", model.peers.name(peer))
+}
+
 /// Renders one revision module.
 pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
-    let sides = sides(&model.protocol);
-    let main_file = model
-        .sources
-        .first()
-        .map(|s| s.path.clone())
-        .unwrap_or_default();
-    let replaced = replaced_unions(model, sides);
-    let mut replacements: BTreeMap<String, String> = replaced
+    let peers = dispatched_peers(model);
+    let mut replacements: BTreeMap<String, TokenStream> = BTreeMap::new();
+    let mut dropped = BTreeSet::new();
+    for union in &model.message_unions {
+        if peers.contains(&union.sender) {
+            let ident = checked_ident(model, &enum_name(model, union.sender, union.kind))?;
+            replacements.insert(union.definition.clone(), quote! { super::#ident });
+        } else {
+            dropped.insert(union.definition.clone());
+        }
+    }
+    let definitions: BTreeMap<String, serde_json::Value> = model
+        .definitions
         .iter()
-        .map(|(definition, ty)| (definition.clone(), format!("super::{ty}")))
+        .filter(|(name, _)| !dropped.contains(*name))
+        .map(|(name, schema)| (name.clone(), schema.clone()))
         .collect();
+    let names = type_names(model, &definitions)?;
     for name in model.custom_types.keys() {
-        replacements.insert(name.clone(), rust_type_name(name));
+        if let Some(ident) = names.ident(name) {
+            replacements.insert(name.clone(), quote! { #ident });
+        }
     }
     let types = typify_definitions(&TypesRequest {
-        definitions: &model.definitions,
+        definitions: &definitions,
         replacements: &replacements,
+        names: &names,
     })
-    .map_err(|failure| {
-        let pointer = failure
+    .map_err(|failure| CodegenError::Definition {
+        at: failure
             .definition
-            .map(|d| format!("/definitions/{d}"))
-            .unwrap_or_default();
-        CodegenError::schema(&main_file, &pointer, failure.message)
+            .as_deref()
+            .map_or_else(|| model.origins.file.clone(), |d| model.origins.locate(d)),
+        message: format!(
+            "typify 0.8 cannot generate this definition: {}",
+            failure.reason
+        ),
     })?;
-    let (types, tag_dispatched) = documented_types(model, types, &main_file)?;
-    let custom = custom_items(model, &main_file)?;
-    let reexports: Vec<Ident> = replaced
-        .values()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .map(|ty| format_ident!("{}", ty))
-        .collect();
-    let aliases: Vec<TokenStream> = replaced
+    let (types, tag_dispatched) = documented_types(model, &definitions, &names, types)?;
+    let revision = Revision::new(model, names)?;
+    // A replaced union's definition name stays a type in `types`: the dispatched enum.
+    let reexports: Vec<Ident> = model
+        .message_unions
         .iter()
-        .filter(|(definition, ty)| definition != ty)
-        .map(|(definition, ty)| {
-            let alias = format_ident!("{}", rust_type_name(definition));
-            let ty = format_ident!("{}", ty);
-            let doc = format!(
-                "`{definition}` of {}: answered by the method-dispatched [`{ty}`].",
-                revision_label(model)
-            );
-            quote! { #[doc = #doc] pub type #alias = super::#ty; }
-        })
+        .filter(|union| peers.contains(&union.sender))
+        .map(|union| checked_ident(model, &enum_name(model, union.sender, union.kind)))
+        .collect::<Result<BTreeSet<_>>>()?
+        .into_iter()
         .collect();
-    let methods_mod = methods_module(model)?;
-    let table = method_table(model);
-    let enums = direction_enums(model, sides)?;
-    let service = crate::service::emit_service(model, sides)?;
+    let reexports = (!reexports.is_empty()).then(|| quote! { pub use super::{#(#reexports),*}; });
+    let methods_mod = methods_module(&revision);
+    let table = method_table(&revision);
+    let enums = dispatched_enums(&revision, &peers)?;
+    let service = crate::service::emit_service(&revision)?;
+    let file_link = match &model.origins.browse_url {
+        Some(url) => format!("[`{}`]({url})", model.origins.file),
+        None => format!("`{}`", model.origins.file),
+    };
     let module_doc = format!(
-        " {} revision `{}`: every definition of `{}` as a Rust type, the method table, and \
-         method-dispatched enums per direction.",
+        " {} revision `{}`: every definition of {file_link} as a Rust type, the method table, \
+         and the handler traits, dispatchers and clients of each peer.",
         model.protocol.to_uppercase(),
         model.revision,
-        main_file
     );
-    let revision = &model.revision;
+    let revision_text = &model.revision;
     let tokens = quote! {
         #![doc = #module_doc]
         /// The revision string this module was generated from.
-        pub const REVISION: &str = #revision;
+        pub const REVISION: &str = #revision_text;
         /// Types of every schema definition (typify output after codegen's normalization pass).
         /// typify compiles each schema `pattern` into a lazily built regex with `unwrap`.
         #[allow(
@@ -138,33 +283,67 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
         )]
         pub mod types {
             #types
-            #(#custom)*
-            pub use super::{#(#reexports),*};
-            #(#aliases)*
+            #reexports
         }
         #methods_mod
         #table
         #enums
         #service
     };
-    let file: syn::File = syn::parse2(tokens).map_err(|e| {
-        CodegenError::schema(
-            &main_file,
-            "",
-            format!("generated code does not parse: {e}",),
-        )
+    let file: syn::File = syn::parse2(tokens).map_err(|e| CodegenError::Definition {
+        at: model.origins.file.clone(),
+        message: format!("generated code does not parse: {e}"),
     })?;
     let body = prettyplease::unparse(&file);
     Ok(EmittedRevision {
         source: format!("{}{body}", header(model)),
         definitions: model.definitions.len(),
         methods: model.methods.len(),
-        replaced: replaced.keys().cloned().collect(),
+        replaced: model
+            .message_unions
+            .iter()
+            .map(|union| union.definition.clone())
+            .collect(),
         tag_dispatched,
     })
 }
 
-fn revision_label(model: &RevisionModel) -> String {
+/// typify's names for `definitions`, refusing two definitions typify would give one name (it
+/// would silently keep only one of the types).
+pub fn type_names(
+    model: &RevisionModel,
+    definitions: &BTreeMap<String, serde_json::Value>,
+) -> Result<TypeNames> {
+    let names = TypeNames::of(definitions.keys().map(String::as_str)).map_err(|message| {
+        CodegenError::Definition {
+            at: model.origins.file.clone(),
+            message: format!("typify cannot name the definitions: {message}"),
+        }
+    })?;
+    let mut owners: BTreeMap<String, &str> = BTreeMap::new();
+    for (definition, ident) in names.iter() {
+        if let Some(first) = owners.insert(ident.to_string(), definition) {
+            return Err(CodegenError::Definition {
+                at: model.origins.locate(definition),
+                message: format!(
+                    "typify names both `{first}` and `{definition}` `{ident}`; one type would \
+                     be lost"
+                ),
+            });
+        }
+    }
+    Ok(names)
+}
+
+fn checked_ident(model: &RevisionModel, name: &str) -> Result<Ident> {
+    syn::parse_str::<Ident>(name).map_err(|_| CodegenError::Revision {
+        protocol: model.protocol.clone(),
+        revision: model.revision.clone(),
+        message: format!("`{name}` is not a Rust identifier"),
+    })
+}
+
+pub fn revision_label(model: &RevisionModel) -> String {
     format!("{} {}", model.protocol.to_uppercase(), model.revision)
 }
 
@@ -181,97 +360,93 @@ pub fn header(model: &RevisionModel) -> String {
     out
 }
 
-/// typify's output with codegen's docs, and unions with a shared tag decoded by that tag.
+/// typify's output with codegen's docs and aliases, the custom types in their place, and unions
+/// with a shared tag decoded by that tag.
 fn documented_types(
     model: &RevisionModel,
+    definitions: &BTreeMap<String, serde_json::Value>,
+    names: &TypeNames,
     tokens: TokenStream,
-    file: &str,
 ) -> Result<(TokenStream, Vec<TagDispatch>)> {
-    let mut parsed: syn::File = syn::parse2(tokens).map_err(|e| {
-        CodegenError::schema(file, "", format!("typify output does not parse: {e}"))
-    })?;
-    let by_rust_name: BTreeMap<String, String> = model
-        .definitions
-        .keys()
-        .map(|name| (rust_type_name(name), name.clone()))
-        .collect();
+    let unparsable = |what: &str, error: syn::Error| CodegenError::Definition {
+        at: model.origins.file.clone(),
+        message: format!("{what} does not parse: {error}"),
+    };
+    let mut parsed: syn::File =
+        syn::parse2(tokens).map_err(|error| unparsable("typify output", error))?;
     let label = revision_label(model);
-    redocument(&mut parsed, &|ident| {
-        let definition = by_rust_name.get(ident)?;
-        Some(format!(" Definition `{definition}` of {label} (`{file}`)."))
+    redocument(&mut parsed, names, &|definition| {
+        Some(
+            match (
+                model.origins.link(definition),
+                model.origins.elements.get(definition),
+            ) {
+                (Some(link), _) => format!(" [`{definition}`]({link}) of {label}."),
+                (None, Some(element)) => format!(" `{element}`, which {label} imports."),
+                (None, None) => format!(" `{definition}` of {label} (`{}`).", model.origins.file),
+            },
+        )
     });
-    let tag_dispatched = dispatch_on_tags(&mut parsed, &discriminators(&model.definitions));
+    let unplaced = add_field_aliases(&mut parsed, names, &model.field_aliases);
+    if let Some(field) = unplaced.first() {
+        return Err(CodegenError::Definition {
+            at: model.origins.file.clone(),
+            message: format!("an accepted name for `{field}` found no field"),
+        });
+    }
+    let tag_dispatched = dispatch_on_tags(&mut parsed, &discriminators(definitions, names));
+    let typify_items: BTreeSet<String> = parsed.items.iter().filter_map(item_name).collect();
+    for (definition, custom) in &model.custom_types {
+        let at = || model.origins.locate(definition);
+        let custom_tokens = custom
+            .emit(names)
+            .map_err(|message| CodegenError::Definition { at: at(), message })?;
+        let custom_file: syn::File =
+            syn::parse2(custom_tokens).map_err(|error| unparsable("a codegen type", error))?;
+        for item in &custom_file.items {
+            if let Some(name) = item_name(item).filter(|name| typify_items.contains(name)) {
+                return Err(CodegenError::Definition {
+                    at: at(),
+                    message: format!("its type `{name}` is already a type of another definition"),
+                });
+            }
+        }
+        parsed.items.extend(custom_file.items);
+    }
     Ok((quote! { #parsed }, tag_dispatched))
 }
 
-fn custom_items(model: &RevisionModel, file: &str) -> Result<Vec<TokenStream>> {
-    model
-        .custom_types
-        .iter()
-        .map(|(name, source)| {
-            source.parse::<TokenStream>().map_err(|e| {
-                CodegenError::schema(
-                    file,
-                    &format!("/definitions/{name}"),
-                    format!("custom type: {e}"),
-                )
-            })
-        })
-        .collect()
+fn item_name(item: &syn::Item) -> Option<String> {
+    match item {
+        syn::Item::Struct(item) => Some(item.ident.to_string()),
+        syn::Item::Enum(item) => Some(item.ident.to_string()),
+        syn::Item::Type(item) => Some(item.ident.to_string()),
+        _ => None,
+    }
 }
 
-/// The identifier a method's marker type and enum variants use (`tools/call` → `ToolsCall`).
-pub fn method_ident(method: &str) -> Ident {
-    let words: String = method
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    format_ident!("{}", words.to_pascal_case())
-}
-
-/// The constant naming a method (`tools/call` → `TOOLS_CALL`).
-pub fn method_const(method: &str) -> Ident {
-    let words: String = method
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    format_ident!("{}", words.to_shouty_snake_case())
-}
-
-fn type_path(definition: &str) -> TokenStream {
-    let ident = format_ident!("{}", rust_type_name(definition));
-    quote! { types::#ident }
-}
-
-/// The params type of a method as the enums and markers hold it.
-fn params_type(row: &MethodRow) -> Option<TokenStream> {
-    let ty = type_path(row.params_type.as_deref()?);
-    Some(if row.params_optional {
-        quote! { ::std::option::Option<#ty> }
-    } else {
-        ty
-    })
-}
-
-fn methods_module(model: &RevisionModel) -> Result<TokenStream> {
+fn methods_module(revision: &Revision<'_>) -> TokenStream {
     let mut seen = BTreeSet::new();
     let mut items = Vec::new();
-    for row in &model.methods {
-        let ident = method_ident(&row.name);
-        if !seen.insert((ident.to_string(), row.kind)) {
+    for rpc in &revision.rows {
+        if !seen.insert(rpc.konst.to_string()) {
             continue;
         }
-        let konst = method_const(&row.name);
-        let name = &row.name;
-        let doc = format!(" `{name}` ({})", revision_label(model));
-        let params = params_type(row).unwrap_or_else(|| quote! { () });
-        let marker = match row.kind {
+        let konst = &rpc.konst;
+        let ident = &rpc.marker;
+        let name = &rpc.row.name;
+        let doc = format!(" `{name}` ({})", revision.label);
+        items.push(quote! {
+            #[doc = #doc]
+            pub const #konst: &str = #name;
+        });
+        if !rpc.row.is_bound() {
+            continue;
+        }
+        let params = rpc.params_arg_type().unwrap_or_else(|| quote! { () });
+        let marker = match rpc.row.kind {
             MethodKind::Request => {
-                let result = row
-                    .result_type
-                    .as_deref()
-                    .map(type_path)
-                    .unwrap_or_else(|| quote! { () });
+                let result = rpc.result.clone().unwrap_or_else(|| quote! { () });
                 quote! {
                     impl ::protocols_runtime::method::RpcMethod for #ident {
                         const NAME: &'static str = #konst;
@@ -289,21 +464,19 @@ fn methods_module(model: &RevisionModel) -> Result<TokenStream> {
         };
         items.push(quote! {
             #[doc = #doc]
-            pub const #konst: &str = #name;
-            #[doc = #doc]
             #[derive(Debug, Clone, Copy, PartialEq, Eq)]
             pub struct #ident;
             #marker
         });
     }
-    Ok(quote! {
-        /// Wire names of every method, and a marker type per method carrying its params and
-        /// result types.
+    quote! {
+        /// Wire names of every method, and a marker type per method a binding serves, carrying
+        /// its params and result types.
         pub mod methods {
             use super::types;
             #(#items)*
         }
-    })
+    }
 }
 
 fn direction_tokens(direction: Direction) -> TokenStream {
@@ -314,25 +487,25 @@ fn direction_tokens(direction: Direction) -> TokenStream {
     }
 }
 
-fn method_table(model: &RevisionModel) -> TokenStream {
-    let rows = model.methods.iter().map(|row| {
+fn method_table(revision: &Revision<'_>) -> TokenStream {
+    let rows = revision.rows.iter().map(|rpc| {
+        let row = rpc.row;
         let name = &row.name;
         let direction = direction_tokens(row.direction);
         let kind = match row.kind {
             MethodKind::Request => quote! { Request },
             MethodKind::Notification => quote! { Notification },
         };
-        let path_of = |ty: &Option<String>| match ty {
-            Some(ty) => {
-                let path = format!("types::{}", rust_type_name(ty));
-                quote! { Some(#path) }
-            }
+        let named = |ty: &Option<String>| match ty {
+            Some(ty) => quote! { Some(#ty) },
             None => quote! { None },
         };
-        let params = path_of(&row.params_type);
-        let result = path_of(&row.result_type);
+        let params = named(&rpc.params_name);
+        let result = named(&rpc.result_name);
         let optional = row.params_optional;
-        let streaming = row.streaming;
+        let streaming = row.streaming.results();
+        let client_streaming = row.streaming.params();
+        let json_rpc = row.on_json_rpc();
         let http = row.http.iter().map(|route| {
             let (verb, path, body) = (&route.verb, &route.path, &route.body);
             quote! { ::protocols_runtime::method::HttpRoute { verb: #verb, path: #path, body: #body } }
@@ -346,12 +519,15 @@ fn method_table(model: &RevisionModel) -> TokenStream {
                 params_optional: #optional,
                 result_type: #result,
                 streaming: #streaming,
+                client_streaming: #client_streaming,
+                json_rpc: #json_rpc,
                 http: &[#(#http),*],
             }
         }
     });
     quote! {
-        /// The method table: one row per wire method, derived from the source.
+        /// The method table: one row per wire method, derived from the source, saying which
+        /// bindings serve it (`json_rpc`, and REST through `http`).
         pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[#(#rows),*];
     }
 }
@@ -364,63 +540,47 @@ struct HelperUse {
     result: bool,
 }
 
-fn direction_enums(model: &RevisionModel, sides: Sides) -> Result<TokenStream> {
+/// Per peer asked for: the requests and notifications it sends and the results it answers with,
+/// each an enum decoded by method name (never by shape).
+fn dispatched_enums(revision: &Revision<'_>, peers: &BTreeSet<Peer>) -> Result<TokenStream> {
+    let model = revision.model;
     let mut helpers = HelperUse::default();
     let mut out = Vec::new();
-    for (side, other_sends) in [
-        (sides.client, Direction::ServerToClient),
-        (sides.server, Direction::ClientToServer),
-    ] {
-        let sent_by_side =
-            |row: &&MethodRow| row.direction == Direction::Both || row.direction != other_sends;
-        let sent_by_other =
-            |row: &&MethodRow| row.direction == Direction::Both || row.direction == other_sends;
-        let requests: Vec<&MethodRow> = model
-            .methods
-            .iter()
-            .filter(|r| r.kind == MethodKind::Request)
-            .filter(sent_by_side)
-            .collect();
-        let notifications: Vec<&MethodRow> = model
-            .methods
-            .iter()
-            .filter(|r| r.kind == MethodKind::Notification)
-            .filter(sent_by_side)
-            .collect();
-        let answered: Vec<&MethodRow> = model
-            .methods
-            .iter()
-            .filter(|r| r.kind == MethodKind::Request)
-            .filter(sent_by_other)
-            .collect();
-        let label = revision_label(model);
+    for peer in peers {
+        let other = match peer {
+            Peer::Client => Peer::Server,
+            Peer::Server => Peer::Client,
+        };
+        let side = model.peers.name(*peer);
+        let sent = |kind: MethodKind, by: Peer| -> Vec<&TypedRow<'_>> {
+            revision
+                .bound_rows()
+                .filter(|rpc| rpc.row.kind == kind && rpc.row.direction.sent_by(by))
+                .collect()
+        };
+        let label = &revision.label;
+        let lower = side.to_lowercase();
         out.push(message_enum(
-            &format!("{side}Request"),
-            &format!(
-                "Requests the {} sends ({label}), dispatched by method name.",
-                side.to_lowercase()
-            ),
-            &requests,
+            &checked_ident(model, &enum_name(model, *peer, UnionKind::Request))?,
+            &format!("Requests the {lower} sends ({label}), dispatched by method name."),
+            &sent(MethodKind::Request, *peer),
             &mut helpers,
         ));
         out.push(message_enum(
-            &format!("{side}Notification"),
-            &format!(
-                "Notifications the {} sends ({label}), dispatched by method name.",
-                side.to_lowercase()
-            ),
-            &notifications,
+            &checked_ident(model, &enum_name(model, *peer, UnionKind::Notification))?,
+            &format!("Notifications the {lower} sends ({label}), dispatched by method name."),
+            &sent(MethodKind::Notification, *peer),
             &mut helpers,
         ));
         out.push(result_enum(
-            &format!("{side}Result"),
-            &format!(
-                "Results the {} sends ({label}), decoded by the method they answer.",
-                side.to_lowercase()
-            ),
-            &answered,
+            &checked_ident(model, &enum_name(model, *peer, UnionKind::Result))?,
+            &format!("Results the {lower} sends ({label}), decoded by the method they answer."),
+            &sent(MethodKind::Request, other),
             &mut helpers,
         ));
+    }
+    if out.is_empty() {
+        return Ok(TokenStream::new());
     }
     let helper_fns = helper_functions(&helpers);
     Ok(quote! {
@@ -430,25 +590,24 @@ fn direction_enums(model: &RevisionModel, sides: Sides) -> Result<TokenStream> {
 }
 
 fn message_enum(
-    name: &str,
+    ident: &Ident,
     doc: &str,
-    rows: &[&MethodRow],
+    rows: &[&TypedRow<'_>],
     helpers: &mut HelperUse,
 ) -> TokenStream {
-    let ident = format_ident!("{}", name);
     let doc = format!(" {doc}");
     let mut variants = Vec::new();
     let mut decode_arms = Vec::new();
     let mut method_arms = Vec::new();
     let mut params_arms = Vec::new();
-    for row in rows {
-        let variant = method_ident(&row.name);
-        let konst = method_const(&row.name);
-        let method_doc = format!(" `{}`", row.name);
-        match params_type(row) {
+    for rpc in rows {
+        let variant = &rpc.marker;
+        let konst = &rpc.konst;
+        let method_doc = format!(" `{}`", rpc.row.name);
+        match rpc.params_arg_type() {
             Some(ty) => {
                 variants.push(quote! { #[doc = #method_doc] #variant(#ty) });
-                let helper = if row.params_optional {
+                let helper = if rpc.row.params_optional {
                     helpers.optional = true;
                     quote! { optional_params }
                 } else {
@@ -457,7 +616,7 @@ fn message_enum(
                 };
                 decode_arms.push(quote! { methods::#konst => #helper(methods::#konst, params).map(Self::#variant) });
                 method_arms.push(quote! { Self::#variant(_) => methods::#konst });
-                params_arms.push(if row.params_optional {
+                params_arms.push(if rpc.row.params_optional {
                     quote! { Self::#variant(params) => params.as_ref().map(::serde_json::to_value).transpose() }
                 } else {
                     quote! { Self::#variant(params) => ::serde_json::to_value(params).map(Some) }
@@ -530,22 +689,22 @@ fn message_enum(
     }
 }
 
-fn result_enum(name: &str, doc: &str, rows: &[&MethodRow], helpers: &mut HelperUse) -> TokenStream {
-    let ident = format_ident!("{}", name);
+fn result_enum(
+    ident: &Ident,
+    doc: &str,
+    rows: &[&TypedRow<'_>],
+    helpers: &mut HelperUse,
+) -> TokenStream {
     let doc = format!(" {doc}");
     let mut variants = Vec::new();
     let mut decode_arms = Vec::new();
     let mut method_arms = Vec::new();
     let mut serialize_arms = Vec::new();
-    for row in rows {
-        let variant = method_ident(&row.name);
-        let konst = method_const(&row.name);
-        let method_doc = format!(" Result of `{}`", row.name);
-        let ty = row
-            .result_type
-            .as_deref()
-            .map(type_path)
-            .unwrap_or_else(|| quote! { ::serde_json::Value });
+    for rpc in rows {
+        let variant = &rpc.marker;
+        let konst = &rpc.konst;
+        let method_doc = format!(" Result of `{}`", rpc.row.name);
+        let ty = rpc.result_type();
         helpers.result = true;
         variants.push(quote! { #[doc = #method_doc] #variant(#ty) });
         decode_arms.push(quote! { methods::#konst => decode_result_as(methods::#konst, result).map(Self::#variant) });
@@ -626,46 +785,4 @@ fn helper_functions(helpers: &HelperUse) -> TokenStream {
         #optional
         #result
     }
-}
-
-/// Test support for a revision with pinned example messages: a function that round-trips a JSON
-/// value through the type a definition name denotes, so the example test can follow the folder
-/// names instead of a hand-written list.
-pub fn emit_definition_table(model: &RevisionModel) -> Result<String> {
-    let sides = sides(&model.protocol);
-    let replaced = replaced_unions(model, sides);
-    let module = format_ident!("{}", model.module);
-    let crate_name = format_ident!("protocols_{}", model.protocol);
-    let arms = model
-        .definitions
-        .keys()
-        .filter(|name| !replaced.contains_key(*name) && !model.custom_types.contains_key(*name))
-        .map(|name| {
-            let ty = format_ident!("{}", rust_type_name(name));
-            quote! { #name => Some(round_trip_as::<types::#ty>(value)) }
-        });
-    let doc = format!(
-        " Round-trips `value` through the `{}` type named `definition`; `None` for an unknown name.",
-        model.revision
-    );
-    let tokens = quote! {
-        use #crate_name::generated::#module::types;
-
-        #[doc = #doc]
-        pub fn round_trip(definition: &str, value: ::serde_json::Value) -> ::std::option::Option<::std::result::Result<::serde_json::Value, ::serde_json::Error>> {
-            match definition {
-                #(#arms,)*
-                _ => None,
-            }
-        }
-
-        fn round_trip_as<T: ::serde::Serialize + ::serde::de::DeserializeOwned>(value: ::serde_json::Value) -> ::std::result::Result<::serde_json::Value, ::serde_json::Error> {
-            let typed: T = ::serde_json::from_value(value)?;
-            ::serde_json::to_value(&typed)
-        }
-    };
-    let file: syn::File = syn::parse2(tokens).map_err(|e| {
-        CodegenError::schema("", "", format!("definition table does not parse: {e}"))
-    })?;
-    Ok(format!("{}{}", header(model), prettyplease::unparse(&file)))
 }

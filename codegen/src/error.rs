@@ -24,8 +24,13 @@ pub enum CodegenError {
         pointer: String,
         message: String,
     },
-    #[error("{path}: missing from the cache; run `cargo run -p codegen -- sync`")]
+    #[error("{path}: missing from schema/cache; run `cargo run -p codegen -- sync`")]
     Missing { path: String },
+    #[error(
+        "{path}: not in the mirror {mirror} (named by `--from` or CODEGEN_SCHEMA_MIRROR); \
+         unset it to download the pinned upstream files"
+    )]
+    NotInMirror { path: String, mirror: String },
     #[error("{path}: sha256 {actual} does not match the pinned {expected}")]
     Digest {
         path: String,
@@ -36,6 +41,14 @@ pub enum CodegenError {
     Config { path: String, message: String },
     #[error("download {url}: {message}")]
     Download { url: String, message: String },
+    /// The proto front end refused a file; the message names it (cache-relative), the line and
+    /// column, and the element.
+    #[error("{0}")]
+    Proto(String),
+    /// A definition the back end cannot generate; `at` is `file#/$defs/Name` (as the file spells
+    /// it) or `file:line:column` for a proto message.
+    #[error("{at}: {message}")]
+    Definition { at: String, message: String },
     #[error("{protocol} {revision}: {message}")]
     Revision {
         protocol: String,

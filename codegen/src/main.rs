@@ -1,5 +1,6 @@
 //! `cargo run -p codegen`: regenerates every protocol crate from the pinned schemas;
-//! `-- --check` lists stale files instead of writing; `-- sync [--from DIR]` fills the cache.
+//! `-- --check` lists stale files instead of writing, `-- --dry-run` prints what a run would
+//! change; `-- sync [--from DIR]` fills the cache (from `$CODEGEN_SCHEMA_MIRROR` when set).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use codegen::error::CodegenError;
 use codegen::generate::{Generation, Selection, generate};
-use codegen::output::{stale_files, write_all};
+use codegen::output::{Change, apply, plan};
 use codegen::sources::{Layout, Sources};
 use codegen::sync::{Origin, sync};
 
@@ -16,9 +17,13 @@ use codegen::sync::{Origin, sync};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Exit non-zero, listing stale files, when the committed output differs from a fresh run.
+    /// Exit non-zero, listing stale files, when the generated tree differs from a fresh run:
+    /// changed or missing files, and files no pin produces.
     #[arg(long)]
     check: bool,
+    /// Print what a run would create, change or remove, per file, without writing.
+    #[arg(long, visible_alias = "diff", conflicts_with = "check")]
+    dry_run: bool,
     /// Only this protocol (mcp, acp, a2a).
     #[arg(long)]
     protocol: Option<String>,
@@ -28,11 +33,15 @@ struct Cli {
     /// Also print which definitions each normalization rewrite touched.
     #[arg(long)]
     report: bool,
+    /// The workspace to work on (default: the one holding `schema/sources.toml` around here).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Fill schema/cache/ with every pinned file, verified against its sha256.
+    /// Fill schema/cache/ with every pinned file, verified against its sha256: from `--from DIR`,
+    /// else from the mirror `$CODEGEN_SCHEMA_MIRROR` names, else from the pinned upstream URLs.
     Sync {
         /// Copy from this mirror directory instead of downloading.
         #[arg(long)]
@@ -52,35 +61,54 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<ExitCode, CodegenError> {
-    let layout = Layout::from_manifest_dir();
+    let layout = cli.root.clone().map_or_else(Layout::discover, Layout::at);
     let sources = Sources::load(&layout.sources_toml())?;
     if let Some(Command::Sync { from }) = &cli.command {
-        let origin = from.clone().map_or(Origin::Upstream, Origin::Mirror);
+        let origin = Origin::choose(from.clone());
         let count = sync(&sources, &origin, &layout.cache())?;
-        println!("synced {count} files into {}", layout.cache().display());
+        println!(
+            "synced {count} files from {} into {}",
+            origin.describe(),
+            layout.cache().display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let selection = Selection {
         protocol: cli.protocol.clone(),
         revision: cli.revision.clone(),
     };
-    let generation = generate(&sources, &layout.cache(), &selection)?;
+    let generation = generate(&sources, &layout, &selection)?;
     print_summary(&generation, cli.report);
+    let planned = plan(&layout.root, &generation);
     if cli.check {
-        let stale = stale_files(&layout.root, &generation.files);
-        if stale.is_empty() {
+        if planned.is_empty() {
             println!("generated code is up to date");
             return Ok(ExitCode::SUCCESS);
         }
-        for path in &stale {
-            eprintln!("stale: {}", path.display());
+        for entry in &planned {
+            eprintln!("stale: {entry}");
         }
         eprintln!("run `cargo run -p codegen` and commit the result");
         return Ok(ExitCode::FAILURE);
     }
-    let written = write_all(&layout.root, &generation.files)?;
+    if cli.dry_run {
+        for entry in &planned {
+            println!("would {entry}");
+        }
+        println!(
+            "{} files would change (dry run: nothing written)",
+            planned.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    apply(&layout.root, &generation, &planned)?;
+    let removed = planned
+        .iter()
+        .filter(|entry| matches!(entry.change, Change::Remove { .. }))
+        .count();
+    let written = planned.len() - removed;
     println!(
-        "{written} files written, {} unchanged",
+        "{written} files written, {removed} removed, {} unchanged",
         generation.files.len() - written
     );
     Ok(ExitCode::SUCCESS)
@@ -103,7 +131,7 @@ fn print_summary(generation: &Generation, report: bool) {
                 println!("    {rewrite} ({}): {}", names.len(), names.join(", "));
             }
             println!(
-                "    replaced by method-dispatched enums: {}",
+                "    unions the method table replaces: {}",
                 summary.replaced_unions.join(", ")
             );
             let dispatched: Vec<String> = summary

@@ -523,23 +523,27 @@ pub fn any_of_as_one_of(definitions: &mut Definitions) -> BTreeSet<String> {
     })
 }
 
-/// `unevaluatedProperties: true` (or `{}`) → `additionalProperties: {}` on an object schema that
-/// says nothing about additional properties: typify ignores the 2019-09 keyword and emits a closed
-/// struct, so the members it explicitly allows (ACP's other-mode elicitation, whose payload is
-/// upstream's to extend) were dropped on a round trip; typify keeps `additionalProperties` as a
-/// flattened map, and merges it into each member of a union the object holds.
+/// `unevaluatedProperties: true` (or `{}`) → `additionalProperties: {}`, and
+/// `unevaluatedProperties: false` → `additionalProperties: false`, on an object schema that says
+/// nothing about additional properties: typify ignores the 2019-09 keyword, so the members an
+/// object allows (ACP's other-mode elicitation, whose payload is upstream's to extend) were
+/// dropped on a round trip, and the members it forbids were accepted. typify keeps
+/// `additionalProperties` (a flattened map, merged into each member of a union the object holds;
+/// or a closed struct). `constructs` refuses the forms this cannot express (a subschema, or
+/// `false` beside a composition whose members evaluate properties), so what reaches here is
+/// one of these two.
 pub fn unevaluated_properties_kept(definitions: &mut Definitions) -> BTreeSet<String> {
     rewrite_each(definitions, &mut |object| {
-        let allows_any = match object.get("unevaluatedProperties") {
-            Some(Value::Bool(allowed)) => *allowed,
-            Some(Value::Object(schema)) => schema.is_empty(),
-            _ => false,
+        let replacement = match object.get("unevaluatedProperties") {
+            Some(Value::Bool(true)) => json!({}),
+            Some(Value::Object(schema)) if schema.is_empty() => json!({}),
+            Some(Value::Bool(false)) => json!(false),
+            _ => return false,
         };
-        if !allows_any || object.contains_key("additionalProperties") {
-            return false;
-        }
         object.remove("unevaluatedProperties");
-        object.insert("additionalProperties".into(), json!({}));
+        // Beside `additionalProperties` the keyword adds nothing: every member the object does
+        // not name is already judged by it.
+        object.entry("additionalProperties").or_insert(replacement);
         true
     })
 }

@@ -57,6 +57,73 @@ impl SchemaDoc {
     }
 }
 
+/// The 1-based line of each definition's key in a schema file whose definitions live under
+/// `defs_key` at the top level; a link to a definition points there. A small scan of the JSON
+/// text (serde_json keeps no positions); a definition it cannot place is simply left out.
+pub fn definition_lines(bytes: &[u8], defs_key: &str) -> BTreeMap<String, usize> {
+    struct Frame {
+        is_object: bool,
+        expect_key: bool,
+        key: Option<String>,
+    }
+    let mut lines = BTreeMap::new();
+    let mut line = 1;
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut chars = bytes.iter().copied();
+    while let Some(byte) = chars.next() {
+        match byte {
+            b'\n' => line += 1,
+            b'{' | b'[' => stack.push(Frame {
+                is_object: byte == b'{',
+                expect_key: byte == b'{',
+                key: None,
+            }),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => {
+                if let Some(top) = stack.last_mut() {
+                    top.expect_key = top.is_object;
+                }
+            }
+            b'"' => {
+                let text = read_string(&mut chars);
+                let is_definition = stack.len() == 2
+                    && stack.first().and_then(|root| root.key.as_deref()) == Some(defs_key);
+                if let Some(top) = stack.last_mut().filter(|top| top.expect_key) {
+                    top.expect_key = false;
+                    if is_definition {
+                        lines.entry(text.clone()).or_insert(line);
+                    }
+                    top.key = Some(text);
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The rest of a JSON string after its opening quote, escapes kept as written except `\"`.
+fn read_string(chars: &mut impl Iterator<Item = u8>) -> String {
+    let mut text = Vec::new();
+    while let Some(byte) = chars.next() {
+        match byte {
+            b'"' => break,
+            b'\\' => {
+                if let Some(escaped) = chars.next() {
+                    if escaped != b'"' && escaped != b'\\' {
+                        text.push(b'\\');
+                    }
+                    text.push(escaped);
+                }
+            }
+            _ => text.push(byte),
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 /// `/<defs_key>/<name>` with JSON-pointer escaping.
 pub fn definition_pointer(defs_key: &str, name: &str) -> String {
     format!("/{defs_key}/{}", name.replace('~', "~0").replace('/', "~1"))
@@ -70,7 +137,7 @@ pub fn ref_target(reference: &str) -> Option<&str> {
 }
 
 /// Keywords whose value is a map from names to subschemas.
-const SCHEMA_MAPS: &[&str] = &[
+pub(crate) const SCHEMA_MAPS: &[&str] = &[
     "properties",
     "patternProperties",
     "definitions",
@@ -78,7 +145,7 @@ const SCHEMA_MAPS: &[&str] = &[
     "dependentSchemas",
 ];
 /// Keywords whose value is one subschema.
-const SCHEMA_SINGLES: &[&str] = &[
+pub(crate) const SCHEMA_SINGLES: &[&str] = &[
     "additionalProperties",
     "not",
     "if",
@@ -91,7 +158,7 @@ const SCHEMA_SINGLES: &[&str] = &[
     "unevaluatedItems",
 ];
 /// Keywords whose value is a list of subschemas.
-const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+pub(crate) const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Calls `visit` on each immediate subschema of `schema`.
 pub fn for_each_child_mut(schema: &mut Value, visit: &mut dyn FnMut(&mut Value)) {
@@ -166,4 +233,19 @@ pub fn referenced_names(schema: &Value) -> Vec<String> {
         }
     });
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_definition_is_placed_on_the_line_of_its_key() {
+        let text = "{\n  \"$schema\": \"x\",\n  \"$defs\": {\n    \"A\": {\"properties\": {\"B\": {}}},\n\n    \"B\": {\n      \"description\": \"a \\\"quoted\\\" {brace\"\n    },\n    \"C\": []\n  },\n  \"other\": {\"D\": 1}\n}";
+        let lines = definition_lines(text.as_bytes(), "$defs");
+        assert_eq!(
+            lines,
+            BTreeMap::from([("A".into(), 4), ("B".into(), 6), ("C".into(), 9)])
+        );
+    }
 }

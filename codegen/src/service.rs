@@ -28,24 +28,12 @@
 
 use std::collections::BTreeSet;
 
-use heck::ToSnakeCase;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::emit::{Sides, method_const};
+use crate::emit::{Revision, TypedRow};
 use crate::error::{CodegenError, Result};
-use crate::model::{Direction, MethodKind, MethodRow, RevisionModel};
-use crate::types_emit::rust_type_name;
-
-/// The handler method name of a wire method (`tools/call` → `tools_call`,
-/// `session/request_permission` → `session_request_permission`, `SendMessage` → `send_message`).
-pub fn handler_method_name(method: &str) -> String {
-    let words: String = method
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    words.to_snake_case()
-}
+use crate::model::{Direction, MethodKind};
 
 /// One side that receives calls: its trait name and the rows it answers.
 struct ReceivingSide<'a> {
@@ -53,48 +41,31 @@ struct ReceivingSide<'a> {
     name: &'static str,
     /// The other side, which sends these calls (for docs).
     sender: &'static str,
-    requests: Vec<Rpc<'a>>,
-    notifications: Vec<Rpc<'a>>,
+    requests: Vec<&'a TypedRow<'a>>,
+    notifications: Vec<&'a TypedRow<'a>>,
 }
 
-/// A method-table row with the names and types the emitted code uses.
-struct Rpc<'a> {
-    row: &'a MethodRow,
-    handler: Ident,
-    konst: Ident,
-}
-
-impl Rpc<'_> {
-    /// The params argument of the handler method and the proxy method, if the method has params.
-    fn params_type(&self) -> Option<TokenStream> {
-        let ty = type_path(self.row.params_type.as_deref()?);
-        Some(if self.row.params_optional {
-            quote! { ::std::option::Option<#ty> }
-        } else {
-            ty
-        })
-    }
-
-    fn result_type(&self) -> TokenStream {
-        self.row
-            .result_type
-            .as_deref()
-            .map(type_path)
-            .unwrap_or_else(|| quote! { ::serde_json::Value })
-    }
-
+/// A row's dispatch and proxy expressions.
+trait Codec {
     /// `params: T, ` or nothing, for a signature.
+    fn params_arg(&self) -> TokenStream;
+    /// The expression decoding the raw params in a dispatcher (ending in `?`), or nothing.
+    fn decode_expr(&self) -> TokenStream;
+    /// The expression encoding the params in a proxy call.
+    fn encode_expr(&self) -> TokenStream;
+}
+
+impl Codec for TypedRow<'_> {
     fn params_arg(&self) -> TokenStream {
-        match self.params_type() {
+        match self.params_arg_type() {
             Some(ty) => quote! { params: #ty, },
             None => TokenStream::new(),
         }
     }
 
-    /// The expression decoding the raw params in a dispatcher (ending in `?`), or nothing.
     fn decode_expr(&self) -> TokenStream {
         let konst = &self.konst;
-        match (&self.row.params_type, self.row.params_optional) {
+        match (&self.params, self.row.params_optional) {
             (None, _) => TokenStream::new(),
             (Some(_), true) => quote! {
                 ::protocols_runtime::method::decode_optional_params(methods::#konst, params)?,
@@ -105,10 +76,9 @@ impl Rpc<'_> {
         }
     }
 
-    /// The expression encoding the params in a proxy call.
     fn encode_expr(&self) -> TokenStream {
         let konst = &self.konst;
-        match self.row.params_type {
+        match self.params {
             Some(_) => {
                 quote! { ::protocols_runtime::method::encode_params(methods::#konst, &params)? }
             }
@@ -117,43 +87,38 @@ impl Rpc<'_> {
     }
 }
 
-fn type_path(definition: &str) -> TokenStream {
-    let ident = format_ident!("{}", rust_type_name(definition));
-    quote! { types::#ident }
-}
-
 /// Everything this module emits for one revision, spliced into the revision module beside
-/// `types`, `methods` and the direction enums (whose names it relies on).
-pub fn emit_service(model: &RevisionModel, sides: Sides) -> Result<TokenStream> {
-    let label = format!("{} {}", model.protocol.to_uppercase(), model.revision);
+/// `types` and `methods` (whose names it relies on). Only rows some binding serves get a handler
+/// method: a client-streaming rpc has neither a JSON-RPC nor a REST form today.
+pub fn emit_service(revision: &Revision<'_>) -> Result<TokenStream> {
     let mut out = Vec::new();
-    for side in receiving_sides(model, sides)? {
+    for side in receiving_sides(revision)? {
         if side.requests.is_empty() && side.notifications.is_empty() {
             continue;
         }
-        out.push(handler_trait(&side, &label));
+        out.push(handler_trait(&side, &revision.label));
         out.push(request_dispatcher(&side));
         out.push(notification_dispatcher(&side));
-        out.push(remote_proxy(&side, &label));
+        out.push(remote_proxy(&side, &revision.label));
     }
     Ok(quote! { #(#out)* })
 }
 
 /// The server (agent) side receives what the client sends and the other way round; a `Both`
 /// row is received by each.
-fn receiving_sides(model: &RevisionModel, sides: Sides) -> Result<Vec<ReceivingSide<'_>>> {
+fn receiving_sides<'a>(revision: &'a Revision<'a>) -> Result<Vec<ReceivingSide<'a>>> {
+    let peers = revision.model.peers;
     [
-        (sides.server, sides.client, Direction::ClientToServer),
-        (sides.client, sides.server, Direction::ServerToClient),
+        (peers.server, peers.client, Direction::ClientToServer),
+        (peers.client, peers.server, Direction::ServerToClient),
     ]
     .into_iter()
     .map(|(name, sender, direction)| {
-        let received: Vec<&MethodRow> = model
-            .methods
-            .iter()
-            .filter(|row| row.direction == direction || row.direction == Direction::Both)
+        let received: Vec<&TypedRow<'_>> = revision
+            .bound_rows()
+            .filter(|rpc| rpc.row.direction == direction || rpc.row.direction == Direction::Both)
             .collect();
-        let rpcs = named_rpcs(model, name, &received)?;
+        let rpcs = distinct_handlers(revision, name, received)?;
         let (requests, notifications) = rpcs
             .into_iter()
             .partition(|rpc| rpc.row.kind == MethodKind::Request);
@@ -167,42 +132,37 @@ fn receiving_sides(model: &RevisionModel, sides: Sides) -> Result<Vec<ReceivingS
     .collect()
 }
 
-/// Names each row's handler method, refusing two rows that would share one.
-fn named_rpcs<'a>(
-    model: &RevisionModel,
+/// Keeps one row per wire method, refusing two rows that would share a handler method.
+fn distinct_handlers<'a>(
+    revision: &Revision<'_>,
     side: &str,
-    rows: &[&'a MethodRow],
-) -> Result<Vec<Rpc<'a>>> {
+    rows: Vec<&'a TypedRow<'a>>,
+) -> Result<Vec<&'a TypedRow<'a>>> {
     let mut seen_wire = BTreeSet::new();
     let mut seen_handler = BTreeSet::new();
     let mut rpcs = Vec::new();
-    for row in rows {
-        if !seen_wire.insert(row.name.as_str()) {
+    for rpc in rows {
+        if !seen_wire.insert(rpc.row.name.as_str()) {
             continue;
         }
-        let name = handler_method_name(&row.name);
-        if name.is_empty() || !seen_handler.insert(name.clone()) {
+        let name = rpc.handler.to_string();
+        if !seen_handler.insert(name.clone()) {
             return Err(CodegenError::Revision {
-                protocol: model.protocol.clone(),
-                revision: model.revision.clone(),
+                protocol: revision.model.protocol.clone(),
+                revision: revision.model.revision.clone(),
                 message: format!(
-                    "method `{}` needs handler method `{name}` on `{side}`, which is empty or \
-                     already taken",
-                    row.name
+                    "method `{}` needs handler method `{name}` on `{side}`, which is already taken",
+                    rpc.row.name
                 ),
             });
         }
-        rpcs.push(Rpc {
-            row,
-            handler: format_ident!("{}", name),
-            konst: method_const(&row.name),
-        });
+        rpcs.push(rpc);
     }
     Ok(rpcs)
 }
 
 fn has_streaming(side: &ReceivingSide<'_>) -> bool {
-    side.requests.iter().any(|rpc| rpc.row.streaming)
+    side.requests.iter().any(|rpc| rpc.row.streaming.results())
 }
 
 fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
@@ -220,7 +180,7 @@ fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         let method = &rpc.handler;
         let params = rpc.params_arg();
         let result = rpc.result_type();
-        let output = if rpc.row.streaming {
+        let output = if rpc.row.streaming.results() {
             quote! { ::protocols_runtime::method::ResultStream<#result> }
         } else {
             result
@@ -265,8 +225,8 @@ fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
 }
 
 /// The arguments a default method body ignores.
-fn unused_args(rpc: &Rpc<'_>) -> TokenStream {
-    match rpc.row.params_type {
+fn unused_args(rpc: &TypedRow<'_>) -> TokenStream {
+    match rpc.params {
         Some(_) => quote! { (params, cx) },
         None => quote! { cx },
     }
@@ -289,7 +249,7 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
         let method = &rpc.handler;
         let decode = rpc.decode_expr();
         let call = quote! { handler.#method(#decode cx).await };
-        let answer = match (streaming, rpc.row.streaming) {
+        let answer = match (streaming, rpc.row.streaming.results()) {
             (false, _) => quote! { ::protocols_runtime::method::reply(#call) },
             (true, false) => quote! { ::protocols_runtime::method::Answer::single(#call) },
             (true, true) => quote! { ::protocols_runtime::method::Answer::streaming(#call) },
@@ -405,7 +365,7 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         let encode = rpc.encode_expr();
         let result = rpc.result_type();
         let doc = format!(" Calls `{}`.", rpc.row.name);
-        if rpc.row.streaming {
+        if rpc.row.streaming.results() {
             quote! {
                 #[doc = #doc]
                 pub async fn #method(&self, #params) -> ::std::result::Result<::protocols_runtime::method::ClientStream<#result>, ::protocols_runtime::method::ClientError> {
@@ -467,31 +427,41 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::emit::sides;
+    use crate::emit::handler_method_name;
+    use crate::model::{MethodRow, Origins, Peers, RevisionModel, Streaming};
+    use crate::types_emit::TypeNames;
 
     fn row(name: &str, direction: Direction, kind: MethodKind) -> MethodRow {
+        let stem = handler_method_name(name);
         MethodRow {
             name: name.into(),
             direction,
             kind,
-            params_type: Some(format!("{}Params", handler_method_name(name))),
+            params: Some(format!("{stem}_params")),
             params_optional: false,
-            result_type: (kind == MethodKind::Request)
-                .then(|| format!("{}Result", handler_method_name(name))),
-            streaming: false,
+            result: (kind == MethodKind::Request).then(|| format!("{stem}_result")),
+            streaming: Streaming::Unary,
             http: Vec::new(),
         }
     }
 
-    fn model(protocol: &str, methods: Vec<MethodRow>) -> RevisionModel {
+    fn model(server: &'static str, methods: Vec<MethodRow>) -> RevisionModel {
         RevisionModel {
-            protocol: protocol.into(),
+            protocol: "test".into(),
             revision: "test".into(),
             module: "vtest".into(),
             sources: Vec::new(),
             definitions: BTreeMap::new(),
+            origins: Origins::default(),
             custom_types: BTreeMap::new(),
             methods,
+            peers: Peers {
+                client: "Client",
+                server,
+            },
+            message_unions: Vec::new(),
+            dispatched_enums: Vec::new(),
+            field_aliases: BTreeMap::new(),
             feature: None,
         }
     }
@@ -504,7 +474,7 @@ mod tests {
         let mut optional = row("tools/list", ClientToServer, Request);
         optional.params_optional = true;
         let mut bare = row("agent/getCard", ClientToServer, Request);
-        bare.params_type = None;
+        bare.params = None;
         vec![
             row("tools/call", ClientToServer, Request),
             optional,
@@ -517,10 +487,17 @@ mod tests {
         ]
     }
 
-    fn emitted(model: &RevisionModel) -> syn::File {
-        let tokens = emit_service(model, sides(&model.protocol))
-            .unwrap_or_else(|error| panic!("emit failed: {error}"));
-        syn::parse2(tokens).unwrap_or_else(|error| panic!("emitted code does not parse: {error}"))
+    fn emitted(model: &RevisionModel) -> Result<syn::File> {
+        let definitions: Vec<&str> = model
+            .methods
+            .iter()
+            .flat_map(|row| [row.params.as_deref(), row.result.as_deref()])
+            .flatten()
+            .collect();
+        let names = TypeNames::of(definitions).unwrap_or_else(|error| panic!("{error}"));
+        let revision = Revision::new(model, names)?;
+        let tokens = emit_service(&revision)?;
+        Ok(syn::parse2(tokens).unwrap_or_else(|error| panic!("does not parse: {error}")))
     }
 
     fn trait_methods(file: &syn::File, name: &str) -> Vec<String> {
@@ -602,7 +579,7 @@ mod tests {
     #[test]
     fn every_request_and_notification_row_becomes_one_trait_method_of_the_side_receiving_it() {
         let table = synthetic_table();
-        let file = emitted(&model("mcp", table.clone()));
+        let file = emitted(&model("Server", table.clone())).unwrap();
         for (side, receives) in [
             ("Server", [Direction::ClientToServer, Direction::Both]),
             ("Client", [Direction::ServerToClient, Direction::Both]),
@@ -624,7 +601,7 @@ mod tests {
     #[test]
     fn each_dispatcher_routes_every_row_of_its_side_and_nothing_else() {
         let table = synthetic_table();
-        let file = emitted(&model("acp", table.clone()));
+        let file = emitted(&model("Agent", table.clone())).unwrap();
         let receives = [Direction::ClientToServer, Direction::Both];
         for (function, kind) in [
             ("dispatch_agent_request", MethodKind::Request),
@@ -632,7 +609,7 @@ mod tests {
         ] {
             let wanted: Vec<String> = expected(&table, &receives, kind)
                 .into_iter()
-                .map(|r| format!("methods::{}", method_const(&r.name)))
+                .map(|r| format!("methods::{}", crate::emit::method_const_name(&r.name)))
                 .collect();
             assert_eq!(routed_methods(&file, function), wanted, "{function}");
         }
@@ -645,7 +622,7 @@ mod tests {
             Direction::ClientToServer,
             MethodKind::Request,
         )];
-        let file = emitted(&model("a2a", table));
+        let file = emitted(&model("Agent", table)).unwrap();
         let traits: Vec<String> = file
             .items
             .iter()
@@ -664,12 +641,12 @@ mod tests {
             Direction::ClientToServer,
             MethodKind::Request,
         );
-        streaming.streaming = true;
+        streaming.streaming = Streaming::Results;
         let table = vec![
             row("GetTask", Direction::ClientToServer, MethodKind::Request),
             streaming,
         ];
-        let file = emitted(&model("a2a", table));
+        let file = emitted(&model("Agent", table)).unwrap();
         let source = prettyplease::unparse(&file);
         let dispatcher = file
             .items
@@ -693,6 +670,30 @@ mod tests {
     }
 
     #[test]
+    fn a_client_streaming_or_bidirectional_rpc_gets_no_handler_method_and_no_client_call() {
+        let mut live = row(
+            "SendLiveMessage",
+            Direction::ClientToServer,
+            MethodKind::Request,
+        );
+        live.streaming = Streaming::Both;
+        let mut upload = row("Upload", Direction::ClientToServer, MethodKind::Request);
+        upload.streaming = Streaming::Params;
+        let table = vec![
+            row("GetTask", Direction::ClientToServer, MethodKind::Request),
+            live,
+            upload,
+        ];
+        let file = emitted(&model("Agent", table)).unwrap();
+        assert_eq!(trait_methods(&file, "Agent"), ["get_task"]);
+        assert_eq!(impl_methods(&file, "RemoteAgent"), ["get_task"]);
+        assert_eq!(
+            routed_methods(&file, "dispatch_agent_request"),
+            ["methods::GET_TASK"]
+        );
+    }
+
+    #[test]
     fn handler_method_names_are_the_snake_case_of_the_wire_method() {
         for (wire, handler) in [
             ("tools/call", "tools_call"),
@@ -712,7 +713,7 @@ mod tests {
             row("tools/call", Direction::ClientToServer, MethodKind::Request),
             row("tools_call", Direction::ClientToServer, MethodKind::Request),
         ];
-        let outcome = emit_service(&model("mcp", table), sides("mcp"));
+        let outcome = emitted(&model("Server", table));
         assert!(
             matches!(&outcome, Err(CodegenError::Revision { message, .. }) if message.contains("tools_call")),
             "{outcome:?}"

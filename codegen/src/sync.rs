@@ -9,13 +9,36 @@ use crate::error::{CodegenError, Result};
 use crate::output::write_atomic;
 use crate::sources::{PinnedFile, Role, Sources};
 
+/// The environment variable naming an offline mirror for `sync`; CI sets it to
+/// `../shared/schema`, so CI and a user run the same command.
+pub const MIRROR_ENV: &str = "CODEGEN_SCHEMA_MIRROR";
+
 /// Where `sync` takes files from.
 #[derive(Debug, Clone)]
 pub enum Origin {
-    /// The upstream URLs in the pin file.
+    /// The upstream URLs in the pin file (each fixed to a commit).
     Upstream,
     /// A mirror laid out like the cache (e.g. `../shared/schema`).
     Mirror(PathBuf),
+}
+
+impl Origin {
+    /// `--from DIR` when given, else the mirror [`MIRROR_ENV`] names when it is set and not
+    /// empty, else upstream.
+    pub fn choose(from: Option<PathBuf>) -> Self {
+        let from_env = std::env::var_os(MIRROR_ENV)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
+        from.or(from_env).map_or(Self::Upstream, Self::Mirror)
+    }
+
+    /// What a summary line says the files came from.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Upstream => "upstream".to_string(),
+            Self::Mirror(dir) => format!("the mirror {}", dir.display()),
+        }
+    }
 }
 
 /// Hex sha256 of `bytes`.
@@ -93,8 +116,9 @@ fn fetch(origin: &Origin, relative: &str, url: &str) -> Result<Vec<u8>> {
         Origin::Mirror(dir) => {
             let path = dir.join(relative);
             if !path.exists() {
-                return Err(CodegenError::Missing {
-                    path: path.display().to_string(),
+                return Err(CodegenError::NotInMirror {
+                    path: relative.to_string(),
+                    mirror: dir.display().to_string(),
                 });
             }
             std::fs::read(&path).map_err(|e| CodegenError::io(path, e))

@@ -14,7 +14,7 @@ use serde_json::Value;
 use syn::punctuated::Punctuated;
 
 use crate::normalize::Definitions;
-use crate::types_emit::rust_type_name;
+use crate::types_emit::TypeNames;
 
 /// Required single-value string properties (`name → value`) of each definition, by Rust type name.
 pub type Discriminators = BTreeMap<String, BTreeMap<String, String>>;
@@ -27,13 +27,15 @@ pub struct TagDispatch {
     pub values: Vec<String>,
 }
 
-/// The discriminator candidates of every object definition (after `const-to-enum`).
-pub fn discriminators(definitions: &Definitions) -> Discriminators {
+/// The discriminator candidates of every object definition (after `const-to-enum`), by the
+/// name typify gives its type.
+pub fn discriminators(definitions: &Definitions, names: &TypeNames) -> Discriminators {
     definitions
         .iter()
         .filter_map(|(name, schema)| {
             let candidates = fixed_required_strings(schema);
-            (!candidates.is_empty()).then(|| (rust_type_name(name), candidates))
+            let ident = names.ident(name)?;
+            (!candidates.is_empty()).then(|| (ident.to_string(), candidates))
         })
         .collect()
 }
@@ -187,7 +189,8 @@ mod tests {
 
     fn rewrite(code: &str, definitions: &Definitions) -> (Vec<TagDispatch>, String) {
         let mut file: syn::File = syn::parse_str(code).unwrap();
-        let rewritten = dispatch_on_tags(&mut file, &discriminators(definitions));
+        let names = TypeNames::of(definitions.keys().map(String::as_str)).unwrap();
+        let rewritten = dispatch_on_tags(&mut file, &discriminators(definitions, &names));
         (rewritten, quote!(#file).to_string())
     }
 

@@ -1,31 +1,29 @@
 //! The generator as a whole, on the pinned files in `schema/cache/` (run
-//! `cargo run -p codegen -- sync --from ../shared/schema` first) and on small broken inputs.
+//! `cargo run -p codegen -- sync` first) and on small broken inputs.
 
 // Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
-use codegen::emit::emit_revision;
 use codegen::error::CodegenError;
-use codegen::frontend::parse_and_normalize;
-use codegen::generate::{Selection, generate};
-use codegen::model::RevisionModel;
-use codegen::samples::{SYNC_HINT, layout};
-use codegen::schema_doc::SchemaDoc;
-use codegen::sources::Sources;
-use serde_json::json;
+use codegen::generate::{Generation, Selection, generate};
+use codegen::output::plan;
+use codegen::samples::{layout, sources};
+use codegen::sources::DRAFT_FEATURE;
 
-fn sources() -> Sources {
-    assert!(layout().cache().exists(), "{SYNC_HINT}");
-    Sources::load(&layout().sources_toml()).unwrap()
+/// One full run, shared by the tests that read it.
+fn everything() -> &'static Generation {
+    static RUN: OnceLock<Generation> = OnceLock::new();
+    RUN.get_or_init(|| {
+        generate(&sources(), &layout(), &Selection::default()).unwrap_or_else(|e| panic!("{e}"))
+    })
 }
 
 #[test]
 fn every_pinned_revision_generates() {
     let sources = sources();
-    let generation = generate(&sources, &layout().cache(), &Selection::default())
-        .unwrap_or_else(|e| panic!("{e} ({SYNC_HINT})"));
+    let generation = everything();
     assert_eq!(generation.summaries.len(), sources.revisions.len());
     for summary in &generation.summaries {
         assert!(
@@ -39,8 +37,7 @@ fn every_pinned_revision_generates() {
 /// definition that silently lost its fields (ACP `CreateElicitationRequest` once did).
 #[test]
 fn no_generated_definition_type_is_an_empty_enum() {
-    let sources = sources();
-    let generation = generate(&sources, &layout().cache(), &Selection::default()).unwrap();
+    let generation = everything();
     for file in generation
         .files
         .iter()
@@ -66,8 +63,8 @@ fn two_generator_runs_are_byte_identical() {
         protocol: Some("mcp".into()),
         revision: Some("2025-11-25".into()),
     };
-    let first = generate(&sources, &layout().cache(), &selection).unwrap();
-    let second = generate(&sources, &layout().cache(), &selection).unwrap();
+    let first = generate(&sources, &layout(), &selection).unwrap();
+    let second = generate(&sources, &layout(), &selection).unwrap();
     assert_eq!(first.files, second.files);
 }
 
@@ -78,11 +75,11 @@ fn every_generated_file_starts_with_an_generated_header_naming_its_source_and_di
         protocol: Some("acp".into()),
         revision: Some("v1".into()),
     };
-    let generation = generate(&sources, &layout().cache(), &selection).unwrap();
+    let generation = generate(&sources, &layout(), &selection).unwrap();
     let module = generation
         .files
         .iter()
-        .find(|f| f.path.ends_with("v1.rs"))
+        .find(|f| f.path.ends_with("src/generated/v1.rs"))
         .unwrap();
     let pin = sources.pin("acp/v1/schema.json").unwrap();
     assert!(module.contents.starts_with("// @generated"));
@@ -93,75 +90,68 @@ fn every_generated_file_starts_with_an_generated_header_naming_its_source_and_di
     );
 }
 
+/// Each type's doc is a link to its definition's line upstream, at the pinned commit; no
+/// upstream prose is copied.
 #[test]
-fn a_schema_that_is_not_json_is_an_error_naming_the_file() {
-    let error = parse_and_normalize("mcp/broken/schema.json", b"{ not json").unwrap_err();
-    assert!(matches!(error, CodegenError::NotJson { .. }), "{error}");
-    assert!(
-        error.to_string().contains("mcp/broken/schema.json"),
-        "{error}"
-    );
-}
-
-#[test]
-fn a_ref_to_a_missing_definition_names_file_and_pointer() {
-    let schema = json!({"$defs": {
-        "Ok": {"type": "string"},
-        "Broken": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Nowhere"}}}
-    }});
-    let error = parse_and_normalize("x/schema.json", schema.to_string().as_bytes()).unwrap_err();
-    let text = error.to_string();
-    assert!(
-        text.starts_with("x/schema.json#/$defs/Broken/properties/x"),
-        "{text}"
-    );
-    assert!(text.contains("Nowhere"), "{text}");
-}
-
-#[test]
-fn an_external_ref_is_an_unmappable_construct_named_by_file_and_pointer() {
-    let schema = json!({"definitions": {
-        "Elsewhere": {"$ref": "other.json#/definitions/Thing"}
-    }});
-    let error = parse_and_normalize("a2a/x.json", schema.to_string().as_bytes()).unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .starts_with("a2a/x.json#/definitions/Elsewhere"),
-        "{error}"
-    );
-}
-
-/// typify 0.8 panics on ACP's schema as published (nested `allOf` inside `anyOf`); run without
-/// the normalization pass, the panic becomes an error naming the definition, found by
-/// converting each definition with only what it references.
-#[test]
-fn a_typify_panic_is_an_error_naming_the_definition() {
-    let file = "acp/v1/schema.json";
-    let bytes = codegen::sync::read_cached(&sources(), &layout().cache(), file).unwrap();
-    let doc = SchemaDoc::parse(file, &bytes).unwrap();
-    let mut definitions = doc.definitions.clone();
-    codegen::normalize::rewrite_defs_refs(&mut definitions);
-    let model = RevisionModel {
-        protocol: "acp".into(),
-        revision: "v1".into(),
-        module: "v1".into(),
-        sources: vec![codegen::model::SourceFile {
-            path: file.into(),
-            sha256: String::new(),
-        }],
-        definitions,
-        custom_types: BTreeMap::new(),
-        methods: Vec::new(),
-        feature: None,
+fn every_definition_type_links_to_its_line_in_the_pinned_upstream_file() {
+    let sources = sources();
+    let selection = Selection {
+        protocol: Some("mcp".into()),
+        revision: Some("2025-06-18".into()),
     };
-    let error = emit_revision(&model).unwrap_err();
-    let text = error.to_string();
-    assert!(
-        text.starts_with("acp/v1/schema.json#/definitions/"),
-        "{text}"
+    let generation = generate(&sources, &layout(), &selection).unwrap();
+    let module = generation
+        .files
+        .iter()
+        .find(|f| f.path.ends_with("src/generated/v2025_06_18.rs"))
+        .unwrap();
+    let pin = sources.pin("mcp/2025-06-18/schema.json").unwrap();
+    let commit = pin.url.split('/').nth(5).unwrap();
+    let link = format!(
+        "/// [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/{commit}/schema/2025-06-18/schema.json#L"
     );
-    assert!(text.contains("typify panicked"), "{text}");
+    let line = module
+        .contents
+        .lines()
+        .find(|l| l.trim_start().starts_with(&link));
+    let line = line.unwrap_or_else(|| panic!("no link like {link}"));
+    let number: usize = line
+        .rsplit("#L")
+        .next()
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let schema = std::fs::read_to_string(layout().cache().join(&pin.path)).unwrap();
+    let at = schema.lines().nth(number - 1).unwrap();
+    assert_eq!(at.trim(), "\"CallToolRequest\": {", "line {number}");
+}
+
+/// The prebuilt generated tree is what the pins produce: nothing stale, missing or orphaned.
+#[test]
+fn the_committed_generated_tree_matches_the_pins() {
+    let planned = plan(&layout().root, everything());
+    let stale: Vec<String> = planned.iter().map(ToString::to_string).collect();
+    assert!(stale.is_empty(), "run `cargo run -p codegen`: {stale:?}");
+}
+
+/// Every protocol crate declares the one feature a draft revision is compiled behind, so any
+/// revision can be pinned as draft and build (with the feature, and without a warning).
+#[test]
+fn every_protocol_crate_declares_the_draft_feature() {
+    let sources = sources();
+    for protocol in sources.protocols() {
+        let manifest = layout().protocol_crate(protocol).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let parsed: toml::Value = toml::from_str(&text).unwrap();
+        assert!(
+            parsed
+                .get("features")
+                .and_then(|features| features.get(DRAFT_FEATURE))
+                .is_some(),
+            "{} has no `{DRAFT_FEATURE}` feature",
+            manifest.display()
+        );
+    }
 }
 
 #[test]
@@ -184,7 +174,7 @@ fn a_pinned_file_whose_digest_changed_is_refused_by_name() {
 }
 
 #[test]
-fn sync_from_a_mirror_missing_a_file_names_it() {
+fn sync_from_a_mirror_missing_a_file_names_it_and_the_mirror_not_the_cache() {
     let sources = sources();
     let empty = std::env::temp_dir().join(format!("codegen-empty-mirror-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
@@ -195,10 +185,13 @@ fn sync_from_a_mirror_missing_a_file_names_it() {
         &target,
     )
     .unwrap_err();
-    assert!(matches!(error, CodegenError::Missing { .. }), "{error}");
+    let text = error.to_string();
+    assert!(matches!(error, CodegenError::NotInMirror { .. }), "{text}");
+    assert!(text.starts_with(&sources.files[0].path), "{text}");
+    assert!(text.contains(&empty.display().to_string()), "{text}");
     assert!(
-        error.to_string().contains(&sources.files[0].path),
-        "{error}"
+        !text.contains("run `cargo run -p codegen -- sync`"),
+        "{text}"
     );
     std::fs::remove_dir_all(&empty).unwrap();
 }

@@ -74,6 +74,12 @@ pub struct MethodSpec {
     pub result_type: Option<&'static str>,
     /// Whether the answer is a stream of results rather than one (A2A streaming RPCs).
     pub streaming: bool,
+    /// Whether the params arrive as a stream of messages (a client-streaming or bidirectional
+    /// rpc). Neither JSON-RPC nor REST can carry such a method today: its row has `json_rpc`
+    /// false and no `http` routes, and no generated handler answers it.
+    pub client_streaming: bool,
+    /// Whether JSON-RPC carries the method.
+    pub json_rpc: bool,
     /// HTTP bindings; the first is the primary one. Empty for protocols without REST.
     pub http: &'static [HttpRoute],
 }

@@ -2,7 +2,7 @@
 //! method; its result is the `result` of `<X>SuccessResponse`.
 
 use crate::error::{CodegenError, Result};
-use crate::model::{Direction, MethodKind, MethodRow};
+use crate::model::{Direction, MethodKind, MethodRow, Streaming};
 use crate::normalize::fixed_method;
 
 use super::{MethodInput, is_required, property_ref};
@@ -40,10 +40,14 @@ pub fn methods(input: &MethodInput<'_>) -> Result<Vec<MethodRow>> {
             name: method.to_string(),
             direction: Direction::ClientToServer,
             kind: MethodKind::Request,
-            params_type: property_ref(defs, name, "params").map(str::to_string),
+            params: property_ref(defs, name, "params").map(str::to_string),
             params_optional: !is_required(defs, name, "params"),
-            result_type: Some(result.to_string()),
-            streaming,
+            result: Some(result.to_string()),
+            streaming: if streaming {
+                Streaming::Results
+            } else {
+                Streaming::Unary
+            },
             http: Vec::new(),
         });
     }

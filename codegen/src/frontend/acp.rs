@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::error::{CodegenError, Result};
-use crate::model::{Direction, MethodKind, MethodRow};
+use crate::model::{Direction, MethodKind, MethodRow, Streaming};
 
 use super::MethodInput;
 
@@ -76,10 +76,10 @@ fn row(input: &MethodInput<'_>, method: String, parts: Parts) -> Result<MethodRo
         name: method,
         direction,
         kind,
-        params_type: parts.params,
+        params: parts.params,
         params_optional: false,
-        result_type: parts.result,
-        streaming: false,
+        result: parts.result,
+        streaming: Streaming::Unary,
         http: Vec::new(),
     })
 }

@@ -4,7 +4,7 @@
 //! explicit `<X>ResultResponse` (2026-07-28) or answers with `EmptyResult`.
 
 use crate::error::{CodegenError, Result};
-use crate::model::{Direction, MethodKind, MethodRow};
+use crate::model::{Direction, MethodKind, MethodRow, Streaming};
 use serde_json::Value;
 
 use crate::normalize::{Definitions, fixed_method};
@@ -40,7 +40,7 @@ pub fn methods(input: &MethodInput<'_>) -> Result<Vec<MethodRow>> {
                 ));
             }
         };
-        let result_type = match kind {
+        let result = match kind {
             MethodKind::Request => Some(result_of(input, name, method)?),
             MethodKind::Notification => None,
         };
@@ -48,10 +48,10 @@ pub fn methods(input: &MethodInput<'_>) -> Result<Vec<MethodRow>> {
             name: method.to_string(),
             direction,
             kind,
-            params_type: property_ref(defs, name, "params").map(str::to_string),
+            params: property_ref(defs, name, "params").map(str::to_string),
             params_optional: !is_required(defs, name, "params"),
-            result_type,
-            streaming: false,
+            result,
+            streaming: Streaming::Unary,
             http: Vec::new(),
         });
     }

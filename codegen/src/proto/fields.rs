@@ -2,12 +2,12 @@
 //! repeated, map), value type and presence. Computed once per field and read by both the
 //! JSON Schema emitter and the Rust emitter, so the two cannot disagree.
 
-use std::path::Path;
-
 use prost_reflect::{FieldDescriptor, Kind};
 use serde_json::{Value, json};
 
 use super::ProtoError;
+use super::error::Place;
+use super::locate::Locator;
 use super::names::NameTable;
 use super::options::Annotations;
 use super::well_known::{Scalar, WellKnown};
@@ -64,15 +64,20 @@ pub(super) struct FieldPlan {
     pub(super) container: Container,
     pub(super) value: ValueType,
     pub(super) presence: Presence,
+    /// A singular message field whose type leads back to its own message: held in a `Box`,
+    /// else the Rust type would be infinitely large.
+    pub(super) boxed: bool,
 }
 
 impl FieldPlan {
     pub(super) fn new(
-        file: &Path,
+        locator: &Locator,
         field: &FieldDescriptor,
         names: &NameTable,
         annotations: &Annotations,
+        is_recursive: &dyn Fn(&str, &str) -> bool,
     ) -> Result<Self, ProtoError> {
+        let file = &locator.element(&field.parent_file(), field.path());
         if field.is_group() {
             return Err(unsupported(
                 file,
@@ -99,6 +104,12 @@ impl FieldPlan {
         };
         let value = value_type(file, field.full_name(), &value_field.kind(), names)?;
         let presence = presence(field, &container, &value, annotations);
+        let boxed = match (&container, &value) {
+            (Container::Single, ValueType::Message { full_name, .. }) => {
+                is_recursive(full_name, field.parent_message().full_name())
+            }
+            _ => false,
+        };
         Ok(Self {
             proto_name: field.name().to_owned(),
             json_name: field.json_name().to_owned(),
@@ -106,6 +117,7 @@ impl FieldPlan {
             container,
             value,
             presence,
+            boxed,
         })
     }
 
@@ -137,7 +149,7 @@ impl ValueType {
 
 /// Resolves a field kind to its value type; messages and enums must already be named.
 pub(super) fn value_type(
-    file: &Path,
+    file: &Place,
     element: &str,
     kind: &Kind,
     names: &NameTable,
@@ -173,7 +185,7 @@ pub(super) fn value_type(
 }
 
 fn named(
-    file: &Path,
+    file: &Place,
     element: &str,
     full_name: &str,
     names: &NameTable,
@@ -216,9 +228,9 @@ fn zero_value(value: &ValueType) -> Value {
     }
 }
 
-pub(super) fn unsupported(file: &Path, element: &str, message: &str) -> ProtoError {
+pub(super) fn unsupported(place: &Place, element: &str, message: &str) -> ProtoError {
     ProtoError::Unsupported {
-        file: file.to_owned(),
+        place: place.clone(),
         element: element.to_owned(),
         message: message.to_owned(),
     }

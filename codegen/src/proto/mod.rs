@@ -1,10 +1,13 @@
 //! The protobuf front end: parses a `.proto` (with protox, pure Rust) and maps its messages,
 //! enums and services onto a [`RevisionModel`] per the proto3 JSON mapping — one JSON Schema
-//! definition per message and enum, Rust source for messages with a `oneof` (typify cannot
-//! express one), and the method table with each rpc's `google.api.http` routes.
+//! definition per message and enum, a codegen-emitted type for messages with a `oneof` (typify
+//! cannot express one), the proto field names accepted on input beside the JSON names, and the
+//! method table with each rpc's streaming and `google.api.http` routes. Errors name the file
+//! relative to the schema cache, with line and column.
 
 mod error;
 mod fields;
+mod locate;
 mod names;
 mod options;
 mod rust;
@@ -16,17 +19,22 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use miette::Diagnostic;
 use prost_reflect::{DescriptorPool, FileDescriptor, Kind, MessageDescriptor, MethodDescriptor};
 use sha2::{Digest, Sha256};
 
-pub use error::ProtoError;
+pub use error::{Place, ProtoError};
 
-use crate::model::{Direction, MethodKind, MethodRow, RevisionModel, SourceFile};
+use crate::model::{
+    Direction, MethodKind, MethodRow, Origins, Peers, RevisionModel, SourceFile, Streaming,
+};
 use fields::unsupported;
+use locate::{Locator, element_lines, own_directory};
 use names::{NameTable, definition_name};
 use options::Annotations;
-use rust::{RustContext, oneof_message_source};
+use rust::OneofMessage;
 use schema::{MessagePlan, enum_schema};
 use well_known::WellKnown;
 
@@ -41,24 +49,43 @@ pub struct ProtoRevision {
     pub module: String,
     /// The path recorded in `sources` (cache-relative, e.g. `a2a/1.0.1/a2a.proto`).
     pub source_path: String,
+    /// The upstream page of the file at its pinned commit, for doc links.
+    pub browse_url: Option<String>,
+    /// How the protocol names its peers.
+    pub peers: Peers,
 }
 
-/// Parses `proto_file` (imports resolved against its own directory, then `include_dirs`, then
-/// protox's bundled `google/protobuf/*`) and builds the revision model of every message, enum
-/// and service rpc the file declares, plus every type they reference.
+/// Parses `proto_file` (imports resolved against its own directory, then `include_dirs` — each
+/// on disk and as the cache spells it —, then protox's bundled `google/protobuf/*`) and builds
+/// the revision model of every message, enum and service rpc the file declares, plus every type
+/// they reference.
 pub fn load(
     proto_file: &Path,
-    include_dirs: &[PathBuf],
+    include_dirs: &[(PathBuf, String)],
     revision: &ProtoRevision,
 ) -> Result<RevisionModel, ProtoError> {
     let bytes = std::fs::read(proto_file).map_err(|source| ProtoError::Io {
-        file: proto_file.to_owned(),
+        file: revision.source_path.clone(),
         source,
     })?;
     let sha256 = hex(&Sha256::digest(&bytes));
-    let (pool, file) = compile(proto_file, include_dirs)?;
+    let name = proto_file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    let own = (
+        own_directory(proto_file),
+        parent_of(&revision.source_path).to_owned(),
+    );
+    let includes: Vec<(PathBuf, String)> = std::iter::once(own)
+        .chain(include_dirs.iter().cloned())
+        .collect();
+    let locator = Locator::new(&name, &revision.source_path, &includes);
+    let (pool, file) = compile(&name, &includes, &locator)?;
     let annotations = Annotations::from_pool(&pool);
-    let mut names = collect_types(proto_file, &file)?;
+    let mut names = collect_types(&locator, &file)?;
+    let lines = element_lines(&pool, &name);
     let mut model = RevisionModel {
         protocol: revision.protocol.clone(),
         revision: revision.revision.clone(),
@@ -68,70 +95,102 @@ pub fn load(
             sha256,
         }],
         definitions: BTreeMap::new(),
+        origins: Origins {
+            file: revision.source_path.clone(),
+            browse_url: revision.browse_url.clone(),
+            ..Origins::default()
+        },
         custom_types: BTreeMap::new(),
         methods: Vec::new(),
+        peers: revision.peers,
+        message_unions: Vec::new(),
+        dispatched_enums: Vec::new(),
+        field_aliases: BTreeMap::new(),
         feature: None,
     };
-    let provenance = format!(
-        "{} {}, from `{}`",
-        revision.protocol, revision.revision, revision.source_path
-    );
     add_definitions(
-        proto_file,
+        &locator,
         &pool,
         &mut names,
         &annotations,
-        &provenance,
+        &lines,
         &mut model,
     )?;
-    model.methods = method_table(proto_file, &file, &names, &annotations)?;
+    model.methods = method_table(&locator, &file, &names, &annotations)?;
     Ok(model)
 }
 
-/// Runs protox; the file is opened by its name relative to its own directory, which therefore
-/// comes first among the include paths.
-fn compile(
+/// The descriptor pool of a pinned `.proto` and its imports (for checks that parse ProtoJSON).
+pub fn descriptor_pool(
     proto_file: &Path,
-    include_dirs: &[PathBuf],
-) -> Result<(DescriptorPool, FileDescriptor), ProtoError> {
-    let parse_error = |message: String| ProtoError::Parse {
-        file: proto_file.to_owned(),
-        message,
-    };
-    let directory = proto_file
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    include_dirs: &[(PathBuf, String)],
+    source_path: &str,
+) -> Result<DescriptorPool, ProtoError> {
     let name = proto_file
         .file_name()
         .and_then(|name| name.to_str())
-        .ok_or_else(|| parse_error("the file name is not UTF-8".to_owned()))?;
-    let includes = std::iter::once(directory.to_owned()).chain(include_dirs.iter().cloned());
-    let mut compiler = protox::Compiler::new(includes).map_err(|e| parse_error(e.to_string()))?;
+        .unwrap_or_default()
+        .to_owned();
+    let includes: Vec<(PathBuf, String)> =
+        std::iter::once((own_directory(proto_file), parent_of(source_path).to_owned()))
+            .chain(include_dirs.iter().cloned())
+            .collect();
+    let locator = Locator::new(&name, source_path, &includes);
+    compile(&name, &includes, &locator).map(|(pool, _)| pool)
+}
+
+fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Runs protox on the file named `name` in the first include directory.
+fn compile(
+    name: &str,
+    includes: &[(PathBuf, String)],
+    locator: &Locator,
+) -> Result<(DescriptorPool, FileDescriptor), ProtoError> {
+    let on_disk = includes.iter().map(|(dir, _)| dir.clone());
+    let mut compiler = protox::Compiler::new(on_disk).map_err(|e| parse_error(&e, locator))?;
     compiler.include_imports(true);
+    compiler.include_source_info(true);
     compiler
         .open_file(name)
-        .map_err(|e| parse_error(protox_message(&e)))?;
+        .map_err(|e| parse_error(&e, locator))?;
     let pool = compiler.descriptor_pool();
     let file = pool
         .get_file_by_name(name)
-        .ok_or_else(|| parse_error("protox returned no descriptor for the file".to_owned()))?;
+        .ok_or_else(|| ProtoError::Parse {
+            place: locator.main_file(),
+            message: "protox returned no descriptor for the file".to_owned(),
+        })?;
     Ok((pool, file))
 }
 
-/// protox's message plus the file and line it points at, when it has them.
-fn protox_message(error: &protox::Error) -> String {
-    match error.file() {
-        Some(file) => format!("{error} (in {file})"),
-        None => error.to_string(),
-    }
+/// protox's error placed at its first label (line and column in the file it names), its message
+/// on one line.
+fn parse_error(error: &protox::Error, locator: &Locator) -> ProtoError {
+    let file = error.file().map(str::to_owned);
+    let offset = error
+        .labels()
+        .and_then(|mut labels| labels.next())
+        .map(|label| label.offset());
+    let place = match (&file, offset) {
+        (Some(file), Some(offset)) => locator.offset(file, offset),
+        (Some(file), None) => Place {
+            file: locator.cache_path(file),
+            line_column: None,
+        },
+        (None, _) => locator.main_file(),
+    };
+    let message = error.to_string().lines().collect::<Vec<_>>().join(" ");
+    ProtoError::Parse { place, message }
 }
 
 /// Names every message and enum that gets a definition: those the file declares (nested ones
 /// included, map entries excluded), its rpcs' input and output types, and everything they
 /// reference. Well-known types are mapped inline and get a definition only when they must be
 /// named (`Empty`, or a well-known rpc input/output).
-fn collect_types(file_path: &Path, file: &FileDescriptor) -> Result<NameTable, ProtoError> {
+fn collect_types(locator: &Locator, file: &FileDescriptor) -> Result<NameTable, ProtoError> {
     let mut names = NameTable::default();
     let mut pending: Vec<MessageDescriptor> = Vec::new();
     let mut enums = Vec::new();
@@ -153,15 +212,16 @@ fn collect_types(file_path: &Path, file: &FileDescriptor) -> Result<NameTable, P
             push_field_types(&message, &mut pending, &mut enums);
             continue;
         }
+        let place = locator.element(&message.parent_file(), message.path());
         if WellKnown::of(message.full_name()) == Some(WellKnown::Any) {
             return Err(unsupported(
-                file_path,
+                &place,
                 message.full_name(),
                 "google.protobuf.Any needs a type registry to map to JSON",
             ));
         }
         let definition = definition_name(message.full_name(), message.package_name());
-        names.claim(file_path, message.full_name(), &definition)?;
+        names.claim(&place, message.full_name(), &definition)?;
         pending.extend(message.child_messages());
         enums.extend(message.child_enums());
         if WellKnown::of(message.full_name()).is_none() {
@@ -171,7 +231,8 @@ fn collect_types(file_path: &Path, file: &FileDescriptor) -> Result<NameTable, P
     for descriptor in enums {
         if descriptor.full_name() != "google.protobuf.NullValue" {
             let definition = definition_name(descriptor.full_name(), descriptor.package_name());
-            names.claim(file_path, descriptor.full_name(), &definition)?;
+            let place = locator.element(&descriptor.parent_file(), descriptor.path());
+            names.claim(&place, descriptor.full_name(), &definition)?;
         }
     }
     Ok(names)
@@ -196,13 +257,14 @@ fn push_field_types(
     }
 }
 
-/// Fills `definitions` (every named type) and `custom_types` (every message with a oneof).
+/// Fills `definitions` (every named type), `custom_types` (every message with a oneof), the
+/// proto field names each message accepts beside its JSON names, and where each definition is.
 fn add_definitions(
-    file_path: &Path,
+    locator: &Locator,
     pool: &DescriptorPool,
     names: &mut NameTable,
     annotations: &Annotations,
-    provenance: &str,
+    lines: &BTreeMap<String, usize>,
     model: &mut RevisionModel,
 ) -> Result<(), ProtoError> {
     let named: Vec<(String, String)> = names
@@ -210,13 +272,13 @@ fn add_definitions(
         .map(|(full, definition)| (full.to_owned(), definition.to_owned()))
         .collect();
     let is_recursive = |from: &str, target: &str| reaches(pool, from, target);
-    let context = RustContext {
-        file: file_path,
-        provenance: provenance.to_owned(),
-        is_recursive: &is_recursive,
-    };
     for (full_name, definition) in named {
+        if let Some(line) = lines.get(&full_name) {
+            model.origins.lines.insert(definition.clone(), *line);
+        }
         if let Some(descriptor) = pool.get_enum_by_name(&full_name) {
+            let place = locator.element(&descriptor.parent_file(), descriptor.path());
+            record_place(model, &definition, &place, &full_name);
             model
                 .definitions
                 .insert(definition, enum_schema(&descriptor));
@@ -224,23 +286,63 @@ fn add_definitions(
         }
         let Some(message) = pool.get_message_by_name(&full_name) else {
             return Err(unsupported(
-                file_path,
+                &locator.main_file(),
                 &full_name,
                 "named type vanished from the pool",
             ));
         };
+        let place = locator.element(&message.parent_file(), message.path());
+        record_place(model, &definition, &place, &full_name);
         if let Some(schema) = WellKnown::of(&full_name).and_then(WellKnown::schema) {
             model.definitions.insert(definition, schema);
             continue;
         }
-        let plan = MessagePlan::new(file_path, &message, &definition, names, annotations)?;
+        let plan = MessagePlan::new(
+            locator,
+            &message,
+            &definition,
+            names,
+            annotations,
+            &is_recursive,
+        )?;
         model.definitions.insert(definition.clone(), plan.schema());
-        if !plan.oneofs.is_empty() {
-            let source = oneof_message_source(&plan, &context, names)?;
-            model.custom_types.insert(definition, source);
+        let aliases = plan.aliases();
+        if plan.oneofs.is_empty() {
+            if !aliases.is_empty() {
+                model.field_aliases.insert(definition, aliases);
+            }
+        } else {
+            let doc = type_doc(model, &definition, &full_name);
+            model
+                .custom_types
+                .insert(definition, Arc::new(OneofMessage { plan, doc }));
         }
     }
     Ok(())
+}
+
+/// Where an error about `definition` points: the line and column of its proto element.
+fn record_place(model: &mut RevisionModel, definition: &str, place: &Place, full_name: &str) {
+    let at = match place.line_column {
+        Some((line, column)) => format!(":{line}:{column} (`{full_name}`)"),
+        None => format!(" (`{full_name}`)"),
+    };
+    model.origins.places.insert(definition.to_owned(), at);
+    model
+        .origins
+        .elements
+        .insert(definition.to_owned(), full_name.to_owned());
+}
+
+/// The doc of a codegen-emitted message type: a link to it upstream, as every type has.
+fn type_doc(model: &RevisionModel, definition: &str, full_name: &str) -> String {
+    let label = format!("{} {}", model.protocol.to_uppercase(), model.revision);
+    match model.origins.link(definition) {
+        Some(link) => {
+            format!(" [`{full_name}`]({link}) of {label}; each oneof is a flattened enum.")
+        }
+        None => format!(" `{full_name}`, which {label} imports; each oneof is a flattened enum."),
+    }
 }
 
 /// Whether `from` leads to `target` through singular message fields (lists and maps already
@@ -269,7 +371,7 @@ fn reaches(pool: &DescriptorPool, from: &str, target: &str) -> bool {
 
 /// One row per rpc of every service in the file, in declaration order.
 fn method_table(
-    file_path: &Path,
+    locator: &Locator,
     file: &FileDescriptor,
     names: &NameTable,
     annotations: &Annotations,
@@ -277,54 +379,62 @@ fn method_table(
     let mut rows: Vec<MethodRow> = Vec::new();
     for service in file.services() {
         for method in service.methods() {
+            let place = locator.element(&method.parent_file(), method.path());
             if rows.iter().any(|row| row.name == method.name()) {
                 return Err(ProtoError::NameCollision {
-                    file: file_path.to_owned(),
+                    place,
                     element: method.full_name().to_owned(),
                     name: method.name().to_owned(),
                     other: "an rpc of another service".to_owned(),
                 });
             }
-            rows.push(method_row(file_path, &method, names, annotations)?);
+            rows.push(method_row(&place, &method, names, annotations)?);
         }
     }
     Ok(rows)
 }
 
+/// An rpc's row. A stream of params (client-streaming or bidirectional) has no JSON-RPC form and
+/// HTTP/JSON transcoding cannot carry it either, so such a row has no binding: its types are
+/// generated, no handler answers it.
 fn method_row(
-    file_path: &Path,
+    place: &Place,
     method: &MethodDescriptor,
     names: &NameTable,
     annotations: &Annotations,
 ) -> Result<MethodRow, ProtoError> {
-    if method.is_client_streaming() {
-        return Err(unsupported(
-            file_path,
-            method.full_name(),
-            "client-streaming rpcs have no JSON-RPC or REST binding",
-        ));
-    }
-    let params = message_definition(file_path, method, &method.input(), names)?;
-    let result = message_definition(file_path, method, &method.output(), names)?;
+    let params = message_definition(place, method, &method.input(), names)?;
+    let result = message_definition(place, method, &method.output(), names)?;
     // JSON-RPC may omit `params` only when the input message asks for nothing.
     let input = method.input();
     let params_optional = input.oneofs().all(|oneof| oneof.is_synthetic())
         && input.fields().all(|field| !annotations.is_required(&field));
+    let streaming = match (method.is_client_streaming(), method.is_server_streaming()) {
+        (false, false) => Streaming::Unary,
+        (false, true) => Streaming::Results,
+        (true, false) => Streaming::Params,
+        (true, true) => Streaming::Both,
+    };
+    let http = if streaming.params() {
+        Vec::new()
+    } else {
+        annotations.http_routes(method)
+    };
     Ok(MethodRow {
         name: method.name().to_owned(),
         direction: Direction::ClientToServer,
         kind: MethodKind::Request,
-        params_type: Some(params),
+        params: Some(params),
         params_optional,
-        result_type: Some(result),
-        streaming: method.is_server_streaming(),
-        http: annotations.http_routes(method),
+        result: Some(result),
+        streaming,
+        http,
     })
 }
 
 /// The definition key of an rpc's input or output message.
 fn message_definition(
-    file_path: &Path,
+    place: &Place,
     method: &MethodDescriptor,
     message: &MessageDescriptor,
     names: &NameTable,
@@ -334,7 +444,7 @@ fn message_definition(
         .map(str::to_owned)
         .ok_or_else(|| {
             unsupported(
-                file_path,
+                place,
                 method.full_name(),
                 &format!("{} has no definition", message.full_name()),
             )

@@ -1,13 +1,11 @@
-//! Names: the definition key of each proto message or enum (`Outer_Inner` for nested types,
-//! relative to the package) and the Rust names typify will give it, so that hand-emitted Rust
-//! refers to typify's types by the names typify actually uses.
+//! Definition keys: the key of each proto message or enum (`Outer_Inner` for nested types,
+//! relative to the package), handed out once so no two proto elements share one. The Rust names
+//! of those definitions are typify's (`TypeNames`); this module never guesses them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-
-use heck::{ToPascalCase, ToSnakeCase};
 
 use super::ProtoError;
+use super::error::Place;
 
 /// The definition key for a message or enum: its path below the package, joined by `_`.
 pub(super) fn definition_name(full_name: &str, package: &str) -> String {
@@ -18,77 +16,36 @@ pub(super) fn definition_name(full_name: &str, package: &str) -> String {
     relative.replace('.', "_")
 }
 
-/// The Rust type name typify 0.8 derives from a definition key (`sanitize(name, Pascal)`).
-pub(super) fn rust_type_name(definition: &str) -> String {
-    not_a_keyword(definition.to_pascal_case())
-}
-
-/// The Rust field name typify derives from a property (`sanitize(name, Snake)`).
-pub(super) fn rust_field_name(proto_name: &str) -> String {
-    not_a_keyword(proto_name.to_snake_case())
-}
-
-/// The Rust enum variant name for a oneof member or an enum value, as typify spells variants.
-pub(super) fn rust_variant_name(name: &str) -> String {
-    not_a_keyword(name.to_pascal_case())
-}
-
-/// typify appends `_` to anything that is not a usable identifier; so do we.
-fn not_a_keyword(candidate: String) -> String {
-    let reserved = matches!(
-        candidate.as_str(),
-        "gen" | "Self" | "self" | "super" | "crate"
-    );
-    if reserved || syn::parse_str::<syn::Ident>(&candidate).is_err() {
-        format!("{candidate}_")
-    } else {
-        candidate
-    }
-}
-
-/// Every name handed out for one revision, so that no two proto elements share a definition key
-/// or a Rust type name.
+/// Every definition key handed out for one revision.
 #[derive(Debug, Default)]
 pub(super) struct NameTable {
     definition_of: BTreeMap<String, String>,
     owner_of_definition: BTreeMap<String, String>,
-    owner_of_rust: BTreeMap<String, String>,
 }
 
 impl NameTable {
-    /// Registers `full_name` under `definition`, refusing a definition or Rust name already taken.
+    /// Registers `full_name` under `definition`, refusing a definition key already taken.
     pub(super) fn claim(
         &mut self,
-        file: &Path,
+        place: &Place,
         full_name: &str,
         definition: &str,
     ) -> Result<(), ProtoError> {
         if self.definition_of.contains_key(full_name) {
             return Ok(());
         }
-        self.claim_rust(file, full_name, &rust_type_name(definition))?;
         if let Some(other) = self.owner_of_definition.get(definition) {
-            return Err(collision(file, full_name, definition, other));
+            return Err(ProtoError::NameCollision {
+                place: place.clone(),
+                element: full_name.to_owned(),
+                name: definition.to_owned(),
+                other: other.clone(),
+            });
         }
         self.owner_of_definition
             .insert(definition.to_owned(), full_name.to_owned());
         self.definition_of
             .insert(full_name.to_owned(), definition.to_owned());
-        Ok(())
-    }
-
-    /// Registers a Rust type name that is not a definition (a oneof enum).
-    pub(super) fn claim_rust(
-        &mut self,
-        file: &Path,
-        element: &str,
-        rust_name: &str,
-    ) -> Result<(), ProtoError> {
-        if let Some(other) = self.owner_of_rust.get(rust_name) {
-            return Err(collision(file, element, rust_name, other));
-        }
-        self.owner_of_rust
-            .insert(rust_name.to_owned(), element.to_owned());
         Ok(())
     }
 
@@ -102,14 +59,5 @@ impl NameTable {
         self.definition_of
             .iter()
             .map(|(full, def)| (full.as_str(), def.as_str()))
-    }
-}
-
-fn collision(file: &Path, element: &str, name: &str, other: &str) -> ProtoError {
-    ProtoError::NameCollision {
-        file: file.to_owned(),
-        element: element.to_owned(),
-        name: name.to_owned(),
-        other: other.to_owned(),
     }
 }

@@ -5,115 +5,93 @@
 //! silently keep the first.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
+use heck::{ToPascalCase, ToSnakeCase};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::ProtoError;
-use super::fields::{Container, FieldPlan, Presence, ValueType, unsupported};
-use super::names::{NameTable, rust_field_name, rust_type_name, rust_variant_name};
+use super::fields::{Container, FieldPlan, Presence, ValueType};
 use super::schema::{MessagePlan, OneofPlan};
 use super::well_known::WellKnown;
+use crate::model::CustomType;
+use crate::types_emit::TypeNames;
 
-/// What every emitted item needs besides its own message.
-pub(super) struct RustContext<'a> {
-    pub(super) file: &'a Path,
-    /// `a2a 1.0.1, from a2a/1.0.1/a2a.proto`: the provenance named in doc comments.
-    pub(super) provenance: String,
-    /// Whether a message type (by full name) leads back to the given message through singular
-    /// fields, so that holding it inline would make an infinitely sized type.
-    pub(super) is_recursive: &'a dyn Fn(&str, &str) -> bool,
+/// A message with a oneof, emitted by codegen under the name typify gives its definition.
+#[derive(Debug, Clone)]
+pub(super) struct OneofMessage {
+    pub(super) plan: MessagePlan,
+    /// The type's doc: a link to the message upstream and the revision.
+    pub(super) doc: String,
 }
 
-/// The struct, its oneof enums and their `Deserialize` impls for one message, formatted.
-pub(super) fn oneof_message_source(
+impl CustomType for OneofMessage {
+    fn emit(&self, names: &TypeNames) -> Result<TokenStream, String> {
+        oneof_message_tokens(&self.plan, &self.doc, names)
+    }
+}
+
+/// The struct, its oneof enums and their `Deserialize` impls for one message.
+fn oneof_message_tokens(
     plan: &MessagePlan,
-    context: &RustContext<'_>,
-    names: &mut NameTable,
-) -> Result<String, ProtoError> {
-    let struct_name = rust_type_name(&plan.definition);
-    let struct_ident = ident(context, &plan.full_name, &struct_name)?;
+    doc: &str,
+    names: &TypeNames,
+) -> Result<TokenStream, String> {
+    let struct_ident = names
+        .ident(&plan.definition)
+        .ok_or_else(|| format!("{}: typify has no name for it", plan.full_name))?;
     let mut field_names = BTreeSet::new();
     let mut struct_fields = Vec::new();
-    let mut default_fns = Vec::new();
     let mut enums = Vec::new();
 
     for oneof in &plan.oneofs {
-        let enum_name = rust_type_name(&format!("{}_{}", plan.definition, oneof.name));
-        names.claim_rust(context.file, &oneof.full_name, &enum_name)?;
-        let enum_ident = ident(context, &oneof.full_name, &enum_name)?;
-        let field_ident = unique_field(context, &oneof.full_name, &oneof.name, &mut field_names)?;
+        let enum_ident = ident(&format!("{struct_ident}{}", oneof.name.to_pascal_case()))?;
+        let field_ident = unique_field(&oneof.full_name, &oneof.name, &mut field_names)?;
         struct_fields.push(quote! {
             #[serde(flatten)]
             pub #field_ident: #enum_ident,
         });
-        enums.push(oneof_enum(plan, oneof, &enum_ident, context)?);
+        enums.push(oneof_enum(plan, oneof, &enum_ident, names)?);
     }
     for field in &plan.fields {
-        let field_ident = unique_field(
-            context,
-            &field.full_name,
-            &field.proto_name,
-            &mut field_names,
-        )?;
-        let (tokens, default_fn) = struct_field(plan, field, &field_ident, &struct_name, context)?;
-        struct_fields.push(tokens);
-        default_fns.extend(default_fn);
+        let field_ident = unique_field(&field.full_name, &field.proto_name, &mut field_names)?;
+        struct_fields.push(struct_field(field, &field_ident, names)?);
     }
-
-    let doc = format!(
-        " Message `{}` (definition `{}`) of {}; each oneof is a flattened enum.",
-        plan.full_name, plan.definition, context.provenance
-    );
-    let defaults = (!default_fns.is_empty()).then(|| {
-        quote! {
-            impl #struct_ident {
-                #(#default_fns)*
-            }
-        }
-    });
-    let tokens = quote! {
+    Ok(quote! {
         #[doc = #doc]
         #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug)]
         pub struct #struct_ident {
             #(#struct_fields)*
         }
-        #defaults
         #(#enums)*
-    };
-    let file = syn::parse2::<syn::File>(tokens).map_err(|error| {
-        unsupported(
-            context.file,
-            &plan.full_name,
-            &format!("emitted Rust does not parse: {error}"),
-        )
-    })?;
-    Ok(prettyplease::unparse(&file))
+    })
 }
 
-/// One plain field of the struct, with the serde attributes that give its proto3 JSON form,
-/// and the default function an enum field without presence needs.
+/// One plain field of the struct, with the serde attributes that give its proto3 JSON form (and
+/// the proto field name accepted beside the JSON name).
 fn struct_field(
-    plan: &MessagePlan,
     field: &FieldPlan,
     field_ident: &Ident,
-    struct_name: &str,
-    context: &RustContext<'_>,
-) -> Result<(TokenStream, Option<TokenStream>), ProtoError> {
+    names: &TypeNames,
+) -> Result<TokenStream, String> {
     let json_name = &field.json_name;
-    let item = value_type(&field.value, &plan.full_name, &field.container, context)?;
-    let field_tokens = match (&field.container, &field.presence) {
+    let proto_name = &field.proto_name;
+    let named = if field.proto_name == field.json_name {
+        quote! { rename = #json_name }
+    } else {
+        quote! { rename = #json_name, alias = #proto_name }
+    };
+    let item = value_type(field, names)?;
+    let tokens = match (&field.container, &field.presence) {
         (Container::List, _) => quote! {
-            #[serde(rename = #json_name, default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+            #[serde(#named, default, skip_serializing_if = "::std::vec::Vec::is_empty")]
             pub #field_ident: ::std::vec::Vec<#item>,
         },
         (Container::Map, _) => quote! {
-            #[serde(rename = #json_name, default, skip_serializing_if = "::std::collections::BTreeMap::is_empty")]
+            #[serde(#named, default, skip_serializing_if = "::std::collections::BTreeMap::is_empty")]
             pub #field_ident: ::std::collections::BTreeMap<::std::string::String, #item>,
         },
         (Container::Single, Presence::Required) => quote! {
-            #[serde(rename = #json_name)]
+            #[serde(#named)]
             pub #field_ident: #item,
         },
         // typify writes an optional Struct or ListValue as an empty-when-absent collection;
@@ -122,7 +100,7 @@ fn struct_field(
             if matches!(field.value, ValueType::WellKnown(WellKnown::Struct)) =>
         {
             quote! {
-                #[serde(rename = #json_name, default, skip_serializing_if = "::serde_json::Map::is_empty")]
+                #[serde(#named, default, skip_serializing_if = "::serde_json::Map::is_empty")]
                 pub #field_ident: #item,
             }
         }
@@ -130,38 +108,21 @@ fn struct_field(
             if matches!(field.value, ValueType::WellKnown(WellKnown::ListValue)) =>
         {
             quote! {
-                #[serde(rename = #json_name, default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+                #[serde(#named, default, skip_serializing_if = "::std::vec::Vec::is_empty")]
                 pub #field_ident: #item,
             }
         }
         (Container::Single, Presence::Optional) => quote! {
-            #[serde(rename = #json_name, default, skip_serializing_if = "::std::option::Option::is_none")]
+            #[serde(#named, default, skip_serializing_if = "::std::option::Option::is_none")]
             pub #field_ident: ::std::option::Option<#item>,
         },
-        (Container::Single, Presence::Defaulted(_)) => {
-            if let ValueType::Enum { zero, .. } = &field.value {
-                let fn_name = format!("default_{field_ident}");
-                let fn_ident = ident(context, &field.full_name, &fn_name)?;
-                let variant = ident(context, &field.full_name, &rust_variant_name(zero))?;
-                let path = format!("{struct_name}::{fn_name}");
-                let default_fn = quote! {
-                    fn #fn_ident() -> #item {
-                        #item::#variant
-                    }
-                };
-                let tokens = quote! {
-                    #[serde(rename = #json_name, default = #path)]
-                    pub #field_ident: #item,
-                };
-                return Ok((tokens, Some(default_fn)));
-            }
-            quote! {
-                #[serde(rename = #json_name, default)]
-                pub #field_ident: #item,
-            }
-        }
+        // An enum's zero value is the default of its type (`enum_schema`), a scalar's is Rust's.
+        (Container::Single, Presence::Defaulted(_)) => quote! {
+            #[serde(#named, default)]
+            pub #field_ident: #item,
+        },
     };
-    Ok((field_tokens, None))
+    Ok(tokens)
 }
 
 /// The enum of one oneof and its strict `Deserialize`.
@@ -169,24 +130,29 @@ fn oneof_enum(
     plan: &MessagePlan,
     oneof: &OneofPlan,
     enum_ident: &Ident,
-    context: &RustContext<'_>,
-) -> Result<TokenStream, ProtoError> {
+    names: &TypeNames,
+) -> Result<TokenStream, String> {
     let mut variant_names = BTreeSet::new();
     let mut variants = Vec::new();
     let mut arms = Vec::new();
     for member in &oneof.members {
-        let variant_name = rust_variant_name(&member.proto_name);
+        let variant_name = not_a_keyword(member.proto_name.to_pascal_case());
         if !variant_names.insert(variant_name.clone()) {
-            return Err(ProtoError::NameCollision {
-                file: context.file.to_owned(),
-                element: member.full_name.clone(),
-                name: variant_name,
-                other: oneof.full_name.clone(),
-            });
+            return Err(format!(
+                "{}: variant `{variant_name}` is already taken in oneof {}",
+                member.full_name, oneof.full_name
+            ));
         }
-        let variant = ident(context, &member.full_name, &variant_name)?;
-        let ty = value_type(&member.value, &plan.full_name, &member.container, context)?;
+        let variant = ident(&variant_name)?;
+        let ty = value_type(member, names)?;
         let json_name = &member.json_name;
+        // ProtoJSON parsers accept the proto field name beside the JSON name.
+        let key = if member.proto_name == member.json_name {
+            quote! { #json_name }
+        } else {
+            let proto_name = &member.proto_name;
+            quote! { #json_name | #proto_name }
+        };
         variants.push(quote! {
             #[serde(rename = #json_name)]
             #variant(#ty),
@@ -197,9 +163,9 @@ fn oneof_enum(
             ValueType::Null | ValueType::WellKnown(WellKnown::Value)
         );
         arms.push(if null_is_a_value {
-            quote! { #json_name => ::std::option::Option::Some(#enum_ident::#variant(map.next_value::<#ty>()?)), }
+            quote! { #key => ::std::option::Option::Some(#enum_ident::#variant(map.next_value::<#ty>()?)), }
         } else {
-            quote! { #json_name => map.next_value::<::std::option::Option<#ty>>()?.map(#enum_ident::#variant), }
+            quote! { #key => map.next_value::<::std::option::Option<#ty>>()?.map(#enum_ident::#variant), }
         });
     }
     let members = oneof
@@ -212,8 +178,12 @@ fn oneof_enum(
     let too_many = format!("more than one of {members} (oneof `{}`)", oneof.full_name);
     let none = format!("missing one of {members} (oneof `{}`)", oneof.full_name);
     let doc = format!(
-        " Oneof `{}` of {}: exactly one member is on the wire.",
-        oneof.full_name, context.provenance
+        " Oneof `{}` of [`{}`]: exactly one member is on the wire.",
+        oneof.full_name,
+        names
+            .ident(&plan.definition)
+            .map(Ident::to_string)
+            .unwrap_or_default()
     );
     Ok(quote! {
         #[doc = #doc]
@@ -262,29 +232,25 @@ fn oneof_enum(
 }
 
 /// The Rust type of one value, boxed when a singular value would recurse into its parent.
-fn value_type(
-    value: &ValueType,
-    parent: &str,
-    container: &Container,
-    context: &RustContext<'_>,
-) -> Result<TokenStream, ProtoError> {
-    let tokens = match value {
+fn value_type(field: &FieldPlan, names: &TypeNames) -> Result<TokenStream, String> {
+    let named = |definition: &str| {
+        names
+            .ident(definition)
+            .ok_or_else(|| format!("{}: typify has no name for `{definition}`", field.full_name))
+    };
+    let tokens = match &field.value {
         ValueType::Scalar(scalar) => scalar.rust_type(),
         ValueType::Null => quote!(()),
-        ValueType::WellKnown(known) => known.rust_type().ok_or_else(|| {
-            unsupported(context.file, parent, "well-known type without a Rust form")
-        })?,
+        ValueType::WellKnown(known) => known
+            .rust_type()
+            .ok_or_else(|| format!("{}: well-known type without a Rust form", field.full_name))?,
         ValueType::Enum { definition, .. } => {
-            let name = ident(context, parent, &rust_type_name(definition))?;
+            let name = named(definition)?;
             quote!(#name)
         }
-        ValueType::Message {
-            definition,
-            full_name,
-        } => {
-            let name = ident(context, parent, &rust_type_name(definition))?;
-            let singular = matches!(container, Container::Single);
-            if singular && (context.is_recursive)(full_name, parent) {
+        ValueType::Message { definition, .. } => {
+            let name = named(definition)?;
+            if field.boxed {
                 quote!(::std::boxed::Box<#name>)
             } else {
                 quote!(#name)
@@ -296,29 +262,32 @@ fn value_type(
 
 /// A struct field identifier, refusing two proto fields that map to the same Rust name.
 fn unique_field(
-    context: &RustContext<'_>,
     element: &str,
     proto_name: &str,
     taken: &mut BTreeSet<String>,
-) -> Result<Ident, ProtoError> {
-    let name = rust_field_name(proto_name);
+) -> Result<Ident, String> {
+    let name = not_a_keyword(proto_name.to_snake_case());
     if !taken.insert(name.clone()) {
-        return Err(ProtoError::NameCollision {
-            file: context.file.to_owned(),
-            element: element.to_owned(),
-            name,
-            other: "another field of the same message".to_owned(),
-        });
+        return Err(format!(
+            "{element}: field `{name}` is already taken by another field of the same message"
+        ));
     }
-    ident(context, element, &name)
+    ident(&name)
 }
 
-fn ident(context: &RustContext<'_>, element: &str, name: &str) -> Result<Ident, ProtoError> {
-    syn::parse_str::<Ident>(name).map_err(|_| {
-        unsupported(
-            context.file,
-            element,
-            &format!("`{name}` is not a Rust identifier"),
-        )
-    })
+/// A keyword gets a trailing `_`, as typify does for its own fields and variants.
+fn not_a_keyword(candidate: String) -> String {
+    let reserved = matches!(
+        candidate.as_str(),
+        "gen" | "Self" | "self" | "super" | "crate"
+    );
+    if reserved || syn::parse_str::<Ident>(&candidate).is_err() {
+        format!("{candidate}_")
+    } else {
+        candidate
+    }
+}
+
+fn ident(name: &str) -> Result<Ident, String> {
+    syn::parse_str::<Ident>(name).map_err(|_| format!("`{name}` is not a Rust identifier"))
 }

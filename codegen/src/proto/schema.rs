@@ -2,13 +2,12 @@
 //! under their JSON names, REQUIRED fields with presence in `required`, REQUIRED fields without
 //! presence carrying their proto default, and each oneof as "exactly one of its members".
 
-use std::path::Path;
-
 use prost_reflect::{EnumDescriptor, MessageDescriptor};
 use serde_json::{Map, Value, json};
 
 use super::ProtoError;
 use super::fields::{FieldPlan, Presence};
+use super::locate::Locator;
 use super::names::NameTable;
 use super::options::Annotations;
 
@@ -31,11 +30,12 @@ pub(super) struct OneofPlan {
 
 impl MessagePlan {
     pub(super) fn new(
-        file: &Path,
+        locator: &Locator,
         message: &MessageDescriptor,
         definition: &str,
         names: &NameTable,
         annotations: &Annotations,
+        is_recursive: &dyn Fn(&str, &str) -> bool,
     ) -> Result<Self, ProtoError> {
         let mut fields = Vec::new();
         for field in message.fields() {
@@ -43,14 +43,20 @@ impl MessagePlan {
                 .containing_oneof()
                 .is_some_and(|oneof| !oneof.is_synthetic());
             if !in_real_oneof {
-                fields.push(FieldPlan::new(file, &field, names, annotations)?);
+                fields.push(FieldPlan::new(
+                    locator,
+                    &field,
+                    names,
+                    annotations,
+                    is_recursive,
+                )?);
             }
         }
         let mut oneofs = Vec::new();
         for oneof in message.oneofs().filter(|oneof| !oneof.is_synthetic()) {
             let members = oneof
                 .fields()
-                .map(|field| FieldPlan::new(file, &field, names, annotations))
+                .map(|field| FieldPlan::new(locator, &field, names, annotations, is_recursive))
                 .collect::<Result<Vec<_>, _>>()?;
             oneofs.push(OneofPlan {
                 name: oneof.name().to_owned(),
@@ -106,6 +112,17 @@ impl MessagePlan {
         }
         Value::Object(schema)
     }
+
+    /// Each field's other accepted name on input, by JSON name: the proto field name, which
+    /// ProtoJSON parsers accept beside the lowerCamelCase one.
+    pub(super) fn aliases(&self) -> std::collections::BTreeMap<String, String> {
+        self.fields
+            .iter()
+            .chain(self.oneofs.iter().flat_map(|oneof| &oneof.members))
+            .filter(|field| field.proto_name != field.json_name)
+            .map(|field| (field.json_name.clone(), field.proto_name.clone()))
+            .collect()
+    }
 }
 
 impl OneofPlan {
@@ -121,11 +138,13 @@ impl OneofPlan {
     }
 }
 
-/// An enum's JSON Schema: its value names as the proto spells them, in declaration order.
+/// An enum's JSON Schema: its value names as the proto spells them, in declaration order, and
+/// its zero value (the proto3 default) as the type's default, so a field without presence can
+/// default to it.
 pub(super) fn enum_schema(descriptor: &EnumDescriptor) -> Value {
     let names: Vec<Value> = descriptor
         .values()
         .map(|value| json!(value.name()))
         .collect();
-    json!({"type": "string", "enum": names})
+    json!({"type": "string", "enum": names, "default": descriptor.default_value().name()})
 }

@@ -3,31 +3,28 @@
 //! when the cache has not been synced).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use heck::ToPascalCase;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{ProtoError, ProtoRevision, load};
-use crate::model::{Direction, HttpRouteRow, MethodKind, RevisionModel};
+use crate::model::{Direction, HttpRouteRow, MethodKind, RevisionModel, Streaming};
+use crate::types_emit::TypeNames;
 
 const A2A_PROTO: &str = "a2a/1.0.1/a2a.proto";
 const A2A_INCLUDE: &str = "a2a/1.0.1/include";
 
-/// The schema root holding the pinned A2A files: the synced cache, else the shared mirror.
+/// The synced schema cache holding the pinned A2A files.
 fn schema_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        manifest.join("../schema/cache"),
-        manifest.join("../../shared/schema"),
-    ];
-    candidates
-        .iter()
-        .find(|root| root.join(A2A_PROTO).is_file())
-        .cloned()
-        .unwrap_or_else(|| panic!("{A2A_PROTO} not found; run `cargo run -p codegen -- sync`"))
+    let cache = crate::sources::Layout::discover().cache();
+    assert!(
+        cache.join(A2A_PROTO).is_file(),
+        "{}",
+        crate::samples::SYNC_HINT
+    );
+    cache
 }
 
 fn revision(source_path: &str) -> ProtoRevision {
@@ -36,17 +33,28 @@ fn revision(source_path: &str) -> ProtoRevision {
         revision: "1.0.1".to_owned(),
         module: "v1_0_1".to_owned(),
         source_path: source_path.to_owned(),
+        browse_url: Some("https://github.com/o/r/blob/c/a2a.proto".to_owned()),
+        peers: crate::model::Peers {
+            client: "Client",
+            server: "Agent",
+        },
     }
+}
+
+fn include() -> Vec<(PathBuf, String)> {
+    vec![(schema_root().join(A2A_INCLUDE), A2A_INCLUDE.to_owned())]
+}
+
+/// A custom type's items, emitted with typify's names for every definition of the model.
+fn custom_source(model: &RevisionModel, definition: &str) -> String {
+    let names = TypeNames::of(model.definitions.keys().map(String::as_str)).unwrap();
+    let tokens = model.custom_types[definition].emit(&names).unwrap();
+    prettyplease::unparse(&syn::parse2(tokens).unwrap())
 }
 
 fn load_a2a() -> RevisionModel {
     let root = schema_root();
-    load(
-        &root.join(A2A_PROTO),
-        &[root.join(A2A_INCLUDE)],
-        &revision(A2A_PROTO),
-    )
-    .unwrap()
+    load(&root.join(A2A_PROTO), &include(), &revision(A2A_PROTO)).unwrap()
 }
 
 /// The pinned proto compiled independently of the front end, for counting what it declares.
@@ -87,11 +95,7 @@ fn load_inline(source: &str) -> Result<RevisionModel, ProtoError> {
     let dir = TempDir::new();
     let file = dir.0.join("demo.proto");
     std::fs::write(&file, source).unwrap();
-    load(
-        &file,
-        &[schema_root().join(A2A_INCLUDE)],
-        &revision("demo/demo.proto"),
-    )
+    load(&file, &include(), &revision("demo/demo.proto"))
 }
 
 const SAMPLE: &str = r#"
@@ -174,8 +178,46 @@ fn enum_fields_refer_to_a_string_enum_of_the_proto_value_names() {
     );
     assert_eq!(
         model.definitions["Color"],
-        json!({"type": "string", "enum": ["COLOR_UNSPECIFIED", "COLOR_RED"]})
+        json!({"type": "string", "enum": ["COLOR_UNSPECIFIED", "COLOR_RED"],
+            "default": "COLOR_UNSPECIFIED"})
     );
+}
+
+#[test]
+fn every_field_is_accepted_under_its_proto_name_beside_its_json_name() {
+    let (model, _) = sample();
+    let compact: String = custom_source(&model, "Sample")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    for (json_name, proto_name) in [
+        ("displayName", "display_name"),
+        ("mustHave", "must_have"),
+        ("unsignedBig", "unsigned_big"),
+    ] {
+        assert!(
+            compact.contains(&format!("rename=\"{json_name}\",alias=\"{proto_name}\"")),
+            "{json_name}: {compact}"
+        );
+    }
+    let model = load_a2a();
+    let emitted = crate::emit::emit_revision(&model).unwrap().source;
+    let pool = a2a_pool();
+    for message in pool
+        .all_messages()
+        .filter(|m| m.package_name() == "lf.a2a.v1")
+    {
+        for field in message.fields().filter(|f| f.name() != f.json_name()) {
+            // A plain field carries a serde alias, a oneof member is a second key of its match.
+            let alias = format!("alias = \"{}\"", field.name());
+            let key = format!("| \"{}\" =>", field.name());
+            assert!(
+                emitted.contains(&alias) || emitted.contains(&key),
+                "{}",
+                field.full_name()
+            );
+        }
+    }
 }
 
 #[test]
@@ -267,7 +309,7 @@ fn oneof_is_exactly_one_member_in_schema_and_a_flattened_enum_in_rust() {
         schema["oneOf"],
         json!([{"required": ["text"]}, {"required": ["inner"]}, {"required": ["jsonValue"]}])
     );
-    let source = &model.custom_types["Sample"];
+    let source = &custom_source(&model, "Sample");
     let file = syn::parse_file(source).unwrap();
     let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
     let sample = item_struct(&file, "Sample");
@@ -295,7 +337,8 @@ fn oneof_is_exactly_one_member_in_schema_and_a_flattened_enum_in_rust() {
         "{text_arm}"
     );
     assert!(text_arm.contains(".map(SampleChoice::Text)"), "{text_arm}");
-    let value_arm = arm("\"jsonValue\"=>", "_=>");
+    // The proto field name is a key too (ProtoJSON parsers accept both).
+    let value_arm = arm("\"jsonValue\"|\"json_value\"=>", "_=>");
     assert!(
         value_arm.contains("Some(SampleChoice::JsonValue(map.next_value::<::serde_json::Value>()?"),
         "{value_arm}"
@@ -308,7 +351,7 @@ fn oneof_is_exactly_one_member_in_schema_and_a_flattened_enum_in_rust() {
 #[test]
 fn oneof_struct_fields_use_the_json_names_and_typify_type_names() {
     let (model, _) = sample();
-    let file = syn::parse_file(&model.custom_types["Sample"]).unwrap();
+    let file = syn::parse_file(&custom_source(&model, "Sample")).unwrap();
     let sample = item_struct(&file, "Sample");
     let must_have = sample
         .fields
@@ -338,7 +381,7 @@ fn a_oneof_member_that_contains_its_parent_is_boxed() {
         message Node { oneof kind { Node child = 1; string leaf = 2; } }"#,
     )
     .unwrap();
-    let source = &model.custom_types["Node"];
+    let source = &custom_source(&model, "Node");
     syn::parse_file(source).unwrap();
     let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
     assert!(
@@ -438,9 +481,9 @@ fn method_table_equals_the_rpcs_of_the_a2a_service() {
         .map(|row| {
             (
                 row.name.clone(),
-                row.params_type.clone().unwrap(),
-                row.result_type.clone().unwrap(),
-                row.streaming,
+                row.params.clone().unwrap(),
+                row.result.clone().unwrap(),
+                row.streaming == Streaming::Results,
             )
         })
         .collect();
@@ -549,33 +592,31 @@ fn a2a_oneof_messages_are_custom_types_that_parse_as_rust() {
         .collect();
     let custom: BTreeSet<String> = model.custom_types.keys().cloned().collect();
     assert_eq!(custom, with_oneof);
-    for (name, source) in &model.custom_types {
-        let file = syn::parse_file(source).unwrap_or_else(|error| panic!("{name}: {error}"));
-        item_struct(&file, &name.to_pascal_case());
+    let names = TypeNames::of(model.definitions.keys().map(String::as_str)).unwrap();
+    for name in model.custom_types.keys() {
+        let file = syn::parse_file(&custom_source(&model, name))
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        item_struct(&file, &names.ident(name).unwrap().to_string());
     }
 }
 
-/// Runs typify 0.8 over the definitions the way the back end does (custom types replaced) and
-/// checks every definition ends up as an item under the Rust name the custom types use for it.
+/// The whole A2A model goes through the back end: typify takes its definitions, the custom
+/// types take typify's names, and the module parses.
 #[test]
-fn typify_accepts_the_a2a_definitions_under_the_names_the_custom_types_use() {
+fn the_a2a_model_emits_a_module_whose_types_cover_every_definition() {
     let model = load_a2a();
-    let mut settings = typify::TypeSpaceSettings::default();
-    for name in model.custom_types.keys() {
-        let rust = super::names::rust_type_name(name);
-        settings.with_replacement(rust.clone(), rust, std::iter::empty());
-    }
-    let mut space = typify::TypeSpace::new(&settings);
-    let root: schemars::schema::RootSchema =
-        serde_json::from_value(json!({"definitions": model.definitions})).unwrap();
-    space.add_root_schema(root).unwrap();
-    let mut source = space.to_stream().to_string();
-    for custom in model.custom_types.values() {
-        source.push_str(custom);
-    }
-    let file = syn::parse_file(&source).unwrap();
-    let items: BTreeSet<String> = file
+    let emitted = crate::emit::emit_revision(&model).unwrap();
+    let file = syn::parse_file(&emitted.source).unwrap();
+    let types = file
         .items
+        .iter()
+        .find_map(|item| match item {
+            syn::Item::Mod(module) if module.ident == "types" => module.content.as_ref(),
+            _ => None,
+        })
+        .unwrap();
+    let items: BTreeSet<String> = types
+        .1
         .iter()
         .filter_map(|item| match item {
             syn::Item::Struct(item) => Some(item.ident.to_string()),
@@ -583,11 +624,11 @@ fn typify_accepts_the_a2a_definitions_under_the_names_the_custom_types_use() {
             _ => None,
         })
         .collect();
-    for definition in model.definitions.keys() {
-        let rust = super::names::rust_type_name(definition);
+    let names = TypeNames::of(model.definitions.keys().map(String::as_str)).unwrap();
+    for (definition, ident) in names.iter() {
         assert!(
-            items.contains(&rust),
-            "{definition} -> {rust} not among {items:?}"
+            items.contains(&ident.to_string()),
+            "{definition} -> {ident} not among {items:?}"
         );
     }
 }
@@ -601,18 +642,21 @@ fn a_missing_import_is_a_parse_error_naming_the_file() {
         message A { string a = 1; }"#,
     )
     .unwrap_err();
-    let ProtoError::Parse { file, message } = &error else {
+    let ProtoError::Parse { place, message } = &error else {
         panic!("not a parse error: {error}");
     };
-    assert!(file.ends_with("demo.proto"));
+    assert_eq!(place.file, "demo/demo.proto");
+    assert_eq!(place.line_column, Some((3, 9)), "{error}");
     assert!(message.contains("nowhere/missing.proto"), "{message}");
 }
 
 #[test]
-fn a_syntax_error_is_a_parse_error_naming_the_file() {
+fn a_syntax_error_names_the_cache_relative_file_line_and_column_on_one_line() {
     let error = load_inline("syntax = \"proto3\";\nmessage A { string = 1; }\n").unwrap_err();
+    let text = error.to_string();
     assert!(matches!(error, ProtoError::Parse { .. }), "{error}");
-    assert!(error.to_string().contains("demo.proto"), "{error}");
+    assert!(text.starts_with("demo/demo.proto:2:20: "), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
 }
 
 #[test]
@@ -624,10 +668,11 @@ fn an_any_field_is_refused_naming_the_field() {
         message A { google.protobuf.Any payload = 1; }"#,
     )
     .unwrap_err();
-    let ProtoError::Unsupported { element, .. } = &error else {
+    let ProtoError::Unsupported { element, place, .. } = &error else {
         panic!("not unsupported: {error}");
     };
     assert_eq!(element, "demo.A.payload");
+    assert_eq!(place.to_string(), "demo/demo.proto:4:21", "{error}");
 }
 
 #[test]
@@ -644,25 +689,63 @@ fn a_nested_name_colliding_with_a_top_level_name_is_refused() {
 }
 
 #[test]
-fn a_client_streaming_rpc_is_refused_naming_the_rpc() {
-    let error = load_inline(
+fn streaming_rpcs_of_every_kind_get_their_types_and_a_row_saying_which_bindings_serve_them() {
+    let model = load_inline(
         r#"syntax = "proto3";
         package demo;
-        message A { string a = 1; }
-        service S { rpc Upload(stream A) returns (A); }"#,
+        import "google/api/annotations.proto";
+        message Chunk { string data = 1; }
+        message Summary { int32 count = 1; }
+        service S {
+          rpc Upload(stream Chunk) returns (Summary) {
+            option (google.api.http) = { post: "/upload" body: "*" };
+          }
+          rpc Live(stream Chunk) returns (stream Chunk);
+          rpc Watch(Chunk) returns (stream Summary) { option (google.api.http) = { get: "/watch" }; }
+          rpc Get(Chunk) returns (Summary);
+        }"#,
     )
-    .unwrap_err();
-    let ProtoError::Unsupported { element, .. } = &error else {
-        panic!("not unsupported: {error}");
-    };
-    assert_eq!(element, "demo.S.Upload");
+    .unwrap();
+    let rows: Vec<(&str, Streaming, bool, usize)> = model
+        .methods
+        .iter()
+        .map(|row| {
+            (
+                row.name.as_str(),
+                row.streaming,
+                row.on_json_rpc(),
+                row.http.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Upload", Streaming::Params, false, 0),
+            ("Live", Streaming::Both, false, 0),
+            ("Watch", Streaming::Results, true, 1),
+            ("Get", Streaming::Unary, true, 0),
+        ]
+    );
+    assert!(model.definitions.contains_key("Chunk") && model.definitions.contains_key("Summary"));
+    let emitted = crate::emit::emit_revision(&model).unwrap().source;
+    let squashed: String = emitted.split_whitespace().collect();
+    assert!(squashed.contains("name:\"Live\",") && squashed.contains("json_rpc:false"));
+    assert!(
+        squashed.contains("fnwatch(") && squashed.contains("fnget("),
+        "{emitted}"
+    );
+    assert!(
+        !squashed.contains("fnupload(") && !squashed.contains("fnlive("),
+        "{emitted}"
+    );
 }
 
 #[test]
 fn a_missing_proto_file_is_an_io_error_naming_it() {
     let dir = TempDir::new();
     let missing = dir.0.join("absent.proto");
-    let error = load(&missing, &[], &revision("absent.proto")).unwrap_err();
+    let error = load(&missing, &[], &revision("demo/absent.proto")).unwrap_err();
     assert!(matches!(error, ProtoError::Io { .. }), "{error}");
     assert!(error.to_string().contains("absent.proto"), "{error}");
 }

@@ -1,171 +1,52 @@
-//! Per MCP revision: the method table lists exactly the schema's `method` consts; every method
-//! decodes a minimal valid message to its own variant (never by shape); an unknown method is
-//! `DispatchError::UnknownMethod`; a real message round-trips.
+//! Every pinned MCP revision, as `schema/sources.toml` lists them: the generated test support
+//! (`support/generated/`, written by codegen for each pinned revision) hands its list to the
+//! checks `codegen::samples` runs, so pinning and generating a revision puts it under every
+//! check below without a line of test code: method table against the schema's `method` consts,
+//! dispatch by method name to each handler method, round trips, upstream examples (where a
+//! revision pins them), and wire validation against the pinned schema.
 
 // Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
+#[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
+#[path = "support/generated/mod.rs"]
+mod generated;
 
-use serde_json::{Value, json};
-
-/// Every `properties.method.const` of the schema's definitions, computed from the source.
-fn method_consts(schema_file: &str) -> BTreeSet<String> {
-    let bytes = codegen::samples::read_cache_file(schema_file).expect("schema");
-    let schema: Value = serde_json::from_slice(&bytes).unwrap();
-    let definitions = schema
-        .get("definitions")
-        .or_else(|| schema.get("$defs"))
-        .and_then(Value::as_object)
-        .unwrap();
-    definitions
-        .values()
-        .filter_map(|d| d.pointer("/properties/method/const")?.as_str())
-        .map(str::to_string)
-        .collect()
-}
-
-/// The method a decode was routed to: the variant's on success, the method named by
-/// `InvalidParams` when the schema-derived sample does not satisfy the type (the sample builder
-/// takes each union's first member, which nested ACP unions do not always accept). Either way
-/// the message went to that method's params type; `UnknownMethod` is a failure.
-fn routed_method(
-    method: &str,
-    decoded: Result<&'static str, protocols_runtime::method::DispatchError>,
-) -> &'static str {
-    match decoded {
-        Ok(routed) => routed,
-        Err(protocols_runtime::method::DispatchError::InvalidParams { method: routed, .. }) => {
-            routed
-        }
-        Err(other) => panic!("{method}: {other}"),
-    }
-}
-
-/// A minimal instance of a `MethodSpec` type path, from the revision's normalized definitions.
-fn minimal(model: &codegen::model::RevisionModel, type_path: Option<&str>) -> Option<Value> {
-    let schema = codegen::samples::definition_for_type_path(&model.definitions, type_path?)
-        .expect("the table's type is a definition");
-    Some(codegen::samples::minimal_instance(
-        &model.definitions,
-        schema,
-    ))
-}
-
-macro_rules! revision {
-    ($module:ident, $revision:literal, $real:expr) => {
-        mod $module {
-            use protocols_mcp::generated::$module as rev;
-            use protocols_runtime::method::{DispatchError, MethodKind};
-
-            #[test]
-            fn method_table_lists_exactly_the_method_consts_of_the_schema() {
-                let file = format!("mcp/{}/schema.json", $revision);
-                let ours: std::collections::BTreeSet<String> =
-                    rev::METHODS.iter().map(|m| m.name.to_string()).collect();
-                assert_eq!(ours, super::method_consts(&file));
-            }
-
-            #[test]
-            fn every_method_decodes_a_minimal_message_to_its_own_variant() {
-                let model = codegen::samples::revision_model("mcp", $revision).unwrap();
-                for spec in rev::METHODS {
-                    let params = super::minimal(&model, spec.params_type);
-                    let client = spec.direction.from_client();
-                    let server = spec.direction.from_server();
-                    let decoded: Vec<&'static str> = match spec.kind {
-                        MethodKind::Request => [
-                            client.then(|| {
-                                rev::ClientRequest::from_method(spec.name, params.clone())
-                                    .map(|r| r.method())
-                            }),
-                            server.then(|| {
-                                rev::ServerRequest::from_method(spec.name, params.clone())
-                                    .map(|r| r.method())
-                            }),
-                        ]
-                        .into_iter()
-                        .flatten()
-                        .map(|r| super::routed_method(spec.name, r))
-                        .collect(),
-                        MethodKind::Notification => [
-                            client.then(|| {
-                                rev::ClientNotification::from_method(spec.name, params.clone())
-                                    .map(|r| r.method())
-                            }),
-                            server.then(|| {
-                                rev::ServerNotification::from_method(spec.name, params.clone())
-                                    .map(|r| r.method())
-                            }),
-                        ]
-                        .into_iter()
-                        .flatten()
-                        .map(|r| super::routed_method(spec.name, r))
-                        .collect(),
-                    };
-                    assert!(!decoded.is_empty(), "{} is in no direction enum", spec.name);
-                    assert!(
-                        decoded.iter().all(|m| *m == spec.name),
-                        "{}: {decoded:?}",
-                        spec.name
-                    );
-                    if spec.params_optional && spec.kind == MethodKind::Request && client {
-                        let bare = rev::ClientRequest::from_method(spec.name, None).unwrap();
-                        assert_eq!(
-                            bare.method(),
-                            spec.name,
-                            "without params it stays {}",
-                            spec.name
-                        );
-                    }
-                }
-            }
-
-            #[test]
-            fn an_unknown_method_is_a_distinct_method_not_found_error() {
-                let error = rev::ClientRequest::from_method("no/such/method", None).unwrap_err();
-                assert!(matches!(error, DispatchError::UnknownMethod));
-                assert_eq!(error.code(), -32601);
-            }
-
-            #[test]
-            fn a_real_client_request_round_trips() {
-                let message: serde_json::Value = $real;
-                let request: rev::ClientRequest = serde_json::from_value(message.clone()).unwrap();
-                assert_eq!(serde_json::to_value(&request).unwrap(), message);
-            }
-        }
-    };
-}
-
-fn initialize(revision: &str) -> Value {
-    json!({"method": "initialize", "params": {
-        "protocolVersion": revision, "capabilities": {"roots": {}},
-        "clientInfo": {"name": "example-client", "version": "1.0.0"}}})
-}
-
-revision!(v2024_11_05, "2024-11-05", super::initialize("2024-11-05"));
-revision!(v2025_03_26, "2025-03-26", super::initialize("2025-03-26"));
-revision!(v2025_06_18, "2025-06-18", super::initialize("2025-06-18"));
-revision!(v2025_11_25, "2025-11-25", super::initialize("2025-11-25"));
-revision!(
-    v2026_07_28,
-    "2026-07-28",
-    serde_json::json!({"method": "tools/call", "params": {
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "ExampleClient", "version": "1.0.0"},
-            "io.modelcontextprotocol/clientCapabilities": {}},
-        "name": "get_weather", "arguments": {"location": "New York"}}})
-);
+use codegen::samples::checks;
+use serde_json::json;
 
 #[test]
-fn tools_list_without_params_is_not_ping() {
-    use protocols_mcp::generated::v2025_06_18::ClientRequest;
-    let request: ClientRequest = serde_json::from_value(json!({"method": "tools/list"})).unwrap();
-    assert!(
-        matches!(request, ClientRequest::ToolsList(None)),
-        "{request:?}"
+fn every_pinned_revision_is_generated_and_under_test() {
+    checks::every_pinned_revision_is_generated(
+        "mcp",
+        generated::REVISIONS,
+        cfg!(feature = "unstable"),
     );
+}
+
+#[test]
+fn every_method_table_lists_exactly_the_method_consts_of_its_schema() {
+    checks::method_tables_list_exactly_the_methods_of_their_sources(generated::REVISIONS);
+}
+
+#[test]
+fn every_method_reaches_its_own_handler_method_by_name_never_by_shape() {
+    checks::every_method_reaches_its_own_handler_method(generated::REVISIONS);
+}
+
+#[test]
+fn every_definition_round_trips_its_smallest_instance() {
+    checks::every_definition_round_trips(generated::REVISIONS);
+}
+
+#[test]
+fn every_upstream_example_round_trips_through_the_type_its_folder_names() {
+    checks::every_example_round_trips(generated::REVISIONS);
+}
+
+#[test]
+fn what_the_generated_types_write_is_valid_against_the_pinned_schema() {
+    checks::generated_output_is_valid_on_the_wire(generated::REVISIONS);
 }
 
 #[test]
@@ -178,4 +59,31 @@ fn a_result_is_decoded_by_the_method_it_answers() {
         ServerResult::decode_result("tools/list", empty).is_err(),
         "tools/list needs `tools`"
     );
+}
+
+#[test]
+fn a_call_tool_request_whose_method_is_tools_list_does_not_deserialize() {
+    use protocols_mcp::generated::v2026_07_28::types::CallToolRequest;
+    let message = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"name": "get_weather", "_meta": {}}
+    });
+    let decoded = serde_json::from_value::<CallToolRequest>(message);
+    assert!(
+        decoded.is_err(),
+        "a wrong method const must be refused: {decoded:?}"
+    );
+}
+
+#[test]
+fn a_revision_is_named_and_listed_by_the_generated_revision_enum() {
+    use protocols_mcp::generated::Revision;
+    let listed: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
+    let generated: Vec<&str> = generated::REVISIONS.iter().map(|r| r.revision).collect();
+    assert_eq!(listed, generated);
+    let revision = Revision::from_text("2025-06-18").unwrap();
+    assert_eq!(revision.module(), "v2025_06_18");
+    let rows = protocols_mcp::match_revision!(revision, module => module::METHODS.len());
+    assert_eq!(rows, protocols_mcp::generated::v2025_06_18::METHODS.len());
+    assert_eq!(Revision::from_text("1999-01-01"), None);
 }

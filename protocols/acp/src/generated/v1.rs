@@ -2,7 +2,7 @@
 // source: schema/cache/acp/v1/schema.json sha256 caf62ff962ada396878372ced11efb2c6764e59d90919a38583c319948931a42
 // source: schema/cache/acp/v1/meta.json sha256 061edb6efa8fb2aa2792459a86ec7268de5fe665bba48b2ffe7939df01481f88
 
-//! ACP revision `v1`: every definition of `acp/v1/schema.json` as a Rust type, the method table, and method-dispatched enums per direction.
+//! ACP revision `v1`: every definition of [`acp/v1/schema.json`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json) as a Rust type, the method table, and the handler traits, dispatchers and clients of each peer.
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v1";
 /// Types of every schema definition (typify output after codegen's normalization pass).
@@ -18,7 +18,7 @@ pub const REVISION: &str = "v1";
     irrefutable_let_patterns
 )]
 pub mod types {
-    /// Definition `AgentAuthCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AgentAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2661) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentAuthCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -31,7 +31,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AgentCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2410) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -64,7 +64,7 @@ pub mod types {
         )]
         pub session_capabilities: ::std::option::Option<SessionCapabilities>,
     }
-    /// Definition `Annotations` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Annotations`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L684) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -84,7 +84,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<f64>,
     }
-    /// Definition `AudioContent` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AudioContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L798) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AudioContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -100,7 +100,7 @@ pub mod types {
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
     }
-    /// Definition `AuthCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4624) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthCapabilities {
         #[serde(
@@ -113,7 +113,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<bool>,
     }
-    /// Definition `AuthMethod` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2697) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AuthMethod {
@@ -145,7 +145,7 @@ pub mod types {
             Self::AuthMethodAgent(value)
         }
     }
-    /// Definition `AuthMethodAgent` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthMethodAgent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2778) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodAgent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -160,7 +160,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthMethodId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthMethodId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2727) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -251,7 +251,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AuthMethodTerminal` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthMethodTerminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2731) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -272,7 +272,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthenticateRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthenticateRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4702) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthenticateRequest {
         #[serde(
@@ -285,7 +285,7 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
     }
-    /// Definition `AuthenticateResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AuthenticateResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2834) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthenticateResponse {
         #[serde(
@@ -296,7 +296,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AvailableCommand` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AvailableCommand`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4033) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommand {
         pub description: ::std::string::String,
@@ -311,7 +311,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AvailableCommandInput` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4066) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct AvailableCommandInput(pub UnstructuredCommandInput);
@@ -331,7 +331,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `AvailableCommandsUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`AvailableCommandsUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4097) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommandsUpdate {
         #[serde(rename = "availableCommands")]
@@ -344,7 +344,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BlobResourceContents` of ACP v1 (`acp/v1/schema.json`).
+    /// [`BlobResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L934) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct BlobResourceContents {
         pub blob: ::std::string::String,
@@ -362,7 +362,7 @@ pub mod types {
         pub mime_type: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `BooleanConfigOptionCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`BooleanConfigOptionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4612) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanConfigOptionCapabilities {
         #[serde(
@@ -373,7 +373,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BooleanPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`BooleanPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1909) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -390,7 +390,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `CancelNotification` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CancelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5798) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelNotification {
         #[serde(
@@ -403,7 +403,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CancelRequestNotification` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5821) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelRequestNotification {
         #[serde(
@@ -416,7 +416,7 @@ pub mod types {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ClientCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ClientCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4473) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -437,7 +437,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<bool>,
     }
-    /// Definition `ClientSessionCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ClientSessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4564) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientSessionCapabilities {
         #[serde(
@@ -453,7 +453,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CloseSessionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5069) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseSessionRequest {
         #[serde(
@@ -466,7 +466,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseSessionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3367) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseSessionResponse {
         #[serde(
@@ -477,7 +477,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CompleteElicitationNotification` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4243) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteElicitationNotification {
         #[serde(rename = "elicitationId")]
@@ -490,7 +490,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConfigOptionUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ConfigOptionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4140) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConfigOptionUpdate {
         #[serde(rename = "configOptions")]
@@ -503,7 +503,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Content` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Content`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L993) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Content {
         pub content: ContentBlock,
@@ -515,7 +515,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ContentBlock` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L596) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "type")]
     pub enum ContentBlock {
@@ -603,7 +603,7 @@ pub mod types {
             resource: EmbeddedResourceResource,
         },
     }
-    /// Definition `ContentChunk` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3836) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContentChunk {
         pub content: ContentBlock,
@@ -620,7 +620,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Cost` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4184) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
         pub amount: ::serde_json::Number,
@@ -633,7 +633,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CreateElicitationRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequest {
@@ -982,7 +982,7 @@ pub mod types {
             extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
     }
-    /// Definition `CreateElicitationResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5606) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationResponse {
@@ -1187,7 +1187,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `CreateTerminalRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CreateTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1151) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1212,7 +1212,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CreateTerminalResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CreateTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5470) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalResponse {
         #[serde(
@@ -1225,7 +1225,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `CurrentModeUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`CurrentModeUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4119) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CurrentModeUpdate {
         #[serde(rename = "currentModeId")]
@@ -1238,7 +1238,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DeleteSessionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5001) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeleteSessionRequest {
         #[serde(
@@ -1251,7 +1251,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `DeleteSessionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3318) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DeleteSessionResponse {
         #[serde(
@@ -1262,7 +1262,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Diff` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Diff`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1014) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Diff {
         #[serde(
@@ -1281,7 +1281,7 @@ pub mod types {
         pub old_text: ::std::option::Option<::std::string::String>,
         pub path: ::std::string::String,
     }
-    /// Definition `ElicitationAcceptAction` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationAcceptAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5742) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationAcceptAction {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1289,7 +1289,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
         >,
     }
-    /// Definition `ElicitationCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4642) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1304,7 +1304,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<ElicitationUrlCapabilities>,
     }
-    /// Definition `ElicitationContentValue` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationContentValue`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5707) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationContentValue {
@@ -1335,7 +1335,7 @@ pub mod types {
             Self::Array(value)
         }
     }
-    /// Definition `ElicitationFormCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationFormCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4678) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationFormCapabilities {
         #[serde(
@@ -1346,7 +1346,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationFormMode` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationFormMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2085) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationFormMode {
@@ -1368,7 +1368,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
-    /// Definition `ElicitationId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2120) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1409,7 +1409,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ElicitationPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationPropertySchema {
@@ -1798,13 +1798,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationRequestScope` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationRequestScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1490) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationRequestScope {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ElicitationSchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationSchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1505) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1827,7 +1827,7 @@ pub mod types {
         #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<ElicitationSchemaType>,
     }
-    /// Definition `ElicitationSchemaType` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationSchemaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1552) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1878,7 +1878,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationSessionScope` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationSessionScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1463) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationSessionScope {
         #[serde(rename = "sessionId")]
@@ -1889,7 +1889,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `ElicitationUrlCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationUrlCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4690) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationUrlCapabilities {
         #[serde(
@@ -1900,7 +1900,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationUrlMode` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ElicitationUrlMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2124) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationUrlMode {
@@ -1924,7 +1924,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
-    /// Definition `EmbeddedResource` of ACP v1 (`acp/v1/schema.json`).
+    /// [`EmbeddedResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L960) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EmbeddedResource {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1938,7 +1938,7 @@ pub mod types {
         >,
         pub resource: EmbeddedResourceResource,
     }
-    /// Definition `EmbeddedResourceResource` of ACP v1 (`acp/v1/schema.json`).
+    /// [`EmbeddedResourceResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L885) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -1955,7 +1955,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
-    /// Definition `EnumOption` of ACP v1 (`acp/v1/schema.json`).
+    /// [`EnumOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1739) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnumOption {
         #[serde(rename = "const")]
@@ -1971,7 +1971,7 @@ pub mod types {
         >,
         pub title: ::std::string::String,
     }
-    /// Definition `EnvVariable` of ACP v1 (`acp/v1/schema.json`).
+    /// [`EnvVariable`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1208) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnvVariable {
         #[serde(
@@ -1984,7 +1984,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Error` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Error`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3475) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Error {
         pub code: ErrorCode,
@@ -1992,7 +1992,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
-    /// Definition `ErrorCode` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ErrorCode {
@@ -2331,7 +2331,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
-    /// Definition `ExtNotification` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ExtNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4266) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtNotification(pub ::serde_json::Value);
@@ -2351,7 +2351,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ExtRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2164) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtRequest(pub ::serde_json::Value);
@@ -2371,7 +2371,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ExtResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3472) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtResponse(pub ::serde_json::Value);
@@ -2391,7 +2391,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `FileSystemCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`FileSystemCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4540) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct FileSystemCapabilities {
         #[serde(
@@ -2412,7 +2412,7 @@ pub mod types {
         )]
         pub write_text_file: ::std::option::Option<bool>,
     }
-    /// Definition `HttpHeader` of ACP v1 (`acp/v1/schema.json`).
+    /// [`HttpHeader`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4822) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct HttpHeader {
         #[serde(
@@ -2425,7 +2425,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `ImageContent` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ImageContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L760) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ImageContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2443,7 +2443,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Implementation` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Implementation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2808) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Implementation {
         #[serde(
@@ -2458,7 +2458,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub version: ::std::string::String,
     }
-    /// Definition `InitializeRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4419) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
         #[serde(
@@ -2481,7 +2481,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `InitializeResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2335) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeResponse {
         #[serde(
@@ -2509,7 +2509,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `IntegerPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`IntegerPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1871) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IntegerPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2530,7 +2530,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `KillTerminalRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`KillTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1322) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct KillTerminalRequest {
         #[serde(
@@ -2545,7 +2545,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `KillTerminalResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`KillTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5592) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct KillTerminalResponse {
         #[serde(
@@ -2556,7 +2556,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListSessionsRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4979) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListSessionsRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2571,7 +2571,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListSessionsResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3245) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListSessionsResponse {
         #[serde(
@@ -2588,7 +2588,7 @@ pub mod types {
         pub next_cursor: ::std::option::Option<::std::string::String>,
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
-    /// Definition `LoadSessionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`LoadSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4934) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LoadSessionRequest {
         #[serde(
@@ -2611,7 +2611,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `LoadSessionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`LoadSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3210) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LoadSessionResponse {
         #[serde(
@@ -2629,7 +2629,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub modes: ::std::option::Option<SessionModeState>,
     }
-    /// Definition `LogoutCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`LogoutCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2685) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutCapabilities {
         #[serde(
@@ -2640,7 +2640,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`LogoutRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4725) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutRequest {
         #[serde(
@@ -2651,7 +2651,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`LogoutResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2848) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutResponse {
         #[serde(
@@ -2662,7 +2662,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`McpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2505) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2677,7 +2677,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sse: ::std::option::Option<bool>,
     }
-    /// Definition `McpServer` of ACP v1 (`acp/v1/schema.json`).
+    /// [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4776) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum McpServer {
@@ -2716,7 +2716,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
-    /// Definition `McpServerHttp` of ACP v1 (`acp/v1/schema.json`).
+    /// [`McpServerHttp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4843) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
         pub headers: ::std::vec::Vec<HttpHeader>,
@@ -2730,7 +2730,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerSse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`McpServerSse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4871) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerSse {
         pub headers: ::std::vec::Vec<HttpHeader>,
@@ -2744,7 +2744,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerStdio` of ACP v1 (`acp/v1/schema.json`).
+    /// [`McpServerStdio`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4899) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
         pub args: ::std::vec::Vec<::std::string::String>,
@@ -2859,7 +2859,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MessageId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`MessageId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3832) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2900,7 +2900,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MultiSelectItems` of ACP v1 (`acp/v1/schema.json`).
+    /// [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1936) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum MultiSelectItems {
@@ -2976,7 +2976,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MultiSelectPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`MultiSelectPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2033) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MultiSelectPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3004,7 +3004,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `NewSessionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4739) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionRequest {
         #[serde(
@@ -3025,7 +3025,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2862) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionResponse {
         #[serde(
@@ -3045,7 +3045,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `NumberPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`NumberPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1833) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NumberPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3066,7 +3066,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `PermissionOption` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PermissionOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1089) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PermissionOption {
         pub kind: PermissionOptionKind,
@@ -3081,7 +3081,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `PermissionOptionId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PermissionOptionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1122) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3122,7 +3122,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PermissionOptionKind` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1126) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3185,7 +3185,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `Plan` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Plan`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4011) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Plan {
         pub entries: ::std::vec::Vec<PlanEntry>,
@@ -3197,7 +3197,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PlanEntry` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PlanEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3938) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanEntry {
         pub content: ::std::string::String,
@@ -3211,7 +3211,7 @@ pub mod types {
         pub priority: PlanEntryPriority,
         pub status: PlanEntryStatus,
     }
-    /// Definition `PlanEntryPriority` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3971) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3270,7 +3270,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntryStatus` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3991) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3329,7 +3329,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PromptCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PromptCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2475) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3349,7 +3349,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5187) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptRequest {
         #[serde(
@@ -3363,7 +3363,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `PromptResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3419) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptResponse {
         #[serde(
@@ -3376,7 +3376,7 @@ pub mod types {
         #[serde(rename = "stopReason")]
         pub stop_reason: StopReason,
     }
-    /// Definition `ProtocolVersion` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ProtocolVersion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2403) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ProtocolVersion(pub u16);
@@ -3419,7 +3419,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ReadTextFileRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ReadTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L301) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadTextFileRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3437,7 +3437,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ReadTextFileResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ReadTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5372) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadTextFileResponse {
         pub content: ::std::string::String,
@@ -3449,7 +3449,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ReleaseTerminalRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ReleaseTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1260) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReleaseTerminalRequest {
         #[serde(
@@ -3464,7 +3464,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `ReleaseTerminalResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ReleaseTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5552) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ReleaseTerminalResponse {
         #[serde(
@@ -3475,7 +3475,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `RequestId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`RequestId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L245) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestId {
@@ -3488,7 +3488,7 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    /// Definition `RequestPermissionOutcome` of ACP v1 (`acp/v1/schema.json`).
+    /// [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5414) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "outcome")]
     pub enum RequestPermissionOutcome {
@@ -3507,7 +3507,7 @@ pub mod types {
             option_id: PermissionOptionId,
         },
     }
-    /// Definition `RequestPermissionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L342) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionRequest {
         #[serde(
@@ -3523,7 +3523,7 @@ pub mod types {
         #[serde(rename = "toolCall")]
         pub tool_call: ToolCallUpdate,
     }
-    /// Definition `RequestPermissionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5391) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionResponse {
         #[serde(
@@ -3535,7 +3535,7 @@ pub mod types {
         >,
         pub outcome: RequestPermissionOutcome,
     }
-    /// Definition `ResourceLink` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ResourceLink`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L831) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResourceLink {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3561,7 +3561,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `ResumeSessionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5024) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResumeSessionRequest {
         #[serde(
@@ -3587,7 +3587,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ResumeSessionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3332) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResumeSessionResponse {
         #[serde(
@@ -3605,7 +3605,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub modes: ::std::option::Option<SessionModeState>,
     }
-    /// Definition `Role` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L716) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3660,7 +3660,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SelectedPermissionOutcome` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SelectedPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5449) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SelectedPermissionOutcome {
         #[serde(
@@ -3673,7 +3673,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `SessionAdditionalDirectoriesCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionAdditionalDirectoriesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2625) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionAdditionalDirectoriesCapabilities {
         #[serde(
@@ -3684,7 +3684,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2529) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCapabilities {
         #[serde(
@@ -3710,7 +3710,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub resume: ::std::option::Option<SessionResumeCapabilities>,
     }
-    /// Definition `SessionCloseCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionCloseCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2649) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCloseCapabilities {
         #[serde(
@@ -3721,13 +3721,13 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionConfigBoolean` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigBoolean`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3199) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigBoolean {
         #[serde(rename = "currentValue")]
         pub current_value: bool,
     }
-    /// Definition `SessionConfigGroupId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigGroupId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3172) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3768,7 +3768,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3049) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3809,7 +3809,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigOption` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2970) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOption {
@@ -3853,7 +3853,7 @@ pub mod types {
             type_: SessionConfigOptionVariant1Type,
         },
     }
-    /// Definition `SessionConfigOptionCategory` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3053) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOptionCategory {
@@ -4193,7 +4193,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SessionConfigOptionsCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigOptionsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4588) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionConfigOptionsCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4206,14 +4206,14 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionConfigSelect` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigSelect`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3176) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelect {
         #[serde(rename = "currentValue")]
         pub current_value: SessionConfigValueId,
         pub options: SessionConfigSelectOptions,
     }
-    /// Definition `SessionConfigSelectGroup` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigSelectGroup`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3138) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectGroup {
         pub group: SessionConfigGroupId,
@@ -4227,7 +4227,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub options: ::std::vec::Vec<SessionConfigSelectOption>,
     }
-    /// Definition `SessionConfigSelectOption` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigSelectOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3108) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectOption {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4242,7 +4242,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: SessionConfigValueId,
     }
-    /// Definition `SessionConfigSelectOptions` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigSelectOptions`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3087) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigSelectOptions {
@@ -4261,7 +4261,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
-    /// Definition `SessionConfigValueId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionConfigValueId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3083) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4302,7 +4302,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionDeleteCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionDeleteCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2613) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionDeleteCapabilities {
         #[serde(
@@ -4313,7 +4313,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L297) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4354,7 +4354,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionInfo` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3274) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionInfo {
         #[serde(
@@ -4382,7 +4382,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionInfoUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionInfoUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4162) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionInfoUpdate {
         #[serde(
@@ -4400,7 +4400,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionListCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionListCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2601) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionListCapabilities {
         #[serde(
@@ -4411,7 +4411,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionMode` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2940) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionMode {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4426,7 +4426,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `SessionModeId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionModeId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2936) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4467,7 +4467,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionModeState` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionModeState`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2906) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionModeState {
         #[serde(rename = "availableModes")]
@@ -4482,7 +4482,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionNotification` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3617) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionNotification {
         #[serde(
@@ -4496,7 +4496,7 @@ pub mod types {
         pub session_id: SessionId,
         pub update: SessionUpdate,
     }
-    /// Definition `SessionResumeCapabilities` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionResumeCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2637) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionResumeCapabilities {
         #[serde(
@@ -4507,7 +4507,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3648) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "sessionUpdate")]
     pub enum SessionUpdate {
@@ -4701,7 +4701,7 @@ pub mod types {
             used: u64,
         },
     }
-    /// Definition `SetSessionConfigOptionRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5123) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetSessionConfigOptionRequest {
@@ -4787,7 +4787,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetSessionConfigOptionResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3395) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionConfigOptionResponse {
         #[serde(rename = "configOptions")]
@@ -4800,7 +4800,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SetSessionModeRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SetSessionModeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5092) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionModeRequest {
         #[serde(
@@ -4815,7 +4815,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `SetSessionModeResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`SetSessionModeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3381) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SetSessionModeResponse {
         #[serde(
@@ -4826,7 +4826,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StopReason` of ACP v1 (`acp/v1/schema.json`).
+    /// [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3442) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4893,7 +4893,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringFormat` of ACP v1 (`acp/v1/schema.json`).
+    /// [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1714) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4956,7 +4956,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringMultiSelectItems` of ACP v1 (`acp/v1/schema.json`).
+    /// [`StringMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1993) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StringMultiSelectItems {
         #[serde(rename = "enum")]
@@ -4969,7 +4969,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StringPropertySchema` of ACP v1 (`acp/v1/schema.json`).
+    /// [`StringPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1765) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StringPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5007,7 +5007,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Terminal` of ACP v1 (`acp/v1/schema.json`).
+    /// [`Terminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1044) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Terminal {
         #[serde(
@@ -5020,7 +5020,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalExitStatus` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TerminalExitStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5528) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalExitStatus {
         #[serde(
@@ -5038,7 +5038,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `TerminalId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TerminalId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1040) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5079,7 +5079,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `TerminalOutputRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TerminalOutputRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1229) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputRequest {
         #[serde(
@@ -5094,7 +5094,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalOutputResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TerminalOutputResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5493) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputResponse {
         #[serde(
@@ -5112,7 +5112,7 @@ pub mod types {
         pub output: ::std::string::String,
         pub truncated: bool,
     }
-    /// Definition `TextContent` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TextContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L731) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5126,7 +5126,7 @@ pub mod types {
         >,
         pub text: ::std::string::String,
     }
-    /// Definition `TextResourceContents` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TextResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L908) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextResourceContents {
         #[serde(
@@ -5144,7 +5144,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `TitledMultiSelectItems` of ACP v1 (`acp/v1/schema.json`).
+    /// [`TitledMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2013) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectItems {
         #[serde(rename = "anyOf")]
@@ -5157,7 +5157,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ToolCall` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCall`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3869) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCall {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5189,7 +5189,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolCallContent` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L540) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "type")]
     pub enum ToolCallContent {
@@ -5235,7 +5235,7 @@ pub mod types {
             terminal_id: TerminalId,
         },
     }
-    /// Definition `ToolCallId` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCallId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L456) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5276,7 +5276,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ToolCallLocation` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCallLocation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1065) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallLocation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5290,7 +5290,7 @@ pub mod types {
         >,
         pub path: ::std::string::String,
     }
-    /// Definition `ToolCallStatus` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L515) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5353,7 +5353,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolCallUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L380) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5386,7 +5386,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolKind` of ACP v1 (`acp/v1/schema.json`).
+    /// [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L460) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5473,7 +5473,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `UnstructuredCommandInput` of ACP v1 (`acp/v1/schema.json`).
+    /// [`UnstructuredCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4080) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnstructuredCommandInput {
         pub hint: ::std::string::String,
@@ -5485,7 +5485,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `UsageUpdate` of ACP v1 (`acp/v1/schema.json`).
+    /// [`UsageUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4206) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsageUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5500,7 +5500,7 @@ pub mod types {
         pub size: u64,
         pub used: u64,
     }
-    /// Definition `WaitForTerminalExitRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`WaitForTerminalExitRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1291) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WaitForTerminalExitRequest {
         #[serde(
@@ -5515,7 +5515,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `WaitForTerminalExitResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`WaitForTerminalExitResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5566) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct WaitForTerminalExitResponse {
         #[serde(
@@ -5533,7 +5533,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `WriteTextFileRequest` of ACP v1 (`acp/v1/schema.json`).
+    /// [`WriteTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L266) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WriteTextFileRequest {
         pub content: ::std::string::String,
@@ -5548,7 +5548,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `WriteTextFileResponse` of ACP v1 (`acp/v1/schema.json`).
+    /// [`WriteTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5358) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct WriteTextFileResponse {
         #[serde(
@@ -5589,17 +5589,9 @@ pub mod types {
             }
         }
     }
-    pub use super::{
-        AgentNotification, AgentRequest, AgentResult, ClientNotification, ClientRequest,
-        ClientResult,
-    };
-    ///`AgentResponse` of ACP v1: answered by the method-dispatched [`AgentResult`].
-    pub type AgentResponse = super::AgentResult;
-    ///`ClientResponse` of ACP v1: answered by the method-dispatched [`ClientResult`].
-    pub type ClientResponse = super::ClientResult;
 }
-/// Wire names of every method, and a marker type per method carrying its params and
-/// result types.
+/// Wire names of every method, and a marker type per method a binding serves, carrying
+/// its params and result types.
 pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v1)
@@ -5849,7 +5841,8 @@ pub mod methods {
         type Result = types::WaitForTerminalExitResponse;
     }
 }
-/// The method table: one row per wire method, derived from the source.
+/// The method table: one row per wire method, derived from the source, saying which
+/// bindings serve it (`json_rpc`, and REST through `http`).
 pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
     ::protocols_runtime::method::MethodSpec {
         name: "$/cancel_request",
@@ -5859,6 +5852,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5869,6 +5864,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::AuthenticateResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5879,6 +5876,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5889,6 +5888,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5899,6 +5900,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ReadTextFileResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5909,6 +5912,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::WriteTextFileResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5919,6 +5924,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5929,6 +5936,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LogoutResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5939,6 +5948,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5949,6 +5960,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5959,6 +5972,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5969,6 +5984,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5979,6 +5996,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LoadSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5989,6 +6008,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -5999,6 +6020,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::PromptResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6009,6 +6032,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6019,6 +6044,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6029,6 +6056,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6039,6 +6068,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionModeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6049,6 +6080,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6059,6 +6092,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6069,6 +6104,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::KillTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6079,6 +6116,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::TerminalOutputResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6089,6 +6128,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ReleaseTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -6099,675 +6140,11 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::WaitForTerminalExitResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
 ];
-/// Requests the client sends (ACP v1), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientRequest {
-    /// `authenticate`
-    Authenticate(types::AuthenticateRequest),
-    /// `initialize`
-    Initialize(types::InitializeRequest),
-    /// `logout`
-    Logout(types::LogoutRequest),
-    /// `session/close`
-    SessionClose(types::CloseSessionRequest),
-    /// `session/delete`
-    SessionDelete(types::DeleteSessionRequest),
-    /// `session/list`
-    SessionList(types::ListSessionsRequest),
-    /// `session/load`
-    SessionLoad(types::LoadSessionRequest),
-    /// `session/new`
-    SessionNew(types::NewSessionRequest),
-    /// `session/prompt`
-    SessionPrompt(types::PromptRequest),
-    /// `session/resume`
-    SessionResume(types::ResumeSessionRequest),
-    /// `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionRequest),
-    /// `session/set_mode`
-    SessionSetMode(types::SetSessionModeRequest),
-}
-impl ClientRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTHENTICATE => {
-                required_params(methods::AUTHENTICATE, params).map(Self::Authenticate)
-            }
-            methods::INITIALIZE => {
-                required_params(methods::INITIALIZE, params).map(Self::Initialize)
-            }
-            methods::LOGOUT => required_params(methods::LOGOUT, params).map(Self::Logout),
-            methods::SESSION_CLOSE => {
-                required_params(methods::SESSION_CLOSE, params).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                required_params(methods::SESSION_DELETE, params).map(Self::SessionDelete)
-            }
-            methods::SESSION_LIST => {
-                required_params(methods::SESSION_LIST, params).map(Self::SessionList)
-            }
-            methods::SESSION_LOAD => {
-                required_params(methods::SESSION_LOAD, params).map(Self::SessionLoad)
-            }
-            methods::SESSION_NEW => {
-                required_params(methods::SESSION_NEW, params).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                required_params(methods::SESSION_PROMPT, params).map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                required_params(methods::SESSION_RESUME, params).map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                required_params(methods::SESSION_SET_CONFIG_OPTION, params)
-                    .map(Self::SessionSetConfigOption)
-            }
-            methods::SESSION_SET_MODE => {
-                required_params(methods::SESSION_SET_MODE, params)
-                    .map(Self::SessionSetMode)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::Authenticate(_) => methods::AUTHENTICATE,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::Logout(_) => methods::LOGOUT,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionLoad(_) => methods::SESSION_LOAD,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-            Self::SessionSetMode(_) => methods::SESSION_SET_MODE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::Authenticate(params) => ::serde_json::to_value(params).map(Some),
-            Self::Initialize(params) => ::serde_json::to_value(params).map(Some),
-            Self::Logout(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionDelete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionList(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionLoad(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionNew(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionPrompt(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionResume(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionSetConfigOption(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-            Self::SessionSetMode(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the client sends (ACP v1), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `session/cancel`
-    SessionCancel(types::CancelNotification),
-}
-impl ClientNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::SESSION_CANCEL => {
-                required_params(methods::SESSION_CANCEL, params).map(Self::SessionCancel)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::SessionCancel(_) => methods::SESSION_CANCEL,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionCancel(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the client sends (ACP v1), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientResult {
-    /// Result of `elicitation/create`
-    ElicitationCreate(types::CreateElicitationResponse),
-    /// Result of `fs/read_text_file`
-    FsReadTextFile(types::ReadTextFileResponse),
-    /// Result of `fs/write_text_file`
-    FsWriteTextFile(types::WriteTextFileResponse),
-    /// Result of `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionResponse),
-    /// Result of `terminal/create`
-    TerminalCreate(types::CreateTerminalResponse),
-    /// Result of `terminal/kill`
-    TerminalKill(types::KillTerminalResponse),
-    /// Result of `terminal/output`
-    TerminalOutput(types::TerminalOutputResponse),
-    /// Result of `terminal/release`
-    TerminalRelease(types::ReleaseTerminalResponse),
-    /// Result of `terminal/wait_for_exit`
-    TerminalWaitForExit(types::WaitForTerminalExitResponse),
-}
-impl ClientResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                decode_result_as(methods::ELICITATION_CREATE, result)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::FS_READ_TEXT_FILE => {
-                decode_result_as(methods::FS_READ_TEXT_FILE, result)
-                    .map(Self::FsReadTextFile)
-            }
-            methods::FS_WRITE_TEXT_FILE => {
-                decode_result_as(methods::FS_WRITE_TEXT_FILE, result)
-                    .map(Self::FsWriteTextFile)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                decode_result_as(methods::SESSION_REQUEST_PERMISSION, result)
-                    .map(Self::SessionRequestPermission)
-            }
-            methods::TERMINAL_CREATE => {
-                decode_result_as(methods::TERMINAL_CREATE, result)
-                    .map(Self::TerminalCreate)
-            }
-            methods::TERMINAL_KILL => {
-                decode_result_as(methods::TERMINAL_KILL, result).map(Self::TerminalKill)
-            }
-            methods::TERMINAL_OUTPUT => {
-                decode_result_as(methods::TERMINAL_OUTPUT, result)
-                    .map(Self::TerminalOutput)
-            }
-            methods::TERMINAL_RELEASE => {
-                decode_result_as(methods::TERMINAL_RELEASE, result)
-                    .map(Self::TerminalRelease)
-            }
-            methods::TERMINAL_WAIT_FOR_EXIT => {
-                decode_result_as(methods::TERMINAL_WAIT_FOR_EXIT, result)
-                    .map(Self::TerminalWaitForExit)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::FsReadTextFile(_) => methods::FS_READ_TEXT_FILE,
-            Self::FsWriteTextFile(_) => methods::FS_WRITE_TEXT_FILE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-            Self::TerminalCreate(_) => methods::TERMINAL_CREATE,
-            Self::TerminalKill(_) => methods::TERMINAL_KILL,
-            Self::TerminalOutput(_) => methods::TERMINAL_OUTPUT,
-            Self::TerminalRelease(_) => methods::TERMINAL_RELEASE,
-            Self::TerminalWaitForExit(_) => methods::TERMINAL_WAIT_FOR_EXIT,
-        }
-    }
-}
-impl ::serde::Serialize for ClientResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::ElicitationCreate(result) => result.serialize(serializer),
-            Self::FsReadTextFile(result) => result.serialize(serializer),
-            Self::FsWriteTextFile(result) => result.serialize(serializer),
-            Self::SessionRequestPermission(result) => result.serialize(serializer),
-            Self::TerminalCreate(result) => result.serialize(serializer),
-            Self::TerminalKill(result) => result.serialize(serializer),
-            Self::TerminalOutput(result) => result.serialize(serializer),
-            Self::TerminalRelease(result) => result.serialize(serializer),
-            Self::TerminalWaitForExit(result) => result.serialize(serializer),
-        }
-    }
-}
-/// Requests the agent sends (ACP v1), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentRequest {
-    /// `elicitation/create`
-    ElicitationCreate(types::CreateElicitationRequest),
-    /// `fs/read_text_file`
-    FsReadTextFile(types::ReadTextFileRequest),
-    /// `fs/write_text_file`
-    FsWriteTextFile(types::WriteTextFileRequest),
-    /// `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionRequest),
-    /// `terminal/create`
-    TerminalCreate(types::CreateTerminalRequest),
-    /// `terminal/kill`
-    TerminalKill(types::KillTerminalRequest),
-    /// `terminal/output`
-    TerminalOutput(types::TerminalOutputRequest),
-    /// `terminal/release`
-    TerminalRelease(types::ReleaseTerminalRequest),
-    /// `terminal/wait_for_exit`
-    TerminalWaitForExit(types::WaitForTerminalExitRequest),
-}
-impl AgentRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                required_params(methods::ELICITATION_CREATE, params)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::FS_READ_TEXT_FILE => {
-                required_params(methods::FS_READ_TEXT_FILE, params)
-                    .map(Self::FsReadTextFile)
-            }
-            methods::FS_WRITE_TEXT_FILE => {
-                required_params(methods::FS_WRITE_TEXT_FILE, params)
-                    .map(Self::FsWriteTextFile)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                required_params(methods::SESSION_REQUEST_PERMISSION, params)
-                    .map(Self::SessionRequestPermission)
-            }
-            methods::TERMINAL_CREATE => {
-                required_params(methods::TERMINAL_CREATE, params)
-                    .map(Self::TerminalCreate)
-            }
-            methods::TERMINAL_KILL => {
-                required_params(methods::TERMINAL_KILL, params).map(Self::TerminalKill)
-            }
-            methods::TERMINAL_OUTPUT => {
-                required_params(methods::TERMINAL_OUTPUT, params)
-                    .map(Self::TerminalOutput)
-            }
-            methods::TERMINAL_RELEASE => {
-                required_params(methods::TERMINAL_RELEASE, params)
-                    .map(Self::TerminalRelease)
-            }
-            methods::TERMINAL_WAIT_FOR_EXIT => {
-                required_params(methods::TERMINAL_WAIT_FOR_EXIT, params)
-                    .map(Self::TerminalWaitForExit)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::FsReadTextFile(_) => methods::FS_READ_TEXT_FILE,
-            Self::FsWriteTextFile(_) => methods::FS_WRITE_TEXT_FILE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-            Self::TerminalCreate(_) => methods::TERMINAL_CREATE,
-            Self::TerminalKill(_) => methods::TERMINAL_KILL,
-            Self::TerminalOutput(_) => methods::TERMINAL_OUTPUT,
-            Self::TerminalRelease(_) => methods::TERMINAL_RELEASE,
-            Self::TerminalWaitForExit(_) => methods::TERMINAL_WAIT_FOR_EXIT,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::ElicitationCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::FsReadTextFile(params) => ::serde_json::to_value(params).map(Some),
-            Self::FsWriteTextFile(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionRequestPermission(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-            Self::TerminalCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalKill(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalOutput(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalRelease(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalWaitForExit(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the agent sends (ACP v1), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `elicitation/complete`
-    ElicitationComplete(types::CompleteElicitationNotification),
-    /// `session/update`
-    SessionUpdate(types::SessionNotification),
-}
-impl AgentNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::ELICITATION_COMPLETE => {
-                required_params(methods::ELICITATION_COMPLETE, params)
-                    .map(Self::ElicitationComplete)
-            }
-            methods::SESSION_UPDATE => {
-                required_params(methods::SESSION_UPDATE, params).map(Self::SessionUpdate)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::ElicitationComplete(_) => methods::ELICITATION_COMPLETE,
-            Self::SessionUpdate(_) => methods::SESSION_UPDATE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ElicitationComplete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionUpdate(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the agent sends (ACP v1), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentResult {
-    /// Result of `authenticate`
-    Authenticate(types::AuthenticateResponse),
-    /// Result of `initialize`
-    Initialize(types::InitializeResponse),
-    /// Result of `logout`
-    Logout(types::LogoutResponse),
-    /// Result of `session/close`
-    SessionClose(types::CloseSessionResponse),
-    /// Result of `session/delete`
-    SessionDelete(types::DeleteSessionResponse),
-    /// Result of `session/list`
-    SessionList(types::ListSessionsResponse),
-    /// Result of `session/load`
-    SessionLoad(types::LoadSessionResponse),
-    /// Result of `session/new`
-    SessionNew(types::NewSessionResponse),
-    /// Result of `session/prompt`
-    SessionPrompt(types::PromptResponse),
-    /// Result of `session/resume`
-    SessionResume(types::ResumeSessionResponse),
-    /// Result of `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionResponse),
-    /// Result of `session/set_mode`
-    SessionSetMode(types::SetSessionModeResponse),
-}
-impl AgentResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTHENTICATE => {
-                decode_result_as(methods::AUTHENTICATE, result).map(Self::Authenticate)
-            }
-            methods::INITIALIZE => {
-                decode_result_as(methods::INITIALIZE, result).map(Self::Initialize)
-            }
-            methods::LOGOUT => {
-                decode_result_as(methods::LOGOUT, result).map(Self::Logout)
-            }
-            methods::SESSION_CLOSE => {
-                decode_result_as(methods::SESSION_CLOSE, result).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                decode_result_as(methods::SESSION_DELETE, result)
-                    .map(Self::SessionDelete)
-            }
-            methods::SESSION_LIST => {
-                decode_result_as(methods::SESSION_LIST, result).map(Self::SessionList)
-            }
-            methods::SESSION_LOAD => {
-                decode_result_as(methods::SESSION_LOAD, result).map(Self::SessionLoad)
-            }
-            methods::SESSION_NEW => {
-                decode_result_as(methods::SESSION_NEW, result).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                decode_result_as(methods::SESSION_PROMPT, result)
-                    .map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                decode_result_as(methods::SESSION_RESUME, result)
-                    .map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                decode_result_as(methods::SESSION_SET_CONFIG_OPTION, result)
-                    .map(Self::SessionSetConfigOption)
-            }
-            methods::SESSION_SET_MODE => {
-                decode_result_as(methods::SESSION_SET_MODE, result)
-                    .map(Self::SessionSetMode)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::Authenticate(_) => methods::AUTHENTICATE,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::Logout(_) => methods::LOGOUT,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionLoad(_) => methods::SESSION_LOAD,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-            Self::SessionSetMode(_) => methods::SESSION_SET_MODE,
-        }
-    }
-}
-impl ::serde::Serialize for AgentResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::Authenticate(result) => result.serialize(serializer),
-            Self::Initialize(result) => result.serialize(serializer),
-            Self::Logout(result) => result.serialize(serializer),
-            Self::SessionClose(result) => result.serialize(serializer),
-            Self::SessionDelete(result) => result.serialize(serializer),
-            Self::SessionList(result) => result.serialize(serializer),
-            Self::SessionLoad(result) => result.serialize(serializer),
-            Self::SessionNew(result) => result.serialize(serializer),
-            Self::SessionPrompt(result) => result.serialize(serializer),
-            Self::SessionResume(result) => result.serialize(serializer),
-            Self::SessionSetConfigOption(result) => result.serialize(serializer),
-            Self::SessionSetMode(result) => result.serialize(serializer),
-        }
-    }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
-}
-fn required_params<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
-fn decode_result_as<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
 /// The agent side of ACP v1: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this

@@ -2,7 +2,7 @@
 // source: schema/cache/acp/v1/schema.unstable.json sha256 7f77702b34e0a0558e77220e9007bf8ee161a976bb8ac5021aba1b7e7b2c5708
 // source: schema/cache/acp/v1/meta.unstable.json sha256 3026898232badf413624010d1343e20bef853e6705c62d6b56387cf9de6b0543
 
-//! ACP revision `v1-unstable`: every definition of `acp/v1/schema.unstable.json` as a Rust type, the method table, and method-dispatched enums per direction.
+//! ACP revision `v1-unstable`: every definition of [`acp/v1/schema.unstable.json`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json) as a Rust type, the method table, and the handler traits, dispatchers and clients of each peer.
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v1-unstable";
 /// Types of every schema definition (typify output after codegen's normalization pass).
@@ -18,7 +18,7 @@ pub const REVISION: &str = "v1-unstable";
     irrefutable_let_patterns
 )]
 pub mod types {
-    /// Definition `AcceptNesNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8756) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AcceptNesNotification {
         pub id: NesSuggestionId,
@@ -32,7 +32,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `AgentAuthCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AgentAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2919) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentAuthCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -45,7 +45,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AgentCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2601) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -87,7 +87,7 @@ pub mod types {
         )]
         pub session_capabilities: ::std::option::Option<SessionCapabilities>,
     }
-    /// Definition `Annotations` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Annotations`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L716) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -107,7 +107,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<f64>,
     }
-    /// Definition `AudioContent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AudioContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L830) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AudioContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -123,7 +123,7 @@ pub mod types {
         #[serde(rename = "mimeType")]
         pub mime_type: ::std::string::String,
     }
-    /// Definition `AuthCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6476) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthCapabilities {
         #[serde(
@@ -136,7 +136,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<bool>,
     }
-    /// Definition `AuthMethod` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3380) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AuthMethod {
@@ -168,7 +168,7 @@ pub mod types {
             Self::AuthMethodAgent(value)
         }
     }
-    /// Definition `AuthMethodAgent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthMethodAgent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3461) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodAgent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -183,7 +183,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthMethodId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthMethodId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3410) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -274,7 +274,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AuthMethodTerminal` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthMethodTerminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3414) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -295,7 +295,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthenticateRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthenticateRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6638) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthenticateRequest {
         #[serde(
@@ -308,7 +308,7 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
     }
-    /// Definition `AuthenticateResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AuthenticateResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3517) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthenticateResponse {
         #[serde(
@@ -319,7 +319,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AvailableCommand` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AvailableCommand`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5613) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommand {
         pub description: ::std::string::String,
@@ -334,7 +334,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AvailableCommandInput` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5646) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct AvailableCommandInput(pub UnstructuredCommandInput);
@@ -354,7 +354,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `AvailableCommandsUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`AvailableCommandsUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5677) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommandsUpdate {
         #[serde(rename = "availableCommands")]
@@ -367,7 +367,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BlobResourceContents` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`BlobResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L966) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct BlobResourceContents {
         pub blob: ::std::string::String,
@@ -385,7 +385,7 @@ pub mod types {
         pub mime_type: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `BooleanConfigOptionCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`BooleanConfigOptionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6452) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanConfigOptionCapabilities {
         #[serde(
@@ -396,7 +396,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BooleanPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`BooleanPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1941) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -413,7 +413,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `CancelNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CancelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8522) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelNotification {
         #[serde(
@@ -426,7 +426,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CancelRequestNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8855) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelRequestNotification {
         #[serde(
@@ -439,7 +439,7 @@ pub mod types {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ClientCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ClientCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6264) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -471,7 +471,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<bool>,
     }
-    /// Definition `ClientNesCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ClientNesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6554) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientNesCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -491,7 +491,7 @@ pub mod types {
         )]
         pub search_and_replace: ::std::option::Option<NesSearchAndReplaceCapabilities>,
     }
-    /// Definition `ClientSessionCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ClientSessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6388) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientSessionCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -509,7 +509,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CloseNesRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7782) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseNesRequest {
         #[serde(
@@ -522,7 +522,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseNesResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4773) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseNesResponse {
         #[serde(
@@ -533,7 +533,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CloseSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7170) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseSessionRequest {
         #[serde(
@@ -546,7 +546,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4253) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseSessionResponse {
         #[serde(
@@ -557,7 +557,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CompactionCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompactionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6424) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct CompactionCapabilities(
@@ -586,7 +586,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `CompactionId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompactionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5823) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -627,7 +627,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `CompactionStatus` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5827) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompactionStatus {
@@ -857,7 +857,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `CompactionSummaryChunk` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompactionSummaryChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5900) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompactionSummaryChunk {
         #[serde(rename = "compactionId")]
@@ -871,7 +871,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CompactionUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompactionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5857) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompactionUpdate {
         #[serde(rename = "compactionId")]
@@ -889,7 +889,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
     }
-    /// Definition `CompleteElicitationNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5929) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteElicitationNotification {
         #[serde(rename = "elicitationId")]
@@ -902,7 +902,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConfigOptionUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ConfigOptionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5720) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConfigOptionUpdate {
         #[serde(rename = "configOptions")]
@@ -915,7 +915,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConnectMcpRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2196) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConnectMcpRequest {
         #[serde(
@@ -928,7 +928,7 @@ pub mod types {
         #[serde(rename = "serverId")]
         pub server_id: McpServerAcpId,
     }
-    /// Definition `ConnectMcpResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8370) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConnectMcpResponse {
         #[serde(rename = "connectionId")]
@@ -941,7 +941,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Content` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Content`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1025) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Content {
         pub content: ContentBlock,
@@ -953,7 +953,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ContentBlock` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L628) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "type")]
     pub enum ContentBlock {
@@ -1041,7 +1041,7 @@ pub mod types {
             resource: EmbeddedResourceResource,
         },
     }
-    /// Definition `ContentChunk` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5229) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContentChunk {
         pub content: ContentBlock,
@@ -1058,7 +1058,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Cost` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5764) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
         pub amount: ::serde_json::Number,
@@ -1071,7 +1071,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CreateElicitationRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequest {
@@ -1420,7 +1420,7 @@ pub mod types {
             extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
     }
-    /// Definition `CreateElicitationResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationResponse {
@@ -1625,7 +1625,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `CreateTerminalRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CreateTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1183) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1650,7 +1650,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CreateTerminalResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CreateTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8085) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateTerminalResponse {
         #[serde(
@@ -1663,7 +1663,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `CurrentModeUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`CurrentModeUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5699) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CurrentModeUpdate {
         #[serde(rename = "currentModeId")]
@@ -1676,7 +1676,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DeleteSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7057) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeleteSessionRequest {
         #[serde(
@@ -1689,7 +1689,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `DeleteSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4160) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DeleteSessionResponse {
         #[serde(
@@ -1700,7 +1700,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DidChangeDocumentNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8585) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidChangeDocumentNotification {
         #[serde(rename = "contentChanges")]
@@ -1717,7 +1717,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `DidCloseDocumentNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8654) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidCloseDocumentNotification {
         #[serde(
@@ -1731,7 +1731,7 @@ pub mod types {
         pub session_id: SessionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `DidFocusDocumentNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8708) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidFocusDocumentNotification {
         #[serde(
@@ -1749,7 +1749,7 @@ pub mod types {
         #[serde(rename = "visibleRange")]
         pub visible_range: Range,
     }
-    /// Definition `DidOpenDocumentNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8545) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidOpenDocumentNotification {
         #[serde(rename = "languageId")]
@@ -1767,7 +1767,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `DidSaveDocumentNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8681) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidSaveDocumentNotification {
         #[serde(
@@ -1781,7 +1781,7 @@ pub mod types {
         pub session_id: SessionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `Diff` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Diff`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1046) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Diff {
         #[serde(
@@ -1800,7 +1800,7 @@ pub mod types {
         pub old_text: ::std::option::Option<::std::string::String>,
         pub path: ::std::string::String,
     }
-    /// Definition `DisableProviderRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6717) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DisableProviderRequest {
         #[serde(
@@ -1813,7 +1813,7 @@ pub mod types {
         #[serde(rename = "providerId")]
         pub provider_id: ProviderId,
     }
-    /// Definition `DisableProviderResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3676) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DisableProviderResponse {
         #[serde(
@@ -1824,7 +1824,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DisconnectMcpRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2259) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DisconnectMcpRequest {
         #[serde(rename = "connectionId")]
@@ -1837,7 +1837,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DisconnectMcpResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8393) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DisconnectMcpResponse {
         #[serde(
@@ -1848,7 +1848,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationAcceptAction` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationAcceptAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8357) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationAcceptAction {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1856,7 +1856,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
         >,
     }
-    /// Definition `ElicitationCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6494) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1871,7 +1871,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<ElicitationUrlCapabilities>,
     }
-    /// Definition `ElicitationContentValue` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationContentValue`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8322) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationContentValue {
@@ -1902,7 +1902,7 @@ pub mod types {
             Self::Array(value)
         }
     }
-    /// Definition `ElicitationFormCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationFormCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6530) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationFormCapabilities {
         #[serde(
@@ -1913,7 +1913,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationFormMode` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationFormMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2117) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationFormMode {
@@ -1935,7 +1935,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
-    /// Definition `ElicitationId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2152) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1976,7 +1976,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ElicitationPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationPropertySchema {
@@ -2365,13 +2365,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationRequestScope` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationRequestScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1522) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationRequestScope {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ElicitationSchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationSchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1537) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2394,7 +2394,7 @@ pub mod types {
         #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<ElicitationSchemaType>,
     }
-    /// Definition `ElicitationSchemaType` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationSchemaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1584) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2445,7 +2445,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationSessionScope` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationSessionScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1495) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationSessionScope {
         #[serde(rename = "sessionId")]
@@ -2456,7 +2456,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `ElicitationUrlCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationUrlCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6542) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationUrlCapabilities {
         #[serde(
@@ -2467,7 +2467,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationUrlMode` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ElicitationUrlMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2156) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationUrlMode {
@@ -2491,7 +2491,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
-    /// Definition `EmbeddedResource` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`EmbeddedResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L992) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EmbeddedResource {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2505,7 +2505,7 @@ pub mod types {
         >,
         pub resource: EmbeddedResourceResource,
     }
-    /// Definition `EmbeddedResourceResource` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`EmbeddedResourceResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L917) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -2522,7 +2522,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
-    /// Definition `EnumOption` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`EnumOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1771) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnumOption {
         #[serde(rename = "const")]
@@ -2538,7 +2538,7 @@ pub mod types {
         >,
         pub title: ::std::string::String,
     }
-    /// Definition `EnvVariable` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`EnvVariable`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1240) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnvVariable {
         #[serde(
@@ -2551,7 +2551,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Error` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Error`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4795) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Error {
         pub code: ErrorCode,
@@ -2559,7 +2559,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
-    /// Definition `ErrorCode` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ErrorCode {
@@ -2898,7 +2898,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
-    /// Definition `ExtNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ExtNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5985) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtNotification(pub ::serde_json::Value);
@@ -2918,7 +2918,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ExtRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2282) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtRequest(pub ::serde_json::Value);
@@ -2938,7 +2938,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ExtResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4787) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtResponse(pub ::serde_json::Value);
@@ -2958,7 +2958,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `FileSystemCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`FileSystemCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6364) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct FileSystemCapabilities {
         #[serde(
@@ -2979,7 +2979,7 @@ pub mod types {
         )]
         pub write_text_file: ::std::option::Option<bool>,
     }
-    /// Definition `ForkSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7080) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ForkSessionRequest {
         #[serde(
@@ -3005,7 +3005,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ForkSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4174) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ForkSessionResponse {
         #[serde(
@@ -3025,7 +3025,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `HttpHeader` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`HttpHeader`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6853) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct HttpHeader {
         #[serde(
@@ -3038,7 +3038,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `ImageContent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ImageContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L792) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ImageContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3056,7 +3056,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Implementation` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Implementation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3491) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Implementation {
         #[serde(
@@ -3071,7 +3071,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub version: ::std::string::String,
     }
-    /// Definition `InitializeRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6210) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
         #[serde(
@@ -3094,7 +3094,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `InitializeResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2525) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeResponse {
         #[serde(
@@ -3122,7 +3122,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `IntegerPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`IntegerPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1903) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IntegerPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3143,7 +3143,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `KillTerminalRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`KillTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1354) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct KillTerminalRequest {
         #[serde(
@@ -3158,7 +3158,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `KillTerminalResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`KillTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8207) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct KillTerminalResponse {
         #[serde(
@@ -3169,7 +3169,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListProvidersRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6661) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListProvidersRequest {
         #[serde(
@@ -3180,7 +3180,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListProvidersResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3531) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListProvidersResponse {
         #[serde(
@@ -3192,7 +3192,7 @@ pub mod types {
         >,
         pub providers: ::std::vec::Vec<ProviderInfo>,
     }
-    /// Definition `ListSessionsRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7035) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListSessionsRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3207,7 +3207,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListSessionsResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4087) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListSessionsResponse {
         #[serde(
@@ -3224,7 +3224,7 @@ pub mod types {
         pub next_cursor: ::std::option::Option<::std::string::String>,
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
-    /// Definition `LlmProtocol` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum LlmProtocol {
@@ -3510,7 +3510,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `LoadSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LoadSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6990) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LoadSessionRequest {
         #[serde(
@@ -3533,7 +3533,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `LoadSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LoadSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4052) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LoadSessionResponse {
         #[serde(
@@ -3551,7 +3551,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub modes: ::std::option::Option<SessionModeState>,
     }
-    /// Definition `LogoutCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LogoutCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2943) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutCapabilities {
         #[serde(
@@ -3562,7 +3562,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LogoutRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6740) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutRequest {
         #[serde(
@@ -3573,7 +3573,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`LogoutResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3690) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutResponse {
         #[serde(
@@ -3584,7 +3584,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2733) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3601,7 +3601,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sse: ::std::option::Option<bool>,
     }
-    /// Definition `McpConnectionId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpConnectionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2255) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3642,7 +3642,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `McpServer` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6791) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum McpServer {
@@ -3695,7 +3695,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
-    /// Definition `McpServerAcp` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServerAcp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6930) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerAcp {
         #[serde(
@@ -3709,7 +3709,7 @@ pub mod types {
         #[serde(rename = "serverId")]
         pub server_id: McpServerAcpId,
     }
-    /// Definition `McpServerAcpId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServerAcpId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2219) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3750,7 +3750,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `McpServerHttp` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServerHttp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6874) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
         pub headers: ::std::vec::Vec<HttpHeader>,
@@ -3764,7 +3764,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerSse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServerSse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6902) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerSse {
         pub headers: ::std::vec::Vec<HttpHeader>,
@@ -3778,7 +3778,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerStdio` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`McpServerStdio`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6955) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
         pub args: ::std::vec::Vec<::std::string::String>,
@@ -3943,7 +3943,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MessageId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MessageId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5225) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3984,7 +3984,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MessageMcpNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MessageMcpNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5952) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MessageMcpNotification {
         #[serde(rename = "connectionId")]
@@ -4002,7 +4002,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MessageMcpRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2223) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MessageMcpRequest {
         #[serde(rename = "connectionId")]
@@ -4020,7 +4020,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MessageMcpResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4790) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct MessageMcpResponse(pub ::serde_json::Value);
@@ -4040,7 +4040,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `MultiSelectItems` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1968) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum MultiSelectItems {
@@ -4116,7 +4116,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MultiSelectPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`MultiSelectPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2065) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MultiSelectPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4144,7 +4144,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `NesCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2967) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4159,7 +4159,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesContextCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesContextCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3183) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesContextCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4197,7 +4197,7 @@ pub mod types {
         )]
         pub user_actions: ::std::option::Option<NesUserActionsCapabilities>,
     }
-    /// Definition `NesDiagnostic` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDiagnostic`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7720) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesDiagnostic {
         pub message: ::std::string::String,
@@ -4212,7 +4212,7 @@ pub mod types {
         pub severity: NesDiagnosticSeverity,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesDiagnosticSeverity` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7757) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4275,7 +4275,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesDiagnosticsCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDiagnosticsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3348) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDiagnosticsCapabilities {
         #[serde(
@@ -4286,7 +4286,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidChangeCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentDidChangeCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3111) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesDocumentDidChangeCapabilities {
         #[serde(
@@ -4299,7 +4299,7 @@ pub mod types {
         #[serde(rename = "syncKind")]
         pub sync_kind: TextDocumentSyncKind,
     }
-    /// Definition `NesDocumentDidCloseCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentDidCloseCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3147) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidCloseCapabilities {
         #[serde(
@@ -4310,7 +4310,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidFocusCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentDidFocusCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3171) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidFocusCapabilities {
         #[serde(
@@ -4321,7 +4321,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidOpenCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentDidOpenCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3099) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidOpenCapabilities {
         #[serde(
@@ -4332,7 +4332,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidSaveCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentDidSaveCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3159) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidSaveCapabilities {
         #[serde(
@@ -4343,7 +4343,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentEventCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesDocumentEventCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3027) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentEventCapabilities {
         #[serde(
@@ -4379,7 +4379,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesEditHistoryCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesEditHistoryCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3298) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesEditHistoryCapabilities {
         #[serde(
@@ -4395,7 +4395,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesEditHistoryEntry` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesEditHistoryEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7624) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesEditHistoryEntry {
         pub diff: ::std::string::String,
@@ -4408,7 +4408,7 @@ pub mod types {
         >,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesEditSuggestion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesEditSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4622) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesEditSuggestion {
         #[serde(
@@ -4427,7 +4427,7 @@ pub mod types {
         >,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesEventCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesEventCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3003) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesEventCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4440,7 +4440,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesExcerpt` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesExcerpt`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7595) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesExcerpt {
         #[serde(rename = "endLine")]
@@ -4456,7 +4456,7 @@ pub mod types {
         pub start_line: u32,
         pub text: ::std::string::String,
     }
-    /// Definition `NesJumpCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesJumpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6602) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesJumpCapabilities {
         #[serde(
@@ -4467,7 +4467,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesJumpSuggestion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesJumpSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4666) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesJumpSuggestion {
         pub id: NesSuggestionId,
@@ -4481,7 +4481,7 @@ pub mod types {
         pub position: Position,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesOpenFile` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesOpenFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7680) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesOpenFile {
         #[serde(rename = "languageId")]
@@ -4505,7 +4505,7 @@ pub mod types {
         )]
         pub visible_range: ::std::option::Option<Range>,
     }
-    /// Definition `NesOpenFilesCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesOpenFilesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3336) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesOpenFilesCapabilities {
         #[serde(
@@ -4516,7 +4516,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRecentFile` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRecentFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7546) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRecentFile {
         #[serde(rename = "languageId")]
@@ -4531,7 +4531,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRecentFilesCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRecentFilesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3267) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRecentFilesCapabilities {
         #[serde(
@@ -4547,7 +4547,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRejectReason` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8830) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4610,7 +4610,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesRelatedSnippet` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRelatedSnippet`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7571) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRelatedSnippet {
         pub excerpts: ::std::vec::Vec<NesExcerpt>,
@@ -4623,7 +4623,7 @@ pub mod types {
         >,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRelatedSnippetsCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRelatedSnippetsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3286) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRelatedSnippetsCapabilities {
         #[serde(
@@ -4634,7 +4634,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRenameCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRenameCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6614) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRenameCapabilities {
         #[serde(
@@ -4645,7 +4645,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRenameSuggestion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRenameSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4699) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRenameSuggestion {
         pub id: NesSuggestionId,
@@ -4661,7 +4661,7 @@ pub mod types {
         pub position: Position,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRepository` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesRepository`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7377) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRepository {
         #[serde(
@@ -4676,7 +4676,7 @@ pub mod types {
         #[serde(rename = "remoteUrl")]
         pub remote_url: ::std::string::String,
     }
-    /// Definition `NesSearchAndReplaceCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesSearchAndReplaceCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6626) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesSearchAndReplaceCapabilities {
         #[serde(
@@ -4687,7 +4687,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesSearchAndReplaceSuggestion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesSearchAndReplaceSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4736) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesSearchAndReplaceSuggestion {
         pub id: NesSuggestionId,
@@ -4707,7 +4707,7 @@ pub mod types {
         pub search: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesSuggestContext` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesSuggestContext`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7492) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesSuggestContext {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4745,7 +4745,7 @@ pub mod types {
         )]
         pub user_actions: ::std::option::Option<::std::vec::Vec<NesUserAction>>,
     }
-    /// Definition `NesSuggestion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4467) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "kind")]
     pub enum NesSuggestion {
@@ -4815,7 +4815,7 @@ pub mod types {
             uri: ::std::string::String,
         },
     }
-    /// Definition `NesSuggestionId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesSuggestionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4539) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4856,7 +4856,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `NesTextEdit` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesTextEdit`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4543) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesTextEdit {
         #[serde(
@@ -4870,7 +4870,7 @@ pub mod types {
         pub new_text: ::std::string::String,
         pub range: Range,
     }
-    /// Definition `NesTriggerKind` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesTriggerKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7472) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4929,7 +4929,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesUserAction` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesUserAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7645) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesUserAction {
         pub action: ::std::string::String,
@@ -4945,7 +4945,7 @@ pub mod types {
         pub timestamp_ms: u64,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesUserActionsCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NesUserActionsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3317) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesUserActionsCapabilities {
         #[serde(
@@ -4961,7 +4961,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6754) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionRequest {
         #[serde(
@@ -4982,7 +4982,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3704) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionResponse {
         #[serde(
@@ -5002,7 +5002,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `NumberPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`NumberPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1865) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NumberPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5023,7 +5023,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `PermissionOption` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PermissionOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1121) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PermissionOption {
         pub kind: PermissionOptionKind,
@@ -5038,7 +5038,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `PermissionOptionId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PermissionOptionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1154) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5079,7 +5079,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PermissionOptionKind` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1158) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5142,7 +5142,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `Plan` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Plan`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5409) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Plan {
         pub entries: ::std::vec::Vec<PlanEntry>,
@@ -5154,7 +5154,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PlanCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6464) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PlanCapabilities {
         #[serde(
@@ -5165,7 +5165,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PlanEntry` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5336) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanEntry {
         pub content: ::std::string::String,
@@ -5179,7 +5179,7 @@ pub mod types {
         pub priority: PlanEntryPriority,
         pub status: PlanEntryStatus,
     }
-    /// Definition `PlanEntryPriority` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5369) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5238,7 +5238,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntryStatus` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5389) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5297,7 +5297,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanFile` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5521) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanFile {
         #[serde(
@@ -5311,7 +5311,7 @@ pub mod types {
         pub plan_id: PlanId,
         pub uri: ::std::string::String,
     }
-    /// Definition `PlanId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5487) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5352,7 +5352,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PlanItems` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5491) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanItems {
         pub entries: ::std::vec::Vec<PlanEntry>,
@@ -5366,7 +5366,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanMarkdown` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanMarkdown`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5546) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanMarkdown {
         pub content: ::std::string::String,
@@ -5380,7 +5380,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanRemoved` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanRemoved`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5592) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanRemoved {
         #[serde(
@@ -5393,7 +5393,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5571) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanUpdate {
         #[serde(
@@ -5405,7 +5405,7 @@ pub mod types {
         >,
         pub plan: PlanUpdateContent,
     }
-    /// Definition `PlanUpdateContent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5431) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "type")]
     pub enum PlanUpdateContent {
@@ -5449,7 +5449,7 @@ pub mod types {
             plan_id: PlanId,
         },
     }
-    /// Definition `Position` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Position`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4597) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Position {
         pub character: u32,
@@ -5462,7 +5462,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PositionEncodingKind` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PositionEncodingKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3360) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5521,7 +5521,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PromptCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PromptCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2703) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5541,7 +5541,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7288) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptRequest {
         #[serde(
@@ -5555,7 +5555,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `PromptResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4305) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptResponse {
         #[serde(
@@ -5570,7 +5570,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub usage: ::std::option::Option<Usage>,
     }
-    /// Definition `ProtocolVersion` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ProtocolVersion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2594) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ProtocolVersion(pub u16);
@@ -5613,7 +5613,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ProviderCurrentConfig` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ProviderCurrentConfig`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3637) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProviderCurrentConfig {
         #[serde(rename = "apiType")]
@@ -5628,7 +5628,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ProviderId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ProviderId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3598) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5669,7 +5669,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ProviderInfo` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ProviderInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3553) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProviderInfo {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5686,7 +5686,7 @@ pub mod types {
         pub required: bool,
         pub supported: ::std::vec::Vec<LlmProtocol>,
     }
-    /// Definition `ProvidersCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ProvidersCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2955) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ProvidersCapabilities {
         #[serde(
@@ -5697,7 +5697,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Range` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Range`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4568) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Range {
         pub end: Position,
@@ -5710,7 +5710,7 @@ pub mod types {
         >,
         pub start: Position,
     }
-    /// Definition `ReadTextFileRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ReadTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L328) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadTextFileRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5728,7 +5728,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ReadTextFileResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ReadTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7987) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadTextFileResponse {
         pub content: ::std::string::String,
@@ -5740,7 +5740,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `RejectNesNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8787) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RejectNesNotification {
         pub id: NesSuggestionId,
@@ -5756,7 +5756,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ReleaseTerminalRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ReleaseTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1292) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReleaseTerminalRequest {
         #[serde(
@@ -5771,7 +5771,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `ReleaseTerminalResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ReleaseTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8167) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ReleaseTerminalResponse {
         #[serde(
@@ -5782,7 +5782,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `RequestId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`RequestId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L272) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestId {
@@ -5795,7 +5795,7 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    /// Definition `RequestPermissionOutcome` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8029) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "outcome")]
     pub enum RequestPermissionOutcome {
@@ -5814,7 +5814,7 @@ pub mod types {
             option_id: PermissionOptionId,
         },
     }
-    /// Definition `RequestPermissionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L369) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionRequest {
         #[serde(
@@ -5830,7 +5830,7 @@ pub mod types {
         #[serde(rename = "toolCall")]
         pub tool_call: ToolCallUpdate,
     }
-    /// Definition `RequestPermissionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8006) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionResponse {
         #[serde(
@@ -5842,7 +5842,7 @@ pub mod types {
         >,
         pub outcome: RequestPermissionOutcome,
     }
-    /// Definition `ResourceLink` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ResourceLink`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L863) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResourceLink {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5868,7 +5868,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `ResumeSessionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7125) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResumeSessionRequest {
         #[serde(
@@ -5894,7 +5894,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ResumeSessionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4218) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResumeSessionResponse {
         #[serde(
@@ -5912,7 +5912,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub modes: ::std::option::Option<SessionModeState>,
     }
-    /// Definition `Role` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L748) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5967,7 +5967,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SelectedPermissionOutcome` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SelectedPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8064) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SelectedPermissionOutcome {
         #[serde(
@@ -5980,7 +5980,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `SessionAdditionalDirectoriesCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionAdditionalDirectoriesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2871) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionAdditionalDirectoriesCapabilities {
         #[serde(
@@ -5991,7 +5991,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2763) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCapabilities {
         #[serde(
@@ -6019,7 +6019,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub resume: ::std::option::Option<SessionResumeCapabilities>,
     }
-    /// Definition `SessionCloseCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionCloseCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2907) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCloseCapabilities {
         #[serde(
@@ -6030,13 +6030,13 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionConfigBoolean` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigBoolean`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4041) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigBoolean {
         #[serde(rename = "currentValue")]
         pub current_value: bool,
     }
-    /// Definition `SessionConfigGroupId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigGroupId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4014) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6077,7 +6077,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3891) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6118,7 +6118,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigOption` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3812) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOption {
@@ -6162,7 +6162,7 @@ pub mod types {
             type_: SessionConfigOptionVariant1Type,
         },
     }
-    /// Definition `SessionConfigOptionCategory` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3895) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOptionCategory {
@@ -6502,7 +6502,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SessionConfigOptionsCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigOptionsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6428) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionConfigOptionsCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6515,14 +6515,14 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionConfigSelect` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigSelect`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4018) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelect {
         #[serde(rename = "currentValue")]
         pub current_value: SessionConfigValueId,
         pub options: SessionConfigSelectOptions,
     }
-    /// Definition `SessionConfigSelectGroup` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigSelectGroup`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3980) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectGroup {
         pub group: SessionConfigGroupId,
@@ -6536,7 +6536,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub options: ::std::vec::Vec<SessionConfigSelectOption>,
     }
-    /// Definition `SessionConfigSelectOption` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigSelectOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3950) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectOption {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6551,7 +6551,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: SessionConfigValueId,
     }
-    /// Definition `SessionConfigSelectOptions` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigSelectOptions`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3929) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigSelectOptions {
@@ -6570,7 +6570,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
-    /// Definition `SessionConfigValueId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionConfigValueId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3925) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6611,7 +6611,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionDeleteCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionDeleteCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2859) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionDeleteCapabilities {
         #[serde(
@@ -6622,7 +6622,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionForkCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionForkCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2883) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionForkCapabilities {
         #[serde(
@@ -6633,7 +6633,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L324) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6674,7 +6674,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionInfo` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4116) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionInfo {
         #[serde(
@@ -6702,7 +6702,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionInfoUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionInfoUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5742) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionInfoUpdate {
         #[serde(
@@ -6720,7 +6720,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionListCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionListCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2847) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionListCapabilities {
         #[serde(
@@ -6731,7 +6731,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionMode` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3782) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionMode {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6746,7 +6746,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `SessionModeId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionModeId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3778) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6787,7 +6787,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionModeState` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionModeState`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3748) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionModeState {
         #[serde(rename = "availableModes")]
@@ -6802,7 +6802,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionNotification` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4946) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionNotification {
         #[serde(
@@ -6816,7 +6816,7 @@ pub mod types {
         pub session_id: SessionId,
         pub update: SessionUpdate,
     }
-    /// Definition `SessionResumeCapabilities` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionResumeCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2895) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionResumeCapabilities {
         #[serde(
@@ -6827,7 +6827,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4977) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "sessionUpdate")]
     pub enum SessionUpdate {
@@ -7078,7 +7078,7 @@ pub mod types {
             >,
         },
     }
-    /// Definition `SetProviderRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6675) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetProviderRequest {
         #[serde(rename = "apiType")]
@@ -7099,7 +7099,7 @@ pub mod types {
         #[serde(rename = "providerId")]
         pub provider_id: ProviderId,
     }
-    /// Definition `SetProviderResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3662) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SetProviderResponse {
         #[serde(
@@ -7110,7 +7110,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SetSessionConfigOptionRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7224) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetSessionConfigOptionRequest {
@@ -7196,7 +7196,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetSessionConfigOptionResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4281) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionConfigOptionResponse {
         #[serde(rename = "configOptions")]
@@ -7209,7 +7209,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SetSessionModeRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetSessionModeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7193) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionModeRequest {
         #[serde(
@@ -7224,7 +7224,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `SetSessionModeResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SetSessionModeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4267) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SetSessionModeResponse {
         #[serde(
@@ -7235,7 +7235,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StartNesRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7318) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StartNesRequest {
         #[serde(
@@ -7258,7 +7258,7 @@ pub mod types {
         )]
         pub workspace_uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `StartNesResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4422) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StartNesResponse {
         #[serde(
@@ -7271,7 +7271,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `StopReason` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4340) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7338,7 +7338,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringFormat` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1746) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7401,7 +7401,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringMultiSelectItems` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StringMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2025) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StringMultiSelectItems {
         #[serde(rename = "enum")]
@@ -7414,7 +7414,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StringPropertySchema` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`StringPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1797) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StringPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7452,7 +7452,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SuggestNesRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7402) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SuggestNesRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7474,7 +7474,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `SuggestNesResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4445) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SuggestNesResponse {
         #[serde(
@@ -7486,7 +7486,7 @@ pub mod types {
         >,
         pub suggestions: ::std::vec::Vec<NesSuggestion>,
     }
-    /// Definition `Terminal` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Terminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1076) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Terminal {
         #[serde(
@@ -7499,7 +7499,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalExitStatus` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TerminalExitStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8143) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalExitStatus {
         #[serde(
@@ -7517,7 +7517,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `TerminalId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TerminalId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1072) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7558,7 +7558,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `TerminalOutputRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TerminalOutputRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1261) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputRequest {
         #[serde(
@@ -7573,7 +7573,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalOutputResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TerminalOutputResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8108) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputResponse {
         #[serde(
@@ -7591,7 +7591,7 @@ pub mod types {
         pub output: ::std::string::String,
         pub truncated: bool,
     }
-    /// Definition `TextContent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TextContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L763) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7605,7 +7605,7 @@ pub mod types {
         >,
         pub text: ::std::string::String,
     }
-    /// Definition `TextDocumentContentChangeEvent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TextDocumentContentChangeEvent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8626) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextDocumentContentChangeEvent {
         #[serde(
@@ -7619,7 +7619,7 @@ pub mod types {
         pub range: ::std::option::Option<Range>,
         pub text: ::std::string::String,
     }
-    /// Definition `TextDocumentSyncKind` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TextDocumentSyncKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3132) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7674,7 +7674,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `TextResourceContents` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TextResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L940) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextResourceContents {
         #[serde(
@@ -7692,7 +7692,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `TitledMultiSelectItems` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`TitledMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2045) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectItems {
         #[serde(rename = "anyOf")]
@@ -7705,7 +7705,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ToolCall` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCall`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5262) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCall {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7739,7 +7739,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolCallContent` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L572) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(tag = "type")]
     pub enum ToolCallContent {
@@ -7785,7 +7785,7 @@ pub mod types {
             terminal_id: TerminalId,
         },
     }
-    /// Definition `ToolCallId` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCallId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L488) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7826,7 +7826,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ToolCallLocation` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCallLocation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1097) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallLocation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7840,7 +7840,7 @@ pub mod types {
         >,
         pub path: ::std::string::String,
     }
-    /// Definition `ToolCallStatus` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L547) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7903,7 +7903,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolCallUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L407) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7938,7 +7938,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolKind` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L492) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8025,7 +8025,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `UnstructuredCommandInput` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`UnstructuredCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5660) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnstructuredCommandInput {
         pub hint: ::std::string::String,
@@ -8037,7 +8037,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Usage` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`Usage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4370) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Usage {
         #[serde(
@@ -8069,7 +8069,7 @@ pub mod types {
         #[serde(rename = "totalTokens")]
         pub total_tokens: u64,
     }
-    /// Definition `UsageUpdate` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`UsageUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5786) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsageUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8084,7 +8084,7 @@ pub mod types {
         pub size: u64,
         pub used: u64,
     }
-    /// Definition `WaitForTerminalExitRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`WaitForTerminalExitRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1323) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WaitForTerminalExitRequest {
         #[serde(
@@ -8099,7 +8099,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `WaitForTerminalExitResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`WaitForTerminalExitResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8181) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct WaitForTerminalExitResponse {
         #[serde(
@@ -8117,7 +8117,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `WorkspaceFolder` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`WorkspaceFolder`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7356) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WorkspaceFolder {
         #[serde(
@@ -8130,7 +8130,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `WriteTextFileRequest` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`WriteTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L293) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WriteTextFileRequest {
         pub content: ::std::string::String,
@@ -8145,7 +8145,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `WriteTextFileResponse` of ACP v1-unstable (`acp/v1/schema.unstable.json`).
+    /// [`WriteTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7973) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct WriteTextFileResponse {
         #[serde(
@@ -8186,17 +8186,9 @@ pub mod types {
             }
         }
     }
-    pub use super::{
-        AgentNotification, AgentRequest, AgentResult, ClientNotification, ClientRequest,
-        ClientResult,
-    };
-    ///`AgentResponse` of ACP v1-unstable: answered by the method-dispatched [`AgentResult`].
-    pub type AgentResponse = super::AgentResult;
-    ///`ClientResponse` of ACP v1-unstable: answered by the method-dispatched [`ClientResult`].
-    pub type ClientResponse = super::ClientResult;
 }
-/// Wire names of every method, and a marker type per method carrying its params and
-/// result types.
+/// Wire names of every method, and a marker type per method a binding serves, carrying
+/// its params and result types.
 pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v1-unstable)
@@ -8609,7 +8601,8 @@ pub mod methods {
         type Result = types::WaitForTerminalExitResponse;
     }
 }
-/// The method table: one row per wire method, derived from the source.
+/// The method table: one row per wire method, derived from the source, saying which
+/// bindings serve it (`json_rpc`, and REST through `http`).
 pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
     ::protocols_runtime::method::MethodSpec {
         name: "$/cancel_request",
@@ -8619,6 +8612,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8629,6 +8624,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::AuthenticateResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8639,6 +8636,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8649,6 +8648,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8659,6 +8660,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8669,6 +8672,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8679,6 +8684,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8689,6 +8696,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8699,6 +8708,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8709,6 +8720,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ReadTextFileResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8719,6 +8732,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::WriteTextFileResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8729,6 +8744,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8739,6 +8756,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LogoutResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8749,6 +8768,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8759,6 +8780,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8769,6 +8792,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8779,6 +8804,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8789,6 +8816,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8799,6 +8828,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8809,6 +8840,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8819,6 +8852,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8829,6 +8864,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8839,6 +8876,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8849,6 +8888,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8859,6 +8900,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8869,6 +8912,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8879,6 +8924,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8889,6 +8936,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8899,6 +8948,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8909,6 +8960,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LoadSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8919,6 +8972,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8929,6 +8984,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::PromptResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8939,6 +8996,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8949,6 +9008,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8959,6 +9020,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8969,6 +9032,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionModeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8979,6 +9044,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8989,6 +9056,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -8999,6 +9068,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::KillTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -9009,6 +9080,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::TerminalOutputResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -9019,6 +9092,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ReleaseTerminalResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -9029,887 +9104,11 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::WaitForTerminalExitResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
 ];
-/// Requests the client sends (ACP v1-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientRequest {
-    /// `authenticate`
-    Authenticate(types::AuthenticateRequest),
-    /// `initialize`
-    Initialize(types::InitializeRequest),
-    /// `logout`
-    Logout(types::LogoutRequest),
-    /// `mcp/message`
-    McpMessage(types::MessageMcpRequest),
-    /// `nes/close`
-    NesClose(types::CloseNesRequest),
-    /// `nes/start`
-    NesStart(types::StartNesRequest),
-    /// `nes/suggest`
-    NesSuggest(types::SuggestNesRequest),
-    /// `providers/disable`
-    ProvidersDisable(types::DisableProviderRequest),
-    /// `providers/list`
-    ProvidersList(types::ListProvidersRequest),
-    /// `providers/set`
-    ProvidersSet(types::SetProviderRequest),
-    /// `session/close`
-    SessionClose(types::CloseSessionRequest),
-    /// `session/delete`
-    SessionDelete(types::DeleteSessionRequest),
-    /// `session/fork`
-    SessionFork(types::ForkSessionRequest),
-    /// `session/list`
-    SessionList(types::ListSessionsRequest),
-    /// `session/load`
-    SessionLoad(types::LoadSessionRequest),
-    /// `session/new`
-    SessionNew(types::NewSessionRequest),
-    /// `session/prompt`
-    SessionPrompt(types::PromptRequest),
-    /// `session/resume`
-    SessionResume(types::ResumeSessionRequest),
-    /// `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionRequest),
-    /// `session/set_mode`
-    SessionSetMode(types::SetSessionModeRequest),
-}
-impl ClientRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTHENTICATE => {
-                required_params(methods::AUTHENTICATE, params).map(Self::Authenticate)
-            }
-            methods::INITIALIZE => {
-                required_params(methods::INITIALIZE, params).map(Self::Initialize)
-            }
-            methods::LOGOUT => required_params(methods::LOGOUT, params).map(Self::Logout),
-            methods::MCP_MESSAGE => {
-                required_params(methods::MCP_MESSAGE, params).map(Self::McpMessage)
-            }
-            methods::NES_CLOSE => {
-                required_params(methods::NES_CLOSE, params).map(Self::NesClose)
-            }
-            methods::NES_START => {
-                required_params(methods::NES_START, params).map(Self::NesStart)
-            }
-            methods::NES_SUGGEST => {
-                required_params(methods::NES_SUGGEST, params).map(Self::NesSuggest)
-            }
-            methods::PROVIDERS_DISABLE => {
-                required_params(methods::PROVIDERS_DISABLE, params)
-                    .map(Self::ProvidersDisable)
-            }
-            methods::PROVIDERS_LIST => {
-                required_params(methods::PROVIDERS_LIST, params).map(Self::ProvidersList)
-            }
-            methods::PROVIDERS_SET => {
-                required_params(methods::PROVIDERS_SET, params).map(Self::ProvidersSet)
-            }
-            methods::SESSION_CLOSE => {
-                required_params(methods::SESSION_CLOSE, params).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                required_params(methods::SESSION_DELETE, params).map(Self::SessionDelete)
-            }
-            methods::SESSION_FORK => {
-                required_params(methods::SESSION_FORK, params).map(Self::SessionFork)
-            }
-            methods::SESSION_LIST => {
-                required_params(methods::SESSION_LIST, params).map(Self::SessionList)
-            }
-            methods::SESSION_LOAD => {
-                required_params(methods::SESSION_LOAD, params).map(Self::SessionLoad)
-            }
-            methods::SESSION_NEW => {
-                required_params(methods::SESSION_NEW, params).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                required_params(methods::SESSION_PROMPT, params).map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                required_params(methods::SESSION_RESUME, params).map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                required_params(methods::SESSION_SET_CONFIG_OPTION, params)
-                    .map(Self::SessionSetConfigOption)
-            }
-            methods::SESSION_SET_MODE => {
-                required_params(methods::SESSION_SET_MODE, params)
-                    .map(Self::SessionSetMode)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::Authenticate(_) => methods::AUTHENTICATE,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::Logout(_) => methods::LOGOUT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::NesClose(_) => methods::NES_CLOSE,
-            Self::NesStart(_) => methods::NES_START,
-            Self::NesSuggest(_) => methods::NES_SUGGEST,
-            Self::ProvidersDisable(_) => methods::PROVIDERS_DISABLE,
-            Self::ProvidersList(_) => methods::PROVIDERS_LIST,
-            Self::ProvidersSet(_) => methods::PROVIDERS_SET,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionFork(_) => methods::SESSION_FORK,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionLoad(_) => methods::SESSION_LOAD,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-            Self::SessionSetMode(_) => methods::SESSION_SET_MODE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::Authenticate(params) => ::serde_json::to_value(params).map(Some),
-            Self::Initialize(params) => ::serde_json::to_value(params).map(Some),
-            Self::Logout(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpMessage(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesStart(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesSuggest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersDisable(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersList(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersSet(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionDelete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionFork(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionList(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionLoad(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionNew(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionPrompt(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionResume(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionSetConfigOption(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-            Self::SessionSetMode(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the client sends (ACP v1-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `document/didChange`
-    DocumentDidChange(types::DidChangeDocumentNotification),
-    /// `document/didClose`
-    DocumentDidClose(types::DidCloseDocumentNotification),
-    /// `document/didFocus`
-    DocumentDidFocus(types::DidFocusDocumentNotification),
-    /// `document/didOpen`
-    DocumentDidOpen(types::DidOpenDocumentNotification),
-    /// `document/didSave`
-    DocumentDidSave(types::DidSaveDocumentNotification),
-    /// `nes/accept`
-    NesAccept(types::AcceptNesNotification),
-    /// `nes/reject`
-    NesReject(types::RejectNesNotification),
-    /// `session/cancel`
-    SessionCancel(types::CancelNotification),
-}
-impl ClientNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::DOCUMENT_DID_CHANGE => {
-                required_params(methods::DOCUMENT_DID_CHANGE, params)
-                    .map(Self::DocumentDidChange)
-            }
-            methods::DOCUMENT_DID_CLOSE => {
-                required_params(methods::DOCUMENT_DID_CLOSE, params)
-                    .map(Self::DocumentDidClose)
-            }
-            methods::DOCUMENT_DID_FOCUS => {
-                required_params(methods::DOCUMENT_DID_FOCUS, params)
-                    .map(Self::DocumentDidFocus)
-            }
-            methods::DOCUMENT_DID_OPEN => {
-                required_params(methods::DOCUMENT_DID_OPEN, params)
-                    .map(Self::DocumentDidOpen)
-            }
-            methods::DOCUMENT_DID_SAVE => {
-                required_params(methods::DOCUMENT_DID_SAVE, params)
-                    .map(Self::DocumentDidSave)
-            }
-            methods::NES_ACCEPT => {
-                required_params(methods::NES_ACCEPT, params).map(Self::NesAccept)
-            }
-            methods::NES_REJECT => {
-                required_params(methods::NES_REJECT, params).map(Self::NesReject)
-            }
-            methods::SESSION_CANCEL => {
-                required_params(methods::SESSION_CANCEL, params).map(Self::SessionCancel)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::DocumentDidChange(_) => methods::DOCUMENT_DID_CHANGE,
-            Self::DocumentDidClose(_) => methods::DOCUMENT_DID_CLOSE,
-            Self::DocumentDidFocus(_) => methods::DOCUMENT_DID_FOCUS,
-            Self::DocumentDidOpen(_) => methods::DOCUMENT_DID_OPEN,
-            Self::DocumentDidSave(_) => methods::DOCUMENT_DID_SAVE,
-            Self::NesAccept(_) => methods::NES_ACCEPT,
-            Self::NesReject(_) => methods::NES_REJECT,
-            Self::SessionCancel(_) => methods::SESSION_CANCEL,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidChange(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidFocus(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidOpen(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidSave(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesAccept(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesReject(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionCancel(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the client sends (ACP v1-unstable), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientResult {
-    /// Result of `elicitation/create`
-    ElicitationCreate(types::CreateElicitationResponse),
-    /// Result of `fs/read_text_file`
-    FsReadTextFile(types::ReadTextFileResponse),
-    /// Result of `fs/write_text_file`
-    FsWriteTextFile(types::WriteTextFileResponse),
-    /// Result of `mcp/connect`
-    McpConnect(types::ConnectMcpResponse),
-    /// Result of `mcp/disconnect`
-    McpDisconnect(types::DisconnectMcpResponse),
-    /// Result of `mcp/message`
-    McpMessage(types::MessageMcpResponse),
-    /// Result of `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionResponse),
-    /// Result of `terminal/create`
-    TerminalCreate(types::CreateTerminalResponse),
-    /// Result of `terminal/kill`
-    TerminalKill(types::KillTerminalResponse),
-    /// Result of `terminal/output`
-    TerminalOutput(types::TerminalOutputResponse),
-    /// Result of `terminal/release`
-    TerminalRelease(types::ReleaseTerminalResponse),
-    /// Result of `terminal/wait_for_exit`
-    TerminalWaitForExit(types::WaitForTerminalExitResponse),
-}
-impl ClientResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                decode_result_as(methods::ELICITATION_CREATE, result)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::FS_READ_TEXT_FILE => {
-                decode_result_as(methods::FS_READ_TEXT_FILE, result)
-                    .map(Self::FsReadTextFile)
-            }
-            methods::FS_WRITE_TEXT_FILE => {
-                decode_result_as(methods::FS_WRITE_TEXT_FILE, result)
-                    .map(Self::FsWriteTextFile)
-            }
-            methods::MCP_CONNECT => {
-                decode_result_as(methods::MCP_CONNECT, result).map(Self::McpConnect)
-            }
-            methods::MCP_DISCONNECT => {
-                decode_result_as(methods::MCP_DISCONNECT, result)
-                    .map(Self::McpDisconnect)
-            }
-            methods::MCP_MESSAGE => {
-                decode_result_as(methods::MCP_MESSAGE, result).map(Self::McpMessage)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                decode_result_as(methods::SESSION_REQUEST_PERMISSION, result)
-                    .map(Self::SessionRequestPermission)
-            }
-            methods::TERMINAL_CREATE => {
-                decode_result_as(methods::TERMINAL_CREATE, result)
-                    .map(Self::TerminalCreate)
-            }
-            methods::TERMINAL_KILL => {
-                decode_result_as(methods::TERMINAL_KILL, result).map(Self::TerminalKill)
-            }
-            methods::TERMINAL_OUTPUT => {
-                decode_result_as(methods::TERMINAL_OUTPUT, result)
-                    .map(Self::TerminalOutput)
-            }
-            methods::TERMINAL_RELEASE => {
-                decode_result_as(methods::TERMINAL_RELEASE, result)
-                    .map(Self::TerminalRelease)
-            }
-            methods::TERMINAL_WAIT_FOR_EXIT => {
-                decode_result_as(methods::TERMINAL_WAIT_FOR_EXIT, result)
-                    .map(Self::TerminalWaitForExit)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::FsReadTextFile(_) => methods::FS_READ_TEXT_FILE,
-            Self::FsWriteTextFile(_) => methods::FS_WRITE_TEXT_FILE,
-            Self::McpConnect(_) => methods::MCP_CONNECT,
-            Self::McpDisconnect(_) => methods::MCP_DISCONNECT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-            Self::TerminalCreate(_) => methods::TERMINAL_CREATE,
-            Self::TerminalKill(_) => methods::TERMINAL_KILL,
-            Self::TerminalOutput(_) => methods::TERMINAL_OUTPUT,
-            Self::TerminalRelease(_) => methods::TERMINAL_RELEASE,
-            Self::TerminalWaitForExit(_) => methods::TERMINAL_WAIT_FOR_EXIT,
-        }
-    }
-}
-impl ::serde::Serialize for ClientResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::ElicitationCreate(result) => result.serialize(serializer),
-            Self::FsReadTextFile(result) => result.serialize(serializer),
-            Self::FsWriteTextFile(result) => result.serialize(serializer),
-            Self::McpConnect(result) => result.serialize(serializer),
-            Self::McpDisconnect(result) => result.serialize(serializer),
-            Self::McpMessage(result) => result.serialize(serializer),
-            Self::SessionRequestPermission(result) => result.serialize(serializer),
-            Self::TerminalCreate(result) => result.serialize(serializer),
-            Self::TerminalKill(result) => result.serialize(serializer),
-            Self::TerminalOutput(result) => result.serialize(serializer),
-            Self::TerminalRelease(result) => result.serialize(serializer),
-            Self::TerminalWaitForExit(result) => result.serialize(serializer),
-        }
-    }
-}
-/// Requests the agent sends (ACP v1-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentRequest {
-    /// `elicitation/create`
-    ElicitationCreate(types::CreateElicitationRequest),
-    /// `fs/read_text_file`
-    FsReadTextFile(types::ReadTextFileRequest),
-    /// `fs/write_text_file`
-    FsWriteTextFile(types::WriteTextFileRequest),
-    /// `mcp/connect`
-    McpConnect(types::ConnectMcpRequest),
-    /// `mcp/disconnect`
-    McpDisconnect(types::DisconnectMcpRequest),
-    /// `mcp/message`
-    McpMessage(types::MessageMcpRequest),
-    /// `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionRequest),
-    /// `terminal/create`
-    TerminalCreate(types::CreateTerminalRequest),
-    /// `terminal/kill`
-    TerminalKill(types::KillTerminalRequest),
-    /// `terminal/output`
-    TerminalOutput(types::TerminalOutputRequest),
-    /// `terminal/release`
-    TerminalRelease(types::ReleaseTerminalRequest),
-    /// `terminal/wait_for_exit`
-    TerminalWaitForExit(types::WaitForTerminalExitRequest),
-}
-impl AgentRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                required_params(methods::ELICITATION_CREATE, params)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::FS_READ_TEXT_FILE => {
-                required_params(methods::FS_READ_TEXT_FILE, params)
-                    .map(Self::FsReadTextFile)
-            }
-            methods::FS_WRITE_TEXT_FILE => {
-                required_params(methods::FS_WRITE_TEXT_FILE, params)
-                    .map(Self::FsWriteTextFile)
-            }
-            methods::MCP_CONNECT => {
-                required_params(methods::MCP_CONNECT, params).map(Self::McpConnect)
-            }
-            methods::MCP_DISCONNECT => {
-                required_params(methods::MCP_DISCONNECT, params).map(Self::McpDisconnect)
-            }
-            methods::MCP_MESSAGE => {
-                required_params(methods::MCP_MESSAGE, params).map(Self::McpMessage)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                required_params(methods::SESSION_REQUEST_PERMISSION, params)
-                    .map(Self::SessionRequestPermission)
-            }
-            methods::TERMINAL_CREATE => {
-                required_params(methods::TERMINAL_CREATE, params)
-                    .map(Self::TerminalCreate)
-            }
-            methods::TERMINAL_KILL => {
-                required_params(methods::TERMINAL_KILL, params).map(Self::TerminalKill)
-            }
-            methods::TERMINAL_OUTPUT => {
-                required_params(methods::TERMINAL_OUTPUT, params)
-                    .map(Self::TerminalOutput)
-            }
-            methods::TERMINAL_RELEASE => {
-                required_params(methods::TERMINAL_RELEASE, params)
-                    .map(Self::TerminalRelease)
-            }
-            methods::TERMINAL_WAIT_FOR_EXIT => {
-                required_params(methods::TERMINAL_WAIT_FOR_EXIT, params)
-                    .map(Self::TerminalWaitForExit)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::FsReadTextFile(_) => methods::FS_READ_TEXT_FILE,
-            Self::FsWriteTextFile(_) => methods::FS_WRITE_TEXT_FILE,
-            Self::McpConnect(_) => methods::MCP_CONNECT,
-            Self::McpDisconnect(_) => methods::MCP_DISCONNECT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-            Self::TerminalCreate(_) => methods::TERMINAL_CREATE,
-            Self::TerminalKill(_) => methods::TERMINAL_KILL,
-            Self::TerminalOutput(_) => methods::TERMINAL_OUTPUT,
-            Self::TerminalRelease(_) => methods::TERMINAL_RELEASE,
-            Self::TerminalWaitForExit(_) => methods::TERMINAL_WAIT_FOR_EXIT,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::ElicitationCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::FsReadTextFile(params) => ::serde_json::to_value(params).map(Some),
-            Self::FsWriteTextFile(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpConnect(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpDisconnect(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpMessage(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionRequestPermission(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-            Self::TerminalCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalKill(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalOutput(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalRelease(params) => ::serde_json::to_value(params).map(Some),
-            Self::TerminalWaitForExit(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the agent sends (ACP v1-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `elicitation/complete`
-    ElicitationComplete(types::CompleteElicitationNotification),
-    /// `session/update`
-    SessionUpdate(types::SessionNotification),
-}
-impl AgentNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::ELICITATION_COMPLETE => {
-                required_params(methods::ELICITATION_COMPLETE, params)
-                    .map(Self::ElicitationComplete)
-            }
-            methods::SESSION_UPDATE => {
-                required_params(methods::SESSION_UPDATE, params).map(Self::SessionUpdate)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::ElicitationComplete(_) => methods::ELICITATION_COMPLETE,
-            Self::SessionUpdate(_) => methods::SESSION_UPDATE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ElicitationComplete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionUpdate(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the agent sends (ACP v1-unstable), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentResult {
-    /// Result of `authenticate`
-    Authenticate(types::AuthenticateResponse),
-    /// Result of `initialize`
-    Initialize(types::InitializeResponse),
-    /// Result of `logout`
-    Logout(types::LogoutResponse),
-    /// Result of `mcp/message`
-    McpMessage(types::MessageMcpResponse),
-    /// Result of `nes/close`
-    NesClose(types::CloseNesResponse),
-    /// Result of `nes/start`
-    NesStart(types::StartNesResponse),
-    /// Result of `nes/suggest`
-    NesSuggest(types::SuggestNesResponse),
-    /// Result of `providers/disable`
-    ProvidersDisable(types::DisableProviderResponse),
-    /// Result of `providers/list`
-    ProvidersList(types::ListProvidersResponse),
-    /// Result of `providers/set`
-    ProvidersSet(types::SetProviderResponse),
-    /// Result of `session/close`
-    SessionClose(types::CloseSessionResponse),
-    /// Result of `session/delete`
-    SessionDelete(types::DeleteSessionResponse),
-    /// Result of `session/fork`
-    SessionFork(types::ForkSessionResponse),
-    /// Result of `session/list`
-    SessionList(types::ListSessionsResponse),
-    /// Result of `session/load`
-    SessionLoad(types::LoadSessionResponse),
-    /// Result of `session/new`
-    SessionNew(types::NewSessionResponse),
-    /// Result of `session/prompt`
-    SessionPrompt(types::PromptResponse),
-    /// Result of `session/resume`
-    SessionResume(types::ResumeSessionResponse),
-    /// Result of `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionResponse),
-    /// Result of `session/set_mode`
-    SessionSetMode(types::SetSessionModeResponse),
-}
-impl AgentResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTHENTICATE => {
-                decode_result_as(methods::AUTHENTICATE, result).map(Self::Authenticate)
-            }
-            methods::INITIALIZE => {
-                decode_result_as(methods::INITIALIZE, result).map(Self::Initialize)
-            }
-            methods::LOGOUT => {
-                decode_result_as(methods::LOGOUT, result).map(Self::Logout)
-            }
-            methods::MCP_MESSAGE => {
-                decode_result_as(methods::MCP_MESSAGE, result).map(Self::McpMessage)
-            }
-            methods::NES_CLOSE => {
-                decode_result_as(methods::NES_CLOSE, result).map(Self::NesClose)
-            }
-            methods::NES_START => {
-                decode_result_as(methods::NES_START, result).map(Self::NesStart)
-            }
-            methods::NES_SUGGEST => {
-                decode_result_as(methods::NES_SUGGEST, result).map(Self::NesSuggest)
-            }
-            methods::PROVIDERS_DISABLE => {
-                decode_result_as(methods::PROVIDERS_DISABLE, result)
-                    .map(Self::ProvidersDisable)
-            }
-            methods::PROVIDERS_LIST => {
-                decode_result_as(methods::PROVIDERS_LIST, result)
-                    .map(Self::ProvidersList)
-            }
-            methods::PROVIDERS_SET => {
-                decode_result_as(methods::PROVIDERS_SET, result).map(Self::ProvidersSet)
-            }
-            methods::SESSION_CLOSE => {
-                decode_result_as(methods::SESSION_CLOSE, result).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                decode_result_as(methods::SESSION_DELETE, result)
-                    .map(Self::SessionDelete)
-            }
-            methods::SESSION_FORK => {
-                decode_result_as(methods::SESSION_FORK, result).map(Self::SessionFork)
-            }
-            methods::SESSION_LIST => {
-                decode_result_as(methods::SESSION_LIST, result).map(Self::SessionList)
-            }
-            methods::SESSION_LOAD => {
-                decode_result_as(methods::SESSION_LOAD, result).map(Self::SessionLoad)
-            }
-            methods::SESSION_NEW => {
-                decode_result_as(methods::SESSION_NEW, result).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                decode_result_as(methods::SESSION_PROMPT, result)
-                    .map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                decode_result_as(methods::SESSION_RESUME, result)
-                    .map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                decode_result_as(methods::SESSION_SET_CONFIG_OPTION, result)
-                    .map(Self::SessionSetConfigOption)
-            }
-            methods::SESSION_SET_MODE => {
-                decode_result_as(methods::SESSION_SET_MODE, result)
-                    .map(Self::SessionSetMode)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::Authenticate(_) => methods::AUTHENTICATE,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::Logout(_) => methods::LOGOUT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::NesClose(_) => methods::NES_CLOSE,
-            Self::NesStart(_) => methods::NES_START,
-            Self::NesSuggest(_) => methods::NES_SUGGEST,
-            Self::ProvidersDisable(_) => methods::PROVIDERS_DISABLE,
-            Self::ProvidersList(_) => methods::PROVIDERS_LIST,
-            Self::ProvidersSet(_) => methods::PROVIDERS_SET,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionFork(_) => methods::SESSION_FORK,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionLoad(_) => methods::SESSION_LOAD,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-            Self::SessionSetMode(_) => methods::SESSION_SET_MODE,
-        }
-    }
-}
-impl ::serde::Serialize for AgentResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::Authenticate(result) => result.serialize(serializer),
-            Self::Initialize(result) => result.serialize(serializer),
-            Self::Logout(result) => result.serialize(serializer),
-            Self::McpMessage(result) => result.serialize(serializer),
-            Self::NesClose(result) => result.serialize(serializer),
-            Self::NesStart(result) => result.serialize(serializer),
-            Self::NesSuggest(result) => result.serialize(serializer),
-            Self::ProvidersDisable(result) => result.serialize(serializer),
-            Self::ProvidersList(result) => result.serialize(serializer),
-            Self::ProvidersSet(result) => result.serialize(serializer),
-            Self::SessionClose(result) => result.serialize(serializer),
-            Self::SessionDelete(result) => result.serialize(serializer),
-            Self::SessionFork(result) => result.serialize(serializer),
-            Self::SessionList(result) => result.serialize(serializer),
-            Self::SessionLoad(result) => result.serialize(serializer),
-            Self::SessionNew(result) => result.serialize(serializer),
-            Self::SessionPrompt(result) => result.serialize(serializer),
-            Self::SessionResume(result) => result.serialize(serializer),
-            Self::SessionSetConfigOption(result) => result.serialize(serializer),
-            Self::SessionSetMode(result) => result.serialize(serializer),
-        }
-    }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
-}
-fn required_params<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
-fn decode_result_as<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
 /// The agent side of ACP v1-unstable: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this

@@ -2,7 +2,7 @@
 // source: schema/cache/acp/v2/schema.json sha256 36e8270fb12d4d067005cc02f729f5433930e6834ab4a72260838ee096d62378
 // source: schema/cache/acp/v2/meta.json sha256 ad94c01f2736416776fd53d66e3aaf89242ab72d99832664f39d6ab41e049736
 
-//! ACP revision `v2`: every definition of `acp/v2/schema.json` as a Rust type, the method table, and method-dispatched enums per direction.
+//! ACP revision `v2`: every definition of [`acp/v2/schema.json`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json) as a Rust type, the method table, and the handler traits, dispatchers and clients of each peer.
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v2";
 /// Types of every schema definition (typify output after codegen's normalization pass).
@@ -18,7 +18,7 @@ pub const REVISION: &str = "v2";
     irrefutable_let_patterns
 )]
 pub mod types {
-    /// Definition `AbsolutePath` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AbsolutePath`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1768) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -59,7 +59,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `AgentAuthCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AgentAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3382) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentAuthCapabilities {
         #[serde(
@@ -70,7 +70,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AgentCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3118) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -85,7 +85,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub session: ::std::option::Option<SessionCapabilities>,
     }
-    /// Definition `AgentMessage` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AgentMessage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4783) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentMessage {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -100,7 +100,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentThought` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AgentThought`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4813) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentThought {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -115,7 +115,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Annotations` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Annotations`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1101) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -135,7 +135,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<f64>,
     }
-    /// Definition `AudioContent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AudioContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1233) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AudioContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -151,7 +151,7 @@ pub mod types {
         #[serde(rename = "mimeType")]
         pub mime_type: MediaType,
     }
-    /// Definition `AuthCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5864) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthCapabilities {
         #[serde(
@@ -164,7 +164,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<TerminalAuthCapabilities>,
     }
-    /// Definition `AuthMethod` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3394) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AuthMethod {
@@ -221,7 +221,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `AuthMethodAgent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AuthMethodAgent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3564) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodAgent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -237,7 +237,7 @@ pub mod types {
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthMethodId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AuthMethodId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3491) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -278,7 +278,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `AuthMethodTerminal` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AuthMethodTerminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3516) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -398,7 +398,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AvailableCommand` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AvailableCommand`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5404) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommand {
         pub description: ::std::string::String,
@@ -413,7 +413,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AvailableCommandInput` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5437) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AvailableCommandInput {
@@ -482,7 +482,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AvailableCommandsUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`AvailableCommandsUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5502) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommandsUpdate {
         #[serde(rename = "availableCommands")]
@@ -495,7 +495,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BlobResourceContents` of ACP v2 (`acp/v2/schema.json`).
+    /// [`BlobResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1464) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct BlobResourceContents {
         pub blob: ::std::string::String,
@@ -513,7 +513,7 @@ pub mod types {
         pub mime_type: ::std::option::Option<MediaType>,
         pub uri: ::std::string::String,
     }
-    /// Definition `BooleanPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`BooleanPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2625) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -530,7 +530,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `CancelRequestNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6987) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelRequestNotification {
         #[serde(
@@ -543,7 +543,7 @@ pub mod types {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `CancelSessionNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CancelSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6930) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelSessionNotification {
         #[serde(
@@ -556,7 +556,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ClientCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ClientCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5828) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -571,7 +571,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CloseSessionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6387) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseSessionRequest {
         #[serde(
@@ -584,7 +584,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseSessionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4054) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseSessionResponse {
         #[serde(
@@ -595,7 +595,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CommandPermissionSubject` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CommandPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1945) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CommandPermissionSubject {
         pub command: ::std::string::String,
@@ -618,7 +618,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `CompleteElicitationNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5629) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteElicitationNotification {
         #[serde(rename = "elicitationId")]
@@ -631,7 +631,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConfigOptionUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ConfigOptionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5524) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConfigOptionUpdate {
         #[serde(rename = "configOptions")]
@@ -644,7 +644,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Content` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Content`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1532) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Content {
         pub content: ContentBlock,
@@ -656,7 +656,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ContentBlock` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
@@ -1002,7 +1002,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ContentChunk` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4724) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContentChunk {
         pub content: ContentBlock,
@@ -1016,7 +1016,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Cost` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5569) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
         pub amount: ::serde_json::Number,
@@ -1084,7 +1084,7 @@ pub mod types {
                 })
         }
     }
-    /// Definition `CreateElicitationRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequest {
@@ -1433,7 +1433,7 @@ pub mod types {
             extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
     }
-    /// Definition `CreateElicitationResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6738) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationResponse {
@@ -1638,7 +1638,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DeleteSessionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6237) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeleteSessionRequest {
         #[serde(
@@ -1651,7 +1651,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `DeleteSessionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4017) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DeleteSessionResponse {
         #[serde(
@@ -1662,7 +1662,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Diff` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Diff`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1844) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Diff {
         pub changes: ::std::vec::Vec<DiffChange>,
@@ -1676,7 +1676,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub patch: ::std::option::Option<DiffPatch>,
     }
-    /// Definition `DiffChange` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffChange {
@@ -2060,7 +2060,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffFileType` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1738) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffFileType {
@@ -2290,13 +2290,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffPatch` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffPatch`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1810) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPatch {
         pub format: DiffPatchFormat,
         pub text: ::std::string::String,
     }
-    /// Definition `DiffPatchFormat` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffPatchFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1829) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffPatchFormat {
@@ -2358,19 +2358,19 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffPathChange` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffPathChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1772) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPathChange {
         pub path: AbsolutePath,
     }
-    /// Definition `DiffPathPairChange` of ACP v2 (`acp/v2/schema.json`).
+    /// [`DiffPathPairChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1787) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPathPairChange {
         #[serde(rename = "oldPath")]
         pub old_path: AbsolutePath,
         pub path: AbsolutePath,
     }
-    /// Definition `ElicitationAcceptAction` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationAcceptAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6874) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationAcceptAction {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2378,7 +2378,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
         >,
     }
-    /// Definition `ElicitationCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5900) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2393,7 +2393,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<ElicitationUrlCapabilities>,
     }
-    /// Definition `ElicitationContentValue` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationContentValue`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6839) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationContentValue {
@@ -2424,7 +2424,7 @@ pub mod types {
             Self::Array(value)
         }
     }
-    /// Definition `ElicitationFormCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationFormCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5936) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationFormCapabilities {
         #[serde(
@@ -2435,7 +2435,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationFormMode` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationFormMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2803) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationFormMode {
@@ -2457,7 +2457,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
-    /// Definition `ElicitationId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2838) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2498,7 +2498,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ElicitationPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationPropertySchema {
@@ -2887,13 +2887,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationRequestScope` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationRequestScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2198) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationRequestScope {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ElicitationSchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationSchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2213) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2916,7 +2916,7 @@ pub mod types {
         #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<ElicitationSchemaType>,
     }
-    /// Definition `ElicitationSchemaType` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationSchemaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2260) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2967,7 +2967,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationSessionScope` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationSessionScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2171) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationSessionScope {
         #[serde(rename = "sessionId")]
@@ -2978,7 +2978,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `ElicitationUrlCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationUrlCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5948) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationUrlCapabilities {
         #[serde(
@@ -2989,7 +2989,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationUrlMode` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ElicitationUrlMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2842) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationUrlMode {
@@ -3013,7 +3013,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
-    /// Definition `EmbeddedResource` of ACP v2 (`acp/v2/schema.json`).
+    /// [`EmbeddedResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1499) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EmbeddedResource {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3027,7 +3027,7 @@ pub mod types {
         >,
         pub resource: EmbeddedResourceResource,
     }
-    /// Definition `EmbeddedResourceResource` of ACP v2 (`acp/v2/schema.json`).
+    /// [`EmbeddedResourceResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1407) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -3044,7 +3044,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
-    /// Definition `EnumOption` of ACP v2 (`acp/v2/schema.json`).
+    /// [`EnumOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2452) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnumOption {
         #[serde(rename = "const")]
@@ -3060,7 +3060,7 @@ pub mod types {
         >,
         pub title: ::std::string::String,
     }
-    /// Definition `EnvVariable` of ACP v2 (`acp/v2/schema.json`).
+    /// [`EnvVariable`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3495) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnvVariable {
         #[serde(
@@ -3073,7 +3073,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Error` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Error`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4109) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Error {
         pub code: ErrorCode,
@@ -3081,7 +3081,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
-    /// Definition `ErrorCode` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ErrorCode {
@@ -3420,7 +3420,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
-    /// Definition `ExtNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ExtNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5652) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtNotification(pub ::serde_json::Value);
@@ -3440,7 +3440,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ExtRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2882) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtRequest(pub ::serde_json::Value);
@@ -3460,7 +3460,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ExtResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4106) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtResponse(pub ::serde_json::Value);
@@ -3480,7 +3480,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `HttpHeader` of ACP v2 (`acp/v2/schema.json`).
+    /// [`HttpHeader`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6112) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct HttpHeader {
         #[serde(
@@ -3493,7 +3493,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Icon` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Icon`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1271) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Icon {
         #[serde(
@@ -3507,7 +3507,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
     }
-    /// Definition `IconTheme` of ACP v2 (`acp/v2/schema.json`).
+    /// [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1316) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum IconTheme {
@@ -3625,7 +3625,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `IdleStateUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`IdleStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4890) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IdleStateUpdate {
         #[serde(
@@ -3641,7 +3641,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<StopReason>,
     }
-    /// Definition `ImageContent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ImageContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1189) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ImageContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3659,7 +3659,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Implementation` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Implementation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3092) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Implementation {
         #[serde(
@@ -3674,7 +3674,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub version: ::std::string::String,
     }
-    /// Definition `InitializeRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5787) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3690,7 +3690,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `InitializeResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3035) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeResponse {
         #[serde(
@@ -3711,7 +3711,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `IntegerPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`IntegerPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2587) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IntegerPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3732,7 +3732,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `ListSessionsRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6201) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListSessionsRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3747,7 +3747,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListSessionsResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3928) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListSessionsResponse {
         #[serde(
@@ -3764,7 +3764,7 @@ pub mod types {
         pub next_cursor: ::std::option::Option<SessionListCursor>,
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
-    /// Definition `LoginAuthRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`LoginAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5960) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LoginAuthRequest {
         #[serde(
@@ -3777,7 +3777,7 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
     }
-    /// Definition `LoginAuthResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`LoginAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3594) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LoginAuthResponse {
         #[serde(
@@ -3788,7 +3788,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutAuthRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`LogoutAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5983) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutAuthRequest {
         #[serde(
@@ -3799,7 +3799,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutAuthResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`LogoutAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3608) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutAuthResponse {
         #[serde(
@@ -3810,7 +3810,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3298) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3825,7 +3825,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub stdio: ::std::option::Option<McpStdioCapabilities>,
     }
-    /// Definition `McpHttpCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpHttpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3346) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpHttpCapabilities {
         #[serde(
@@ -3836,7 +3836,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpServer` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6038) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum McpServer {
@@ -3874,7 +3874,7 @@ pub mod types {
         },
         Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
-    /// Definition `McpServerHttp` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpServerHttp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6133) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3889,7 +3889,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerStdio` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpServerStdio`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6162) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4006,7 +4006,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `McpStdioCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`McpStdioCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3334) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpStdioCapabilities {
         #[serde(
@@ -4017,7 +4017,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MediaType` of ACP v2 (`acp/v2/schema.json`).
+    /// [`MediaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1185) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4058,7 +4058,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MessageId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`MessageId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4720) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4099,7 +4099,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MultiSelectItems` of ACP v2 (`acp/v2/schema.json`).
+    /// [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2652) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum MultiSelectItems {
@@ -4175,7 +4175,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MultiSelectPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`MultiSelectPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2751) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MultiSelectPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4203,7 +4203,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `NewSessionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5997) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionRequest {
         #[serde(
@@ -4225,7 +4225,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3622) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionResponse {
         #[serde(
@@ -4243,7 +4243,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `NumberPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`NumberPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2549) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NumberPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4264,7 +4264,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `PermissionOption` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PermissionOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1994) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PermissionOption {
         pub kind: PermissionOptionKind,
@@ -4279,7 +4279,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `PermissionOptionId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PermissionOptionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2027) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4320,7 +4320,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PermissionOptionKind` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2031) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PermissionOptionKind {
@@ -4554,7 +4554,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntry` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5265) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanEntry {
         pub content: ::std::string::String,
@@ -4568,7 +4568,7 @@ pub mod types {
         pub priority: PlanEntryPriority,
         pub status: PlanEntryStatus,
     }
-    /// Definition `PlanEntryPriority` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5298) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanEntryPriority {
@@ -4742,7 +4742,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntryStatus` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5323) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanEntryStatus {
@@ -4972,7 +4972,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5261) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5013,7 +5013,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PlanItems` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5353) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanItems {
         pub entries: ::std::vec::Vec<PlanEntry>,
@@ -5027,7 +5027,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5383) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanUpdate {
         #[serde(
@@ -5039,7 +5039,7 @@ pub mod types {
         >,
         pub plan: PlanUpdateContent,
     }
-    /// Definition `PlanUpdateContent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5185) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanUpdateContent {
@@ -5115,7 +5115,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PromptAudioCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptAudioCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3274) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptAudioCapabilities {
         #[serde(
@@ -5126,7 +5126,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3214) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5146,7 +5146,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptEmbeddedContextCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptEmbeddedContextCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3286) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptEmbeddedContextCapabilities {
         #[serde(
@@ -5157,7 +5157,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptImageCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptImageCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3262) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptImageCapabilities {
         #[serde(
@@ -5168,7 +5168,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6517) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptRequest {
         #[serde(
@@ -5182,7 +5182,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `PromptResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4092) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptResponse {
         #[serde(
@@ -5193,14 +5193,14 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ProtocolLevelNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ProtocolLevelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6953) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProtocolLevelNotification {
         pub method: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<CancelRequestNotification>,
     }
-    /// Definition `ProtocolVersion` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ProtocolVersion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3085) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ProtocolVersion(pub u16);
@@ -5243,7 +5243,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ReplayFrom` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ReplayFrom`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6321) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReplayFrom {
@@ -5270,7 +5270,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `ReplayFromStart` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ReplayFromStart`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6375) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ReplayFromStart {
         #[serde(
@@ -5331,7 +5331,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequestId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequestId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L524) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestId {
@@ -5344,7 +5344,7 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    /// Definition `RequestPermissionOutcome` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6648) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestPermissionOutcome {
@@ -5465,7 +5465,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequestPermissionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L545) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5484,7 +5484,7 @@ pub mod types {
         pub subject: ::std::option::Option<RequestPermissionSubject>,
         pub title: ::std::string::String,
     }
-    /// Definition `RequestPermissionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6625) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionResponse {
         #[serde(
@@ -5496,7 +5496,7 @@ pub mod types {
         >,
         pub outcome: RequestPermissionOutcome,
     }
-    /// Definition `RequestPermissionSubject` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L600) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestPermissionSubject {
@@ -5633,7 +5633,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequiresActionStateUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RequiresActionStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4914) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RequiresActionStateUpdate {
         #[serde(
@@ -5644,7 +5644,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ResourceLink` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ResourceLink`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1336) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResourceLink {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5672,7 +5672,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `ResumeSessionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6260) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResumeSessionRequest {
         #[serde(
@@ -5701,7 +5701,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ResumeSessionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4031) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResumeSessionResponse {
         #[serde(
@@ -5717,7 +5717,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Role` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1136) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum Role {
@@ -5835,7 +5835,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RunningStateUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`RunningStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4843) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RunningStateUpdate {
         #[serde(
@@ -5846,7 +5846,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SelectedPermissionOutcome` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SelectedPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6717) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SelectedPermissionOutcome {
         #[serde(
@@ -5859,7 +5859,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `SessionAdditionalDirectoriesCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionAdditionalDirectoriesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3370) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionAdditionalDirectoriesCapabilities {
         #[serde(
@@ -5870,7 +5870,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3154) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCapabilities {
         #[serde(
@@ -5894,13 +5894,13 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompt: ::std::option::Option<PromptCapabilities>,
     }
-    /// Definition `SessionConfigBoolean` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigBoolean`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3917) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigBoolean {
         #[serde(rename = "currentValue")]
         pub current_value: bool,
     }
-    /// Definition `SessionConfigGroupId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigGroupId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3890) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5941,7 +5941,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3767) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5982,7 +5982,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigOption` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3654) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOption {
@@ -6046,7 +6046,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `SessionConfigOptionCategory` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3771) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOptionCategory {
@@ -6386,14 +6386,14 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SessionConfigSelect` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigSelect`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3894) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelect {
         #[serde(rename = "currentValue")]
         pub current_value: SessionConfigValueId,
         pub options: SessionConfigSelectOptions,
     }
-    /// Definition `SessionConfigSelectGroup` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigSelectGroup`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3856) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectGroup {
         #[serde(rename = "groupId")]
@@ -6408,7 +6408,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub options: ::std::vec::Vec<SessionConfigSelectOption>,
     }
-    /// Definition `SessionConfigSelectOption` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigSelectOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3826) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectOption {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6423,7 +6423,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: SessionConfigValueId,
     }
-    /// Definition `SessionConfigSelectOptions` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigSelectOptions`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3805) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigSelectOptions {
@@ -6442,7 +6442,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
-    /// Definition `SessionConfigValueId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionConfigValueId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3801) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6483,7 +6483,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionDeleteCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionDeleteCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3358) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionDeleteCapabilities {
         #[serde(
@@ -6494,7 +6494,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L596) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6535,7 +6535,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionInfo` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3964) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionInfo {
         #[serde(
@@ -6561,7 +6561,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionInfoUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionInfoUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5546) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionInfoUpdate {
         #[serde(
@@ -6579,7 +6579,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionListCursor` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionListCursor`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4013) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6620,7 +6620,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionUpdate {
@@ -8050,7 +8050,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetSessionConfigOptionRequest` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6410) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetSessionConfigOptionRequest {
@@ -8205,7 +8205,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetSessionConfigOptionResponse` of ACP v2 (`acp/v2/schema.json`).
+    /// [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4068) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionConfigOptionResponse {
         #[serde(rename = "configOptions")]
@@ -8218,7 +8218,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StateUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4926) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StateUpdate {
@@ -8409,7 +8409,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StopReason` of ACP v2 (`acp/v2/schema.json`).
+    /// [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StopReason {
@@ -8695,7 +8695,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringFormat` of ACP v2 (`acp/v2/schema.json`).
+    /// [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2422) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StringFormat {
@@ -8925,7 +8925,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringMultiSelectItems` of ACP v2 (`acp/v2/schema.json`).
+    /// [`StringMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2709) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StringMultiSelectItems {
         #[serde(rename = "enum")]
@@ -8938,7 +8938,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StringPropertySchema` of ACP v2 (`acp/v2/schema.json`).
+    /// [`StringPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2478) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StringPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8976,7 +8976,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Terminal` of ACP v2 (`acp/v2/schema.json`).
+    /// [`Terminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1881) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Terminal {
         #[serde(
@@ -8989,7 +8989,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalAuthCapabilities` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5888) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalAuthCapabilities {
         #[serde(
@@ -9000,7 +9000,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TerminalExitStatus` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalExitStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5073) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalExitStatus {
         #[serde(
@@ -9018,7 +9018,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `TerminalId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1877) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9059,7 +9059,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `TerminalOutput` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalOutput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5055) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutput {
         pub data: ::std::string::String,
@@ -9071,7 +9071,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TerminalOutputChunk` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalOutputChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5159) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputChunk {
         pub data: ::std::string::String,
@@ -9085,7 +9085,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TerminalUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5097) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9109,7 +9109,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TextCommandInput` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TextCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5485) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextCommandInput {
         pub hint: ::std::string::String,
@@ -9121,7 +9121,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TextContent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TextContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1156) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9135,7 +9135,7 @@ pub mod types {
         >,
         pub text: ::std::string::String,
     }
-    /// Definition `TextResourceContents` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TextResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1430) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextResourceContents {
         #[serde(
@@ -9153,7 +9153,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `TitledMultiSelectItems` of ACP v2 (`acp/v2/schema.json`).
+    /// [`TitledMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2730) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectItems {
         #[serde(rename = "anyOf")]
@@ -9166,7 +9166,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ToolCallContent` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L849) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolCallContent {
@@ -9211,7 +9211,7 @@ pub mod types {
         },
         Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
-    /// Definition `ToolCallContentChunk` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5026) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallContentChunk {
         pub content: ToolCallContent,
@@ -9375,7 +9375,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallId` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L750) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9416,7 +9416,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ToolCallLocation` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallLocation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1902) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallLocation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9430,13 +9430,13 @@ pub mod types {
         >,
         pub path: AbsolutePath,
     }
-    /// Definition `ToolCallPermissionSubject` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1930) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallPermissionSubject {
         #[serde(rename = "toolCall")]
         pub tool_call: ToolCallUpdate,
     }
-    /// Definition `ToolCallStatus` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolCallStatus {
@@ -9722,7 +9722,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolCallUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L674) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9755,7 +9755,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolKind` of ACP v2 (`acp/v2/schema.json`).
+    /// [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolKind {
@@ -10321,7 +10321,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `UpdateSessionNotification` of ACP v2 (`acp/v2/schema.json`).
+    /// [`UpdateSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4251) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UpdateSessionNotification {
         #[serde(
@@ -10335,7 +10335,7 @@ pub mod types {
         pub session_id: SessionId,
         pub update: SessionUpdate,
     }
-    /// Definition `UsageUpdate` of ACP v2 (`acp/v2/schema.json`).
+    /// [`UsageUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5592) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsageUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -10350,7 +10350,7 @@ pub mod types {
         pub size: u64,
         pub used: u64,
     }
-    /// Definition `UserMessage` of ACP v2 (`acp/v2/schema.json`).
+    /// [`UserMessage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4753) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UserMessage {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -10395,17 +10395,9 @@ pub mod types {
             }
         }
     }
-    pub use super::{
-        AgentNotification, AgentRequest, AgentResult, ClientNotification, ClientRequest,
-        ClientResult,
-    };
-    ///`AgentResponse` of ACP v2: answered by the method-dispatched [`AgentResult`].
-    pub type AgentResponse = super::AgentResult;
-    ///`ClientResponse` of ACP v2: answered by the method-dispatched [`ClientResult`].
-    pub type ClientResponse = super::ClientResult;
 }
-/// Wire names of every method, and a marker type per method carrying its params and
-/// result types.
+/// Wire names of every method, and a marker type per method a binding serves, carrying
+/// its params and result types.
 pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v2)
@@ -10565,7 +10557,8 @@ pub mod methods {
         type Params = types::UpdateSessionNotification;
     }
 }
-/// The method table: one row per wire method, derived from the source.
+/// The method table: one row per wire method, derived from the source, saying which
+/// bindings serve it (`json_rpc`, and REST through `http`).
 pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
     ::protocols_runtime::method::MethodSpec {
         name: "$/cancel_request",
@@ -10575,6 +10568,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10585,6 +10580,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LoginAuthResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10595,6 +10592,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LogoutAuthResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10605,6 +10604,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10615,6 +10616,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10625,6 +10628,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10635,6 +10640,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10645,6 +10652,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10655,6 +10664,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10665,6 +10676,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10675,6 +10688,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10685,6 +10700,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::PromptResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10695,6 +10712,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10705,6 +10724,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10715,6 +10736,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -10725,537 +10748,11 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
 ];
-/// Requests the client sends (ACP v2), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientRequest {
-    /// `auth/login`
-    AuthLogin(types::LoginAuthRequest),
-    /// `auth/logout`
-    AuthLogout(types::LogoutAuthRequest),
-    /// `initialize`
-    Initialize(types::InitializeRequest),
-    /// `session/close`
-    SessionClose(types::CloseSessionRequest),
-    /// `session/delete`
-    SessionDelete(types::DeleteSessionRequest),
-    /// `session/list`
-    SessionList(types::ListSessionsRequest),
-    /// `session/new`
-    SessionNew(types::NewSessionRequest),
-    /// `session/prompt`
-    SessionPrompt(types::PromptRequest),
-    /// `session/resume`
-    SessionResume(types::ResumeSessionRequest),
-    /// `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionRequest),
-}
-impl ClientRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTH_LOGIN => {
-                required_params(methods::AUTH_LOGIN, params).map(Self::AuthLogin)
-            }
-            methods::AUTH_LOGOUT => {
-                required_params(methods::AUTH_LOGOUT, params).map(Self::AuthLogout)
-            }
-            methods::INITIALIZE => {
-                required_params(methods::INITIALIZE, params).map(Self::Initialize)
-            }
-            methods::SESSION_CLOSE => {
-                required_params(methods::SESSION_CLOSE, params).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                required_params(methods::SESSION_DELETE, params).map(Self::SessionDelete)
-            }
-            methods::SESSION_LIST => {
-                required_params(methods::SESSION_LIST, params).map(Self::SessionList)
-            }
-            methods::SESSION_NEW => {
-                required_params(methods::SESSION_NEW, params).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                required_params(methods::SESSION_PROMPT, params).map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                required_params(methods::SESSION_RESUME, params).map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                required_params(methods::SESSION_SET_CONFIG_OPTION, params)
-                    .map(Self::SessionSetConfigOption)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::AuthLogin(_) => methods::AUTH_LOGIN,
-            Self::AuthLogout(_) => methods::AUTH_LOGOUT,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::AuthLogin(params) => ::serde_json::to_value(params).map(Some),
-            Self::AuthLogout(params) => ::serde_json::to_value(params).map(Some),
-            Self::Initialize(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionDelete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionList(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionNew(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionPrompt(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionResume(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionSetConfigOption(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-        }
-    }
-}
-impl ::serde::Serialize for ClientRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the client sends (ACP v2), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `session/cancel`
-    SessionCancel(types::CancelSessionNotification),
-}
-impl ClientNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::SESSION_CANCEL => {
-                required_params(methods::SESSION_CANCEL, params).map(Self::SessionCancel)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::SessionCancel(_) => methods::SESSION_CANCEL,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionCancel(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the client sends (ACP v2), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientResult {
-    /// Result of `elicitation/create`
-    ElicitationCreate(types::CreateElicitationResponse),
-    /// Result of `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionResponse),
-}
-impl ClientResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                decode_result_as(methods::ELICITATION_CREATE, result)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                decode_result_as(methods::SESSION_REQUEST_PERMISSION, result)
-                    .map(Self::SessionRequestPermission)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-        }
-    }
-}
-impl ::serde::Serialize for ClientResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::ElicitationCreate(result) => result.serialize(serializer),
-            Self::SessionRequestPermission(result) => result.serialize(serializer),
-        }
-    }
-}
-/// Requests the agent sends (ACP v2), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentRequest {
-    /// `elicitation/create`
-    ElicitationCreate(types::CreateElicitationRequest),
-    /// `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionRequest),
-}
-impl AgentRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                required_params(methods::ELICITATION_CREATE, params)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                required_params(methods::SESSION_REQUEST_PERMISSION, params)
-                    .map(Self::SessionRequestPermission)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::ElicitationCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionRequestPermission(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-        }
-    }
-}
-impl ::serde::Serialize for AgentRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the agent sends (ACP v2), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `elicitation/complete`
-    ElicitationComplete(types::CompleteElicitationNotification),
-    /// `session/update`
-    SessionUpdate(types::UpdateSessionNotification),
-}
-impl AgentNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::ELICITATION_COMPLETE => {
-                required_params(methods::ELICITATION_COMPLETE, params)
-                    .map(Self::ElicitationComplete)
-            }
-            methods::SESSION_UPDATE => {
-                required_params(methods::SESSION_UPDATE, params).map(Self::SessionUpdate)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::ElicitationComplete(_) => methods::ELICITATION_COMPLETE,
-            Self::SessionUpdate(_) => methods::SESSION_UPDATE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ElicitationComplete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionUpdate(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the agent sends (ACP v2), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentResult {
-    /// Result of `auth/login`
-    AuthLogin(types::LoginAuthResponse),
-    /// Result of `auth/logout`
-    AuthLogout(types::LogoutAuthResponse),
-    /// Result of `initialize`
-    Initialize(types::InitializeResponse),
-    /// Result of `session/close`
-    SessionClose(types::CloseSessionResponse),
-    /// Result of `session/delete`
-    SessionDelete(types::DeleteSessionResponse),
-    /// Result of `session/list`
-    SessionList(types::ListSessionsResponse),
-    /// Result of `session/new`
-    SessionNew(types::NewSessionResponse),
-    /// Result of `session/prompt`
-    SessionPrompt(types::PromptResponse),
-    /// Result of `session/resume`
-    SessionResume(types::ResumeSessionResponse),
-    /// Result of `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionResponse),
-}
-impl AgentResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTH_LOGIN => {
-                decode_result_as(methods::AUTH_LOGIN, result).map(Self::AuthLogin)
-            }
-            methods::AUTH_LOGOUT => {
-                decode_result_as(methods::AUTH_LOGOUT, result).map(Self::AuthLogout)
-            }
-            methods::INITIALIZE => {
-                decode_result_as(methods::INITIALIZE, result).map(Self::Initialize)
-            }
-            methods::SESSION_CLOSE => {
-                decode_result_as(methods::SESSION_CLOSE, result).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                decode_result_as(methods::SESSION_DELETE, result)
-                    .map(Self::SessionDelete)
-            }
-            methods::SESSION_LIST => {
-                decode_result_as(methods::SESSION_LIST, result).map(Self::SessionList)
-            }
-            methods::SESSION_NEW => {
-                decode_result_as(methods::SESSION_NEW, result).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                decode_result_as(methods::SESSION_PROMPT, result)
-                    .map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                decode_result_as(methods::SESSION_RESUME, result)
-                    .map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                decode_result_as(methods::SESSION_SET_CONFIG_OPTION, result)
-                    .map(Self::SessionSetConfigOption)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::AuthLogin(_) => methods::AUTH_LOGIN,
-            Self::AuthLogout(_) => methods::AUTH_LOGOUT,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-        }
-    }
-}
-impl ::serde::Serialize for AgentResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::AuthLogin(result) => result.serialize(serializer),
-            Self::AuthLogout(result) => result.serialize(serializer),
-            Self::Initialize(result) => result.serialize(serializer),
-            Self::SessionClose(result) => result.serialize(serializer),
-            Self::SessionDelete(result) => result.serialize(serializer),
-            Self::SessionList(result) => result.serialize(serializer),
-            Self::SessionNew(result) => result.serialize(serializer),
-            Self::SessionPrompt(result) => result.serialize(serializer),
-            Self::SessionResume(result) => result.serialize(serializer),
-            Self::SessionSetConfigOption(result) => result.serialize(serializer),
-        }
-    }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
-}
-fn required_params<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
-fn decode_result_as<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
 /// The agent side of ACP v2: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this

@@ -2,7 +2,7 @@
 // source: schema/cache/acp/v2/schema.unstable.json sha256 bbdf4ad0e4a07751860afbaf3de800a5c7f9f714f3621f8e667f232709dc497d
 // source: schema/cache/acp/v2/meta.unstable.json sha256 2c274308d2a773628bf6316b7f6c535cf87d2c1ceb495d02be9ee899dce0f0bc
 
-//! ACP revision `v2-unstable`: every definition of `acp/v2/schema.unstable.json` as a Rust type, the method table, and method-dispatched enums per direction.
+//! ACP revision `v2-unstable`: every definition of [`acp/v2/schema.unstable.json`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json) as a Rust type, the method table, and the handler traits, dispatchers and clients of each peer.
 /// The revision string this module was generated from.
 pub const REVISION: &str = "v2-unstable";
 /// Types of every schema definition (typify output after codegen's normalization pass).
@@ -18,7 +18,7 @@ pub const REVISION: &str = "v2-unstable";
     irrefutable_let_patterns
 )]
 pub mod types {
-    /// Definition `AbsolutePath` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AbsolutePath`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1899) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -59,7 +59,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `AcceptNesNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9989) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AcceptNesNotification {
         #[serde(
@@ -74,7 +74,7 @@ pub mod types {
         #[serde(rename = "suggestionId")]
         pub suggestion_id: NesSuggestionId,
     }
-    /// Definition `AgentAuthCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AgentAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3755) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentAuthCapabilities {
         #[serde(
@@ -85,7 +85,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AgentCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3407) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AgentCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -109,7 +109,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub session: ::std::option::Option<SessionCapabilities>,
     }
-    /// Definition `AgentMessage` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AgentMessage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6297) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentMessage {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -124,7 +124,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `AgentThought` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AgentThought`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6327) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AgentThought {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -139,7 +139,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Annotations` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Annotations`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1232) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Annotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -159,7 +159,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<f64>,
     }
-    /// Definition `AudioContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AudioContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1364) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AudioContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -175,7 +175,7 @@ pub mod types {
         #[serde(rename = "mimeType")]
         pub mime_type: MediaType,
     }
-    /// Definition `AuthCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7778) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AuthCapabilities {
         #[serde(
@@ -188,7 +188,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub terminal: ::std::option::Option<TerminalAuthCapabilities>,
     }
-    /// Definition `AuthMethod` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4192) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AuthMethod {
@@ -245,7 +245,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `AuthMethodAgent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AuthMethodAgent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4362) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodAgent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -261,7 +261,7 @@ pub mod types {
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
     }
-    /// Definition `AuthMethodId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AuthMethodId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4289) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -302,7 +302,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `AuthMethodTerminal` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AuthMethodTerminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4314) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AuthMethodTerminal {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -422,7 +422,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AvailableCommand` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AvailableCommand`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7086) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommand {
         pub description: ::std::string::String,
@@ -437,7 +437,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
-    /// Definition `AvailableCommandInput` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7119) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum AvailableCommandInput {
@@ -506,7 +506,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `AvailableCommandsUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`AvailableCommandsUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7184) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AvailableCommandsUpdate {
         #[serde(rename = "availableCommands")]
@@ -519,7 +519,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `BlobResourceContents` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`BlobResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1595) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct BlobResourceContents {
         pub blob: ::std::string::String,
@@ -537,7 +537,7 @@ pub mod types {
         pub mime_type: ::std::option::Option<MediaType>,
         pub uri: ::std::string::String,
     }
-    /// Definition `BooleanPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`BooleanPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2756) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct BooleanPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -554,7 +554,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `CancelRequestNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10127) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelRequestNotification {
         #[serde(
@@ -567,7 +567,7 @@ pub mod types {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `CancelSessionNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CancelSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9750) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CancelSessionNotification {
         #[serde(
@@ -580,7 +580,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ClientCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ClientCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7721) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -604,7 +604,7 @@ pub mod types {
             ::std::vec::Vec<PositionEncodingKind>,
         >,
     }
-    /// Definition `ClientNesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ClientNesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7874) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientNesCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -624,7 +624,7 @@ pub mod types {
         )]
         pub search_and_replace: ::std::option::Option<NesSearchAndReplaceCapabilities>,
     }
-    /// Definition `CloseNesRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9208) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseNesRequest {
         #[serde(
@@ -637,7 +637,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseNesResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5514) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseNesResponse {
         #[serde(
@@ -648,7 +648,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CloseSessionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8565) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CloseSessionRequest {
         #[serde(
@@ -661,7 +661,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `CloseSessionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5044) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CloseSessionResponse {
         #[serde(
@@ -672,7 +672,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CommandPermissionSubject` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CommandPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2076) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CommandPermissionSubject {
         pub command: ::std::string::String,
@@ -695,7 +695,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `CompactionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CompactionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7311) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -736,7 +736,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `CompactionStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7315) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompactionStatus {
@@ -966,7 +966,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `CompactionSummaryChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CompactionSummaryChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7388) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompactionSummaryChunk {
         #[serde(rename = "compactionId")]
@@ -980,7 +980,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `CompactionUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CompactionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7345) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompactionUpdate {
         #[serde(rename = "compactionId")]
@@ -998,7 +998,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
     }
-    /// Definition `CompleteElicitationNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7417) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteElicitationNotification {
         #[serde(rename = "elicitationId")]
@@ -1011,7 +1011,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConfigOptionUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ConfigOptionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7206) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConfigOptionUpdate {
         #[serde(rename = "configOptions")]
@@ -1024,7 +1024,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ConnectMcpRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3013) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConnectMcpRequest {
         #[serde(
@@ -1037,7 +1037,7 @@ pub mod types {
         #[serde(rename = "serverId")]
         pub server_id: McpServerAcpId,
     }
-    /// Definition `ConnectMcpResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9598) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ConnectMcpResponse {
         #[serde(rename = "connectionId")]
@@ -1050,7 +1050,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Content` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Content`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1663) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Content {
         pub content: ContentBlock,
@@ -1062,7 +1062,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ContentBlock` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ContentBlock {
@@ -1408,7 +1408,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ContentChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6238) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContentChunk {
         pub content: ContentBlock,
@@ -1422,7 +1422,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Cost` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7251) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Cost {
         pub amount: ::serde_json::Number,
@@ -1490,7 +1490,7 @@ pub mod types {
                 })
         }
     }
-    /// Definition `CreateElicitationRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequest {
@@ -1839,7 +1839,7 @@ pub mod types {
             extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         },
     }
-    /// Definition `CreateElicitationResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationResponse {
@@ -2044,7 +2044,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DeleteSessionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8366) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeleteSessionRequest {
         #[serde(
@@ -2057,7 +2057,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `DeleteSessionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4975) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DeleteSessionResponse {
         #[serde(
@@ -2068,7 +2068,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DidChangeDocumentNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9814) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidChangeDocumentNotification {
         #[serde(rename = "contentChanges")]
@@ -2085,7 +2085,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `DidCloseDocumentNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9884) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidCloseDocumentNotification {
         #[serde(
@@ -2099,7 +2099,7 @@ pub mod types {
         pub session_id: SessionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `DidFocusDocumentNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9940) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidFocusDocumentNotification {
         #[serde(
@@ -2117,7 +2117,7 @@ pub mod types {
         #[serde(rename = "visibleRange")]
         pub visible_range: Range,
     }
-    /// Definition `DidOpenDocumentNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9773) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidOpenDocumentNotification {
         #[serde(rename = "languageId")]
@@ -2135,7 +2135,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `DidSaveDocumentNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9912) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DidSaveDocumentNotification {
         #[serde(
@@ -2149,7 +2149,7 @@ pub mod types {
         pub session_id: SessionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `Diff` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Diff`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1975) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Diff {
         pub changes: ::std::vec::Vec<DiffChange>,
@@ -2163,7 +2163,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub patch: ::std::option::Option<DiffPatch>,
     }
-    /// Definition `DiffChange` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffChange {
@@ -2547,7 +2547,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffFileType` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1869) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffFileType {
@@ -2777,13 +2777,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffPatch` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffPatch`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1941) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPatch {
         pub format: DiffPatchFormat,
         pub text: ::std::string::String,
     }
-    /// Definition `DiffPatchFormat` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffPatchFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1960) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DiffPatchFormat {
@@ -2845,19 +2845,19 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `DiffPathChange` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffPathChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1903) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPathChange {
         pub path: AbsolutePath,
     }
-    /// Definition `DiffPathPairChange` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DiffPathPairChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1918) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DiffPathPairChange {
         #[serde(rename = "oldPath")]
         pub old_path: AbsolutePath,
         pub path: AbsolutePath,
     }
-    /// Definition `DisableProviderRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8038) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DisableProviderRequest {
         #[serde(
@@ -2870,7 +2870,7 @@ pub mod types {
         #[serde(rename = "providerId")]
         pub provider_id: ProviderId,
     }
-    /// Definition `DisableProviderResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4552) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DisableProviderResponse {
         #[serde(
@@ -2881,7 +2881,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DisconnectMcpRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3076) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DisconnectMcpRequest {
         #[serde(rename = "connectionId")]
@@ -2894,7 +2894,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `DisconnectMcpResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9621) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct DisconnectMcpResponse {
         #[serde(
@@ -2905,7 +2905,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationAcceptAction` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationAcceptAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9585) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationAcceptAction {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2913,7 +2913,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
         >,
     }
-    /// Definition `ElicitationCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7814) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2928,7 +2928,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<ElicitationUrlCapabilities>,
     }
-    /// Definition `ElicitationContentValue` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationContentValue`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9550) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationContentValue {
@@ -2959,7 +2959,7 @@ pub mod types {
             Self::Array(value)
         }
     }
-    /// Definition `ElicitationFormCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationFormCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7850) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationFormCapabilities {
         #[serde(
@@ -2970,7 +2970,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationFormMode` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationFormMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2934) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationFormMode {
@@ -2992,7 +2992,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
-    /// Definition `ElicitationId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2969) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3033,7 +3033,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ElicitationPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationPropertySchema {
@@ -3422,13 +3422,13 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationRequestScope` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationRequestScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2329) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationRequestScope {
         #[serde(rename = "requestId")]
         pub request_id: RequestId,
     }
-    /// Definition `ElicitationSchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationSchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2344) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3451,7 +3451,7 @@ pub mod types {
         #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<ElicitationSchemaType>,
     }
-    /// Definition `ElicitationSchemaType` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationSchemaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2391) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3502,7 +3502,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ElicitationSessionScope` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationSessionScope`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2302) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitationSessionScope {
         #[serde(rename = "sessionId")]
@@ -3513,7 +3513,7 @@ pub mod types {
         )]
         pub tool_call_id: ::std::option::Option<ToolCallId>,
     }
-    /// Definition `ElicitationUrlCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationUrlCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7862) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ElicitationUrlCapabilities {
         #[serde(
@@ -3524,7 +3524,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ElicitationUrlMode` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ElicitationUrlMode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2973) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitationUrlMode {
@@ -3548,7 +3548,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
-    /// Definition `EmbeddedResource` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`EmbeddedResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1630) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EmbeddedResource {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3562,7 +3562,7 @@ pub mod types {
         >,
         pub resource: EmbeddedResourceResource,
     }
-    /// Definition `EmbeddedResourceResource` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`EmbeddedResourceResource`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1538) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -3579,7 +3579,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
-    /// Definition `EnumOption` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`EnumOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2583) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnumOption {
         #[serde(rename = "const")]
@@ -3595,7 +3595,7 @@ pub mod types {
         >,
         pub title: ::std::string::String,
     }
-    /// Definition `EnvVariable` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`EnvVariable`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4293) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EnvVariable {
         #[serde(
@@ -3608,7 +3608,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Error` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Error`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5536) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Error {
         pub code: ErrorCode,
@@ -3616,7 +3616,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
-    /// Definition `ErrorCode` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ErrorCode {
@@ -3955,7 +3955,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
-    /// Definition `ExtNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ExtNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7473) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtNotification(pub ::serde_json::Value);
@@ -3975,7 +3975,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ExtRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3099) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtRequest(pub ::serde_json::Value);
@@ -3995,7 +3995,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ExtResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ExtResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5528) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ExtResponse(pub ::serde_json::Value);
@@ -4015,7 +4015,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `ForkSessionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8389) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ForkSessionRequest {
         #[serde(
@@ -4039,7 +4039,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ForkSessionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4989) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ForkSessionResponse {
         #[serde(
@@ -4057,7 +4057,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `HttpHeader` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`HttpHeader`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8216) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct HttpHeader {
         #[serde(
@@ -4070,7 +4070,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
-    /// Definition `Icon` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Icon`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1402) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Icon {
         #[serde(
@@ -4084,7 +4084,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
     }
-    /// Definition `IconTheme` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1447) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum IconTheme {
@@ -4202,7 +4202,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `IdleStateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`IdleStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6456) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IdleStateUpdate {
         #[serde(
@@ -4220,7 +4220,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub usage: ::std::option::Option<Usage>,
     }
-    /// Definition `ImageContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ImageContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1320) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ImageContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4238,7 +4238,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `Implementation` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Implementation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3381) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Implementation {
         #[serde(
@@ -4253,7 +4253,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub version: ::std::string::String,
     }
-    /// Definition `InitializeRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7680) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4269,7 +4269,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `InitializeResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3324) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeResponse {
         #[serde(
@@ -4290,7 +4290,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ProtocolVersion,
     }
-    /// Definition `IntegerPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`IntegerPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2718) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct IntegerPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4311,7 +4311,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `ListProvidersRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7981) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListProvidersRequest {
         #[serde(
@@ -4322,7 +4322,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListProvidersResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4406) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListProvidersResponse {
         #[serde(
@@ -4334,7 +4334,7 @@ pub mod types {
         >,
         pub providers: ::std::vec::Vec<ProviderInfo>,
     }
-    /// Definition `ListSessionsRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8330) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListSessionsRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4349,7 +4349,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ListSessionsResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4886) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListSessionsResponse {
         #[serde(
@@ -4366,7 +4366,7 @@ pub mod types {
         pub next_cursor: ::std::option::Option<SessionListCursor>,
         pub sessions: ::std::vec::Vec<SessionInfo>,
     }
-    /// Definition `LlmProtocol` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum LlmProtocol {
@@ -4652,7 +4652,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `LoginAuthRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`LoginAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7958) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LoginAuthRequest {
         #[serde(
@@ -4665,7 +4665,7 @@ pub mod types {
         #[serde(rename = "methodId")]
         pub method_id: AuthMethodId,
     }
-    /// Definition `LoginAuthResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`LoginAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4392) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LoginAuthResponse {
         #[serde(
@@ -4676,7 +4676,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutAuthRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`LogoutAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8061) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutAuthRequest {
         #[serde(
@@ -4687,7 +4687,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `LogoutAuthResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`LogoutAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4566) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct LogoutAuthResponse {
         #[serde(
@@ -4698,7 +4698,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpAcpCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpAcpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3707) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpAcpCapabilities {
         #[serde(
@@ -4709,7 +4709,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3635) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4726,7 +4726,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub stdio: ::std::option::Option<McpStdioCapabilities>,
     }
-    /// Definition `McpConnectionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpConnectionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3072) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4767,7 +4767,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `McpHttpCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpHttpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3695) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpHttpCapabilities {
         #[serde(
@@ -4778,7 +4778,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `McpServer` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8116) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum McpServer {
@@ -4830,7 +4830,7 @@ pub mod types {
         },
         Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
-    /// Definition `McpServerAcp` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpServerAcp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8266) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerAcp {
         #[serde(
@@ -4844,7 +4844,7 @@ pub mod types {
         #[serde(rename = "serverId")]
         pub server_id: McpServerAcpId,
     }
-    /// Definition `McpServerAcpId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpServerAcpId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3036) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4885,7 +4885,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `McpServerHttp` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpServerHttp`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8237) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerHttp {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4900,7 +4900,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub url: ::std::string::String,
     }
-    /// Definition `McpServerStdio` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpServerStdio`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8291) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct McpServerStdio {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5067,7 +5067,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `McpStdioCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`McpStdioCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3683) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct McpStdioCapabilities {
         #[serde(
@@ -5078,7 +5078,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MediaType` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MediaType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1316) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5119,7 +5119,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MessageId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MessageId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6234) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5160,7 +5160,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `MessageMcpNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MessageMcpNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7440) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MessageMcpNotification {
         #[serde(rename = "connectionId")]
@@ -5178,7 +5178,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MessageMcpRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3040) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MessageMcpRequest {
         #[serde(rename = "connectionId")]
@@ -5196,7 +5196,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `MessageMcpResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5531) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct MessageMcpResponse(pub ::serde_json::Value);
@@ -5216,7 +5216,7 @@ pub mod types {
             Self(value)
         }
     }
-    /// Definition `MultiSelectItems` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2783) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum MultiSelectItems {
@@ -5292,7 +5292,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `MultiSelectPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`MultiSelectPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2882) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MultiSelectPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5320,7 +5320,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `NesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3779) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5335,7 +5335,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesContextCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesContextCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3995) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesContextCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5373,7 +5373,7 @@ pub mod types {
         )]
         pub user_actions: ::std::option::Option<NesUserActionsCapabilities>,
     }
-    /// Definition `NesDiagnostic` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDiagnostic`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9140) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesDiagnostic {
         pub message: ::std::string::String,
@@ -5388,7 +5388,7 @@ pub mod types {
         pub severity: NesDiagnosticSeverity,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesDiagnosticSeverity` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9178) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum NesDiagnosticSeverity {
@@ -5622,7 +5622,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesDiagnosticsCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDiagnosticsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4160) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDiagnosticsCapabilities {
         #[serde(
@@ -5633,7 +5633,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidChangeCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentDidChangeCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3923) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesDocumentDidChangeCapabilities {
         #[serde(
@@ -5646,7 +5646,7 @@ pub mod types {
         #[serde(rename = "syncKind")]
         pub sync_kind: TextDocumentSyncKind,
     }
-    /// Definition `NesDocumentDidCloseCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentDidCloseCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3959) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidCloseCapabilities {
         #[serde(
@@ -5657,7 +5657,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidFocusCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentDidFocusCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3983) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidFocusCapabilities {
         #[serde(
@@ -5668,7 +5668,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidOpenCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentDidOpenCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3911) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidOpenCapabilities {
         #[serde(
@@ -5679,7 +5679,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentDidSaveCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentDidSaveCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3971) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentDidSaveCapabilities {
         #[serde(
@@ -5690,7 +5690,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesDocumentEventCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesDocumentEventCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3839) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesDocumentEventCapabilities {
         #[serde(
@@ -5726,7 +5726,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesEditHistoryCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesEditHistoryCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4110) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesEditHistoryCapabilities {
         #[serde(
@@ -5742,7 +5742,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesEditHistoryEntry` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesEditHistoryEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9041) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesEditHistoryEntry {
         pub diff: ::std::string::String,
@@ -5755,7 +5755,7 @@ pub mod types {
         >,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesEditSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesEditSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5358) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesEditSuggestion {
         #[serde(
@@ -5775,7 +5775,7 @@ pub mod types {
         pub suggestion_id: NesSuggestionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesEventCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesEventCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3815) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesEventCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5788,7 +5788,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesExcerpt` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesExcerpt`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9012) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesExcerpt {
         #[serde(rename = "endLine")]
@@ -5804,7 +5804,7 @@ pub mod types {
         pub start_line: u32,
         pub text: ::std::string::String,
     }
-    /// Definition `NesJumpCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesJumpCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7922) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesJumpCapabilities {
         #[serde(
@@ -5815,7 +5815,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesJumpSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesJumpSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5404) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesJumpSuggestion {
         #[serde(
@@ -5830,7 +5830,7 @@ pub mod types {
         pub suggestion_id: NesSuggestionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesOpenFile` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesOpenFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9099) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesOpenFile {
         #[serde(rename = "languageId")]
@@ -5854,7 +5854,7 @@ pub mod types {
         )]
         pub visible_range: ::std::option::Option<Range>,
     }
-    /// Definition `NesOpenFilesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesOpenFilesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4148) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesOpenFilesCapabilities {
         #[serde(
@@ -5865,7 +5865,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRecentFile` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRecentFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8961) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRecentFile {
         #[serde(rename = "languageId")]
@@ -5880,7 +5880,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRecentFilesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRecentFilesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4079) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRecentFilesCapabilities {
         #[serde(
@@ -5896,7 +5896,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRejectReason` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10063) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum NesRejectReason {
@@ -6126,7 +6126,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesRelatedSnippet` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRelatedSnippet`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8987) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRelatedSnippet {
         pub excerpts: ::std::vec::Vec<NesExcerpt>,
@@ -6139,7 +6139,7 @@ pub mod types {
         >,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRelatedSnippetsCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRelatedSnippetsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4098) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRelatedSnippetsCapabilities {
         #[serde(
@@ -6150,7 +6150,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRenameCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRenameCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7934) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesRenameCapabilities {
         #[serde(
@@ -6161,7 +6161,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesRenameSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRenameSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5438) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRenameSuggestion {
         #[serde(
@@ -6178,7 +6178,7 @@ pub mod types {
         pub suggestion_id: NesSuggestionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesRepository` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesRepository`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8786) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesRepository {
         #[serde(
@@ -6193,7 +6193,7 @@ pub mod types {
         #[serde(rename = "remoteUrl")]
         pub remote_url: ::std::string::String,
     }
-    /// Definition `NesSearchAndReplaceCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesSearchAndReplaceCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7946) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesSearchAndReplaceCapabilities {
         #[serde(
@@ -6204,7 +6204,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NesSearchAndReplaceSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesSearchAndReplaceSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5476) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesSearchAndReplaceSuggestion {
         #[serde(
@@ -6225,7 +6225,7 @@ pub mod types {
         pub suggestion_id: NesSuggestionId,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesSuggestContext` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesSuggestContext`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8907) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesSuggestContext {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6263,7 +6263,7 @@ pub mod types {
         )]
         pub user_actions: ::std::option::Option<::std::vec::Vec<NesUserAction>>,
     }
-    /// Definition `NesSuggestion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5141) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum NesSuggestion {
@@ -6342,7 +6342,7 @@ pub mod types {
             suggestion_id: NesSuggestionId,
         },
     }
-    /// Definition `NesSuggestionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesSuggestionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5275) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6583,7 +6583,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesTextEdit` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesTextEdit`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5279) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesTextEdit {
         #[serde(
@@ -6597,7 +6597,7 @@ pub mod types {
         pub new_text: ::std::string::String,
         pub range: Range,
     }
-    /// Definition `NesTriggerKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesTriggerKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8882) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum NesTriggerKind {
@@ -6771,7 +6771,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `NesUserAction` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesUserAction`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9063) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NesUserAction {
         pub action: ::std::string::String,
@@ -6787,7 +6787,7 @@ pub mod types {
         pub timestamp_ms: u64,
         pub uri: ::std::string::String,
     }
-    /// Definition `NesUserActionsCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NesUserActionsCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4129) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NesUserActionsCapabilities {
         #[serde(
@@ -6803,7 +6803,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8075) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionRequest {
         #[serde(
@@ -6825,7 +6825,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `NewSessionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4580) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSessionResponse {
         #[serde(
@@ -6843,7 +6843,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `NumberPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`NumberPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2680) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct NumberPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6864,7 +6864,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `PermissionOption` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PermissionOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2125) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PermissionOption {
         pub kind: PermissionOptionKind,
@@ -6879,7 +6879,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `PermissionOptionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PermissionOptionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2158) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6920,7 +6920,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PermissionOptionKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2162) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PermissionOptionKind {
@@ -7154,7 +7154,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntry` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanEntry`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6875) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanEntry {
         pub content: ::std::string::String,
@@ -7168,7 +7168,7 @@ pub mod types {
         pub priority: PlanEntryPriority,
         pub status: PlanEntryStatus,
     }
-    /// Definition `PlanEntryPriority` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6908) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanEntryPriority {
@@ -7342,7 +7342,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanEntryStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6933) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanEntryStatus {
@@ -7572,7 +7572,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PlanFile` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanFile`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6993) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanFile {
         #[serde(
@@ -7586,7 +7586,7 @@ pub mod types {
         pub plan_id: PlanId,
         pub uri: ::std::string::String,
     }
-    /// Definition `PlanId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6871) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7627,7 +7627,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `PlanItems` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6963) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanItems {
         pub entries: ::std::vec::Vec<PlanEntry>,
@@ -7641,7 +7641,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanMarkdown` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanMarkdown`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7019) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanMarkdown {
         pub content: ::std::string::String,
@@ -7655,7 +7655,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanRemoved` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanRemoved`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7065) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanRemoved {
         #[serde(
@@ -7668,7 +7668,7 @@ pub mod types {
         #[serde(rename = "planId")]
         pub plan_id: PlanId,
     }
-    /// Definition `PlanUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7044) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PlanUpdate {
         #[serde(
@@ -7680,7 +7680,7 @@ pub mod types {
         >,
         pub plan: PlanUpdateContent,
     }
-    /// Definition `PlanUpdateContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6763) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PlanUpdateContent {
@@ -7886,7 +7886,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `Position` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Position`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5333) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Position {
         pub character: u32,
@@ -7899,7 +7899,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PositionEncodingKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PositionEncodingKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4172) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7958,7 +7958,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `PromptAudioCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptAudioCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3611) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptAudioCapabilities {
         #[serde(
@@ -7969,7 +7969,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3551) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptCapabilities {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7989,7 +7989,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptEmbeddedContextCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptEmbeddedContextCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3623) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptEmbeddedContextCapabilities {
         #[serde(
@@ -8000,7 +8000,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptImageCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptImageCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3599) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptImageCapabilities {
         #[serde(
@@ -8011,7 +8011,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `PromptRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8695) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PromptRequest {
         #[serde(
@@ -8025,7 +8025,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `PromptResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5082) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PromptResponse {
         #[serde(
@@ -8036,14 +8036,14 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ProtocolLevelNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProtocolLevelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10093) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProtocolLevelNotification {
         pub method: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<CancelRequestNotification>,
     }
-    /// Definition `ProtocolVersion` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProtocolVersion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3374) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ProtocolVersion(pub u16);
@@ -8086,7 +8086,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ProviderCurrentConfig` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProviderCurrentConfig`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4512) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProviderCurrentConfig {
         #[serde(rename = "apiType")]
@@ -8101,7 +8101,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ProviderId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProviderId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4473) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8142,7 +8142,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ProviderInfo` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProviderInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4428) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProviderInfo {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8159,7 +8159,7 @@ pub mod types {
         pub required: bool,
         pub supported: ::std::vec::Vec<LlmProtocol>,
     }
-    /// Definition `ProvidersCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ProvidersCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3767) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ProvidersCapabilities {
         #[serde(
@@ -8170,7 +8170,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Range` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Range`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5304) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Range {
         pub end: Position,
@@ -8183,7 +8183,7 @@ pub mod types {
         >,
         pub start: Position,
     }
-    /// Definition `RejectNesNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10020) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RejectNesNotification {
         #[serde(
@@ -8200,7 +8200,7 @@ pub mod types {
         #[serde(rename = "suggestionId")]
         pub suggestion_id: NesSuggestionId,
     }
-    /// Definition `ReplayFrom` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ReplayFrom`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8499) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReplayFrom {
@@ -8227,7 +8227,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `ReplayFromStart` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ReplayFromStart`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8553) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ReplayFromStart {
         #[serde(
@@ -8288,7 +8288,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequestId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequestId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L650) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestId {
@@ -8301,7 +8301,7 @@ pub mod types {
             Self::Int64(value)
         }
     }
-    /// Definition `RequestPermissionOutcome` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9359) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestPermissionOutcome {
@@ -8422,7 +8422,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequestPermissionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L671) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8441,7 +8441,7 @@ pub mod types {
         pub subject: ::std::option::Option<RequestPermissionSubject>,
         pub title: ::std::string::String,
     }
-    /// Definition `RequestPermissionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9336) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestPermissionResponse {
         #[serde(
@@ -8453,7 +8453,7 @@ pub mod types {
         >,
         pub outcome: RequestPermissionOutcome,
     }
-    /// Definition `RequestPermissionSubject` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L726) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RequestPermissionSubject {
@@ -8590,7 +8590,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RequiresActionStateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RequiresActionStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6492) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RequiresActionStateUpdate {
         #[serde(
@@ -8601,7 +8601,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ResourceLink` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ResourceLink`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1467) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResourceLink {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8629,7 +8629,7 @@ pub mod types {
         pub title: ::std::option::Option<::std::string::String>,
         pub uri: ::std::string::String,
     }
-    /// Definition `ResumeSessionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8438) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResumeSessionRequest {
         #[serde(
@@ -8658,7 +8658,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `ResumeSessionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5021) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResumeSessionResponse {
         #[serde(
@@ -8674,7 +8674,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `Role` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1267) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum Role {
@@ -8792,7 +8792,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `RunningStateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`RunningStateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6357) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RunningStateUpdate {
         #[serde(
@@ -8803,7 +8803,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SelectedPermissionOutcome` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SelectedPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9428) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SelectedPermissionOutcome {
         #[serde(
@@ -8816,7 +8816,7 @@ pub mod types {
         #[serde(rename = "optionId")]
         pub option_id: PermissionOptionId,
     }
-    /// Definition `SessionAdditionalDirectoriesCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionAdditionalDirectoriesCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3731) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionAdditionalDirectoriesCapabilities {
         #[serde(
@@ -8827,7 +8827,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3479) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionCapabilities {
         #[serde(
@@ -8853,13 +8853,13 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub prompt: ::std::option::Option<PromptCapabilities>,
     }
-    /// Definition `SessionConfigBoolean` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigBoolean`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4875) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigBoolean {
         #[serde(rename = "currentValue")]
         pub current_value: bool,
     }
-    /// Definition `SessionConfigGroupId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigGroupId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4848) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8900,7 +8900,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4725) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8941,7 +8941,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionConfigOption` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4612) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOption {
@@ -9005,7 +9005,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
-    /// Definition `SessionConfigOptionCategory` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4729) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigOptionCategory {
@@ -9345,14 +9345,14 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SessionConfigSelect` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigSelect`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4852) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelect {
         #[serde(rename = "currentValue")]
         pub current_value: SessionConfigValueId,
         pub options: SessionConfigSelectOptions,
     }
-    /// Definition `SessionConfigSelectGroup` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigSelectGroup`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4814) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectGroup {
         #[serde(rename = "groupId")]
@@ -9367,7 +9367,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub options: ::std::vec::Vec<SessionConfigSelectOption>,
     }
-    /// Definition `SessionConfigSelectOption` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigSelectOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4784) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionConfigSelectOption {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9382,7 +9382,7 @@ pub mod types {
         pub name: ::std::string::String,
         pub value: SessionConfigValueId,
     }
-    /// Definition `SessionConfigSelectOptions` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigSelectOptions`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4763) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionConfigSelectOptions {
@@ -9401,7 +9401,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
-    /// Definition `SessionConfigValueId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionConfigValueId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4759) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9442,7 +9442,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionDeleteCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionDeleteCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3719) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionDeleteCapabilities {
         #[serde(
@@ -9453,7 +9453,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionForkCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionForkCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3743) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionForkCapabilities {
         #[serde(
@@ -9464,7 +9464,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SessionId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L722) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9505,7 +9505,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionInfo` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionInfo`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4922) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SessionInfo {
         #[serde(
@@ -9531,7 +9531,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionInfoUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionInfoUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7228) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SessionInfoUpdate {
         #[serde(
@@ -9549,7 +9549,7 @@ pub mod types {
         )]
         pub updated_at: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SessionListCursor` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionListCursor`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4971) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9590,7 +9590,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `SessionUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionUpdate {
@@ -11222,7 +11222,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetProviderRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7995) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetProviderRequest {
         #[serde(rename = "apiType")]
@@ -11243,7 +11243,7 @@ pub mod types {
         #[serde(rename = "providerId")]
         pub provider_id: ProviderId,
     }
-    /// Definition `SetProviderResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4538) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct SetProviderResponse {
         #[serde(
@@ -11254,7 +11254,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `SetSessionConfigOptionRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8588) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetSessionConfigOptionRequest {
@@ -11409,7 +11409,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `SetSessionConfigOptionResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5058) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetSessionConfigOptionResponse {
         #[serde(rename = "configOptions")]
@@ -11422,7 +11422,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StartNesRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8725) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StartNesRequest {
         #[serde(
@@ -11445,7 +11445,7 @@ pub mod types {
         )]
         pub workspace_uri: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `StartNesResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5096) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StartNesResponse {
         #[serde(
@@ -11458,7 +11458,7 @@ pub mod types {
         #[serde(rename = "sessionId")]
         pub session_id: SessionId,
     }
-    /// Definition `StateUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6504) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StateUpdate {
@@ -11651,7 +11651,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StopReason` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StopReason {
@@ -11937,7 +11937,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringFormat` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2553) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum StringFormat {
@@ -12167,7 +12167,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `StringMultiSelectItems` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StringMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2840) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StringMultiSelectItems {
         #[serde(rename = "enum")]
@@ -12180,7 +12180,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `StringPropertySchema` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`StringPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2609) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct StringPropertySchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -12218,7 +12218,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `SuggestNesRequest` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8811) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SuggestNesRequest {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -12240,7 +12240,7 @@ pub mod types {
         pub uri: ::std::string::String,
         pub version: i64,
     }
-    /// Definition `SuggestNesResponse` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5119) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SuggestNesResponse {
         #[serde(
@@ -12252,7 +12252,7 @@ pub mod types {
         >,
         pub suggestions: ::std::vec::Vec<NesSuggestion>,
     }
-    /// Definition `Terminal` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Terminal`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2012) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Terminal {
         #[serde(
@@ -12265,7 +12265,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalAuthCapabilities` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalAuthCapabilities`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7802) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalAuthCapabilities {
         #[serde(
@@ -12276,7 +12276,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TerminalExitStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalExitStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6651) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TerminalExitStatus {
         #[serde(
@@ -12294,7 +12294,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub signal: ::std::option::Option<::std::string::String>,
     }
-    /// Definition `TerminalId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2008) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12335,7 +12335,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `TerminalOutput` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalOutput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6633) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutput {
         pub data: ::std::string::String,
@@ -12347,7 +12347,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TerminalOutputChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalOutputChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6737) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalOutputChunk {
         pub data: ::std::string::String,
@@ -12361,7 +12361,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TerminalUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TerminalUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6675) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TerminalUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -12385,7 +12385,7 @@ pub mod types {
         #[serde(rename = "terminalId")]
         pub terminal_id: TerminalId,
     }
-    /// Definition `TextCommandInput` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TextCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7167) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextCommandInput {
         pub hint: ::std::string::String,
@@ -12397,7 +12397,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `TextContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TextContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1287) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextContent {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -12411,7 +12411,7 @@ pub mod types {
         >,
         pub text: ::std::string::String,
     }
-    /// Definition `TextDocumentContentChangeEvent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TextDocumentContentChangeEvent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9856) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextDocumentContentChangeEvent {
         #[serde(
@@ -12425,7 +12425,7 @@ pub mod types {
         pub range: ::std::option::Option<Range>,
         pub text: ::std::string::String,
     }
-    /// Definition `TextDocumentSyncKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TextDocumentSyncKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3944) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12480,7 +12480,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `TextResourceContents` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TextResourceContents`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1561) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TextResourceContents {
         #[serde(
@@ -12498,7 +12498,7 @@ pub mod types {
         pub text: ::std::string::String,
         pub uri: ::std::string::String,
     }
-    /// Definition `TitledMultiSelectItems` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`TitledMultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2861) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectItems {
         #[serde(rename = "anyOf")]
@@ -12511,7 +12511,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `ToolCallContent` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L980) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolCallContent {
@@ -12556,7 +12556,7 @@ pub mod types {
         },
         Variant3 { #[serde(rename = "type")] type_: ::std::string::String },
     }
-    /// Definition `ToolCallContentChunk` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallContentChunk`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6604) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallContentChunk {
         pub content: ToolCallContent,
@@ -12720,7 +12720,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallId` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallId`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L881) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12761,7 +12761,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
-    /// Definition `ToolCallLocation` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallLocation`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2033) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallLocation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -12775,13 +12775,13 @@ pub mod types {
         >,
         pub path: AbsolutePath,
     }
-    /// Definition `ToolCallPermissionSubject` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2061) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallPermissionSubject {
         #[serde(rename = "toolCall")]
         pub tool_call: ToolCallUpdate,
     }
-    /// Definition `ToolCallStatus` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolCallStatus {
@@ -13067,7 +13067,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `ToolCallUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolCallUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L800) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolCallUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -13102,7 +13102,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
-    /// Definition `ToolKind` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ToolKind {
@@ -13668,7 +13668,7 @@ pub mod types {
             value.parse()
         }
     }
-    /// Definition `UpdateSessionNotification` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`UpdateSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5687) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UpdateSessionNotification {
         #[serde(
@@ -13682,7 +13682,7 @@ pub mod types {
         pub session_id: SessionId,
         pub update: SessionUpdate,
     }
-    /// Definition `Usage` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`Usage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6404) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Usage {
         #[serde(
@@ -13714,7 +13714,7 @@ pub mod types {
         #[serde(rename = "totalTokens")]
         pub total_tokens: u64,
     }
-    /// Definition `UsageUpdate` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`UsageUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7274) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsageUpdate {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -13729,7 +13729,7 @@ pub mod types {
         pub size: u64,
         pub used: u64,
     }
-    /// Definition `UserMessage` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`UserMessage`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6267) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UserMessage {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -13744,7 +13744,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
-    /// Definition `WorkspaceFolder` of ACP v2-unstable (`acp/v2/schema.unstable.json`).
+    /// [`WorkspaceFolder`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8764) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WorkspaceFolder {
         #[serde(
@@ -13787,17 +13787,9 @@ pub mod types {
             }
         }
     }
-    pub use super::{
-        AgentNotification, AgentRequest, AgentResult, ClientNotification, ClientRequest,
-        ClientResult,
-    };
-    ///`AgentResponse` of ACP v2-unstable: answered by the method-dispatched [`AgentResult`].
-    pub type AgentResponse = super::AgentResult;
-    ///`ClientResponse` of ACP v2-unstable: answered by the method-dispatched [`ClientResult`].
-    pub type ClientResponse = super::ClientResult;
 }
-/// Wire names of every method, and a marker type per method carrying its params and
-/// result types.
+/// Wire names of every method, and a marker type per method a binding serves, carrying
+/// its params and result types.
 pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v2-unstable)
@@ -14120,7 +14112,8 @@ pub mod methods {
         type Params = types::UpdateSessionNotification;
     }
 }
-/// The method table: one row per wire method, derived from the source.
+/// The method table: one row per wire method, derived from the source, saying which
+/// bindings serve it (`json_rpc`, and REST through `http`).
 pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
     ::protocols_runtime::method::MethodSpec {
         name: "$/cancel_request",
@@ -14130,6 +14123,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14140,6 +14135,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LoginAuthResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14150,6 +14147,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::LogoutAuthResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14160,6 +14159,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14170,6 +14171,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14180,6 +14183,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14190,6 +14195,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14200,6 +14207,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14210,6 +14219,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14220,6 +14231,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14230,6 +14243,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14240,6 +14255,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14250,6 +14267,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14260,6 +14279,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14270,6 +14291,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14280,6 +14303,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14290,6 +14315,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14300,6 +14327,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14310,6 +14339,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14320,6 +14351,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14330,6 +14363,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14340,6 +14375,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14350,6 +14387,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14360,6 +14399,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14370,6 +14411,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14380,6 +14423,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14390,6 +14435,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14400,6 +14447,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14410,6 +14459,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::PromptResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14420,6 +14471,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14430,6 +14483,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14440,6 +14495,8 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
     ::protocols_runtime::method::MethodSpec {
@@ -14450,749 +14507,11 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         params_optional: false,
         result_type: None,
         streaming: false,
+        client_streaming: false,
+        json_rpc: true,
         http: &[],
     },
 ];
-/// Requests the client sends (ACP v2-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientRequest {
-    /// `auth/login`
-    AuthLogin(types::LoginAuthRequest),
-    /// `auth/logout`
-    AuthLogout(types::LogoutAuthRequest),
-    /// `initialize`
-    Initialize(types::InitializeRequest),
-    /// `mcp/message`
-    McpMessage(types::MessageMcpRequest),
-    /// `nes/close`
-    NesClose(types::CloseNesRequest),
-    /// `nes/start`
-    NesStart(types::StartNesRequest),
-    /// `nes/suggest`
-    NesSuggest(types::SuggestNesRequest),
-    /// `providers/disable`
-    ProvidersDisable(types::DisableProviderRequest),
-    /// `providers/list`
-    ProvidersList(types::ListProvidersRequest),
-    /// `providers/set`
-    ProvidersSet(types::SetProviderRequest),
-    /// `session/close`
-    SessionClose(types::CloseSessionRequest),
-    /// `session/delete`
-    SessionDelete(types::DeleteSessionRequest),
-    /// `session/fork`
-    SessionFork(types::ForkSessionRequest),
-    /// `session/list`
-    SessionList(types::ListSessionsRequest),
-    /// `session/new`
-    SessionNew(types::NewSessionRequest),
-    /// `session/prompt`
-    SessionPrompt(types::PromptRequest),
-    /// `session/resume`
-    SessionResume(types::ResumeSessionRequest),
-    /// `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionRequest),
-}
-impl ClientRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTH_LOGIN => {
-                required_params(methods::AUTH_LOGIN, params).map(Self::AuthLogin)
-            }
-            methods::AUTH_LOGOUT => {
-                required_params(methods::AUTH_LOGOUT, params).map(Self::AuthLogout)
-            }
-            methods::INITIALIZE => {
-                required_params(methods::INITIALIZE, params).map(Self::Initialize)
-            }
-            methods::MCP_MESSAGE => {
-                required_params(methods::MCP_MESSAGE, params).map(Self::McpMessage)
-            }
-            methods::NES_CLOSE => {
-                required_params(methods::NES_CLOSE, params).map(Self::NesClose)
-            }
-            methods::NES_START => {
-                required_params(methods::NES_START, params).map(Self::NesStart)
-            }
-            methods::NES_SUGGEST => {
-                required_params(methods::NES_SUGGEST, params).map(Self::NesSuggest)
-            }
-            methods::PROVIDERS_DISABLE => {
-                required_params(methods::PROVIDERS_DISABLE, params)
-                    .map(Self::ProvidersDisable)
-            }
-            methods::PROVIDERS_LIST => {
-                required_params(methods::PROVIDERS_LIST, params).map(Self::ProvidersList)
-            }
-            methods::PROVIDERS_SET => {
-                required_params(methods::PROVIDERS_SET, params).map(Self::ProvidersSet)
-            }
-            methods::SESSION_CLOSE => {
-                required_params(methods::SESSION_CLOSE, params).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                required_params(methods::SESSION_DELETE, params).map(Self::SessionDelete)
-            }
-            methods::SESSION_FORK => {
-                required_params(methods::SESSION_FORK, params).map(Self::SessionFork)
-            }
-            methods::SESSION_LIST => {
-                required_params(methods::SESSION_LIST, params).map(Self::SessionList)
-            }
-            methods::SESSION_NEW => {
-                required_params(methods::SESSION_NEW, params).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                required_params(methods::SESSION_PROMPT, params).map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                required_params(methods::SESSION_RESUME, params).map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                required_params(methods::SESSION_SET_CONFIG_OPTION, params)
-                    .map(Self::SessionSetConfigOption)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::AuthLogin(_) => methods::AUTH_LOGIN,
-            Self::AuthLogout(_) => methods::AUTH_LOGOUT,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::NesClose(_) => methods::NES_CLOSE,
-            Self::NesStart(_) => methods::NES_START,
-            Self::NesSuggest(_) => methods::NES_SUGGEST,
-            Self::ProvidersDisable(_) => methods::PROVIDERS_DISABLE,
-            Self::ProvidersList(_) => methods::PROVIDERS_LIST,
-            Self::ProvidersSet(_) => methods::PROVIDERS_SET,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionFork(_) => methods::SESSION_FORK,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::AuthLogin(params) => ::serde_json::to_value(params).map(Some),
-            Self::AuthLogout(params) => ::serde_json::to_value(params).map(Some),
-            Self::Initialize(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpMessage(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesStart(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesSuggest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersDisable(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersList(params) => ::serde_json::to_value(params).map(Some),
-            Self::ProvidersSet(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionDelete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionFork(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionList(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionNew(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionPrompt(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionResume(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionSetConfigOption(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-        }
-    }
-}
-impl ::serde::Serialize for ClientRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the client sends (ACP v2-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `document/didChange`
-    DocumentDidChange(types::DidChangeDocumentNotification),
-    /// `document/didClose`
-    DocumentDidClose(types::DidCloseDocumentNotification),
-    /// `document/didFocus`
-    DocumentDidFocus(types::DidFocusDocumentNotification),
-    /// `document/didOpen`
-    DocumentDidOpen(types::DidOpenDocumentNotification),
-    /// `document/didSave`
-    DocumentDidSave(types::DidSaveDocumentNotification),
-    /// `nes/accept`
-    NesAccept(types::AcceptNesNotification),
-    /// `nes/reject`
-    NesReject(types::RejectNesNotification),
-    /// `session/cancel`
-    SessionCancel(types::CancelSessionNotification),
-}
-impl ClientNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::DOCUMENT_DID_CHANGE => {
-                required_params(methods::DOCUMENT_DID_CHANGE, params)
-                    .map(Self::DocumentDidChange)
-            }
-            methods::DOCUMENT_DID_CLOSE => {
-                required_params(methods::DOCUMENT_DID_CLOSE, params)
-                    .map(Self::DocumentDidClose)
-            }
-            methods::DOCUMENT_DID_FOCUS => {
-                required_params(methods::DOCUMENT_DID_FOCUS, params)
-                    .map(Self::DocumentDidFocus)
-            }
-            methods::DOCUMENT_DID_OPEN => {
-                required_params(methods::DOCUMENT_DID_OPEN, params)
-                    .map(Self::DocumentDidOpen)
-            }
-            methods::DOCUMENT_DID_SAVE => {
-                required_params(methods::DOCUMENT_DID_SAVE, params)
-                    .map(Self::DocumentDidSave)
-            }
-            methods::NES_ACCEPT => {
-                required_params(methods::NES_ACCEPT, params).map(Self::NesAccept)
-            }
-            methods::NES_REJECT => {
-                required_params(methods::NES_REJECT, params).map(Self::NesReject)
-            }
-            methods::SESSION_CANCEL => {
-                required_params(methods::SESSION_CANCEL, params).map(Self::SessionCancel)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::DocumentDidChange(_) => methods::DOCUMENT_DID_CHANGE,
-            Self::DocumentDidClose(_) => methods::DOCUMENT_DID_CLOSE,
-            Self::DocumentDidFocus(_) => methods::DOCUMENT_DID_FOCUS,
-            Self::DocumentDidOpen(_) => methods::DOCUMENT_DID_OPEN,
-            Self::DocumentDidSave(_) => methods::DOCUMENT_DID_SAVE,
-            Self::NesAccept(_) => methods::NES_ACCEPT,
-            Self::NesReject(_) => methods::NES_REJECT,
-            Self::SessionCancel(_) => methods::SESSION_CANCEL,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidChange(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidClose(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidFocus(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidOpen(params) => ::serde_json::to_value(params).map(Some),
-            Self::DocumentDidSave(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesAccept(params) => ::serde_json::to_value(params).map(Some),
-            Self::NesReject(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionCancel(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for ClientNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ClientNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the client sends (ACP v2-unstable), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientResult {
-    /// Result of `elicitation/create`
-    ElicitationCreate(types::CreateElicitationResponse),
-    /// Result of `mcp/connect`
-    McpConnect(types::ConnectMcpResponse),
-    /// Result of `mcp/disconnect`
-    McpDisconnect(types::DisconnectMcpResponse),
-    /// Result of `mcp/message`
-    McpMessage(types::MessageMcpResponse),
-    /// Result of `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionResponse),
-}
-impl ClientResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                decode_result_as(methods::ELICITATION_CREATE, result)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::MCP_CONNECT => {
-                decode_result_as(methods::MCP_CONNECT, result).map(Self::McpConnect)
-            }
-            methods::MCP_DISCONNECT => {
-                decode_result_as(methods::MCP_DISCONNECT, result)
-                    .map(Self::McpDisconnect)
-            }
-            methods::MCP_MESSAGE => {
-                decode_result_as(methods::MCP_MESSAGE, result).map(Self::McpMessage)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                decode_result_as(methods::SESSION_REQUEST_PERMISSION, result)
-                    .map(Self::SessionRequestPermission)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::McpConnect(_) => methods::MCP_CONNECT,
-            Self::McpDisconnect(_) => methods::MCP_DISCONNECT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-        }
-    }
-}
-impl ::serde::Serialize for ClientResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::ElicitationCreate(result) => result.serialize(serializer),
-            Self::McpConnect(result) => result.serialize(serializer),
-            Self::McpDisconnect(result) => result.serialize(serializer),
-            Self::McpMessage(result) => result.serialize(serializer),
-            Self::SessionRequestPermission(result) => result.serialize(serializer),
-        }
-    }
-}
-/// Requests the agent sends (ACP v2-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentRequest {
-    /// `elicitation/create`
-    ElicitationCreate(types::CreateElicitationRequest),
-    /// `mcp/connect`
-    McpConnect(types::ConnectMcpRequest),
-    /// `mcp/disconnect`
-    McpDisconnect(types::DisconnectMcpRequest),
-    /// `mcp/message`
-    McpMessage(types::MessageMcpRequest),
-    /// `session/request_permission`
-    SessionRequestPermission(types::RequestPermissionRequest),
-}
-impl AgentRequest {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::ELICITATION_CREATE => {
-                required_params(methods::ELICITATION_CREATE, params)
-                    .map(Self::ElicitationCreate)
-            }
-            methods::MCP_CONNECT => {
-                required_params(methods::MCP_CONNECT, params).map(Self::McpConnect)
-            }
-            methods::MCP_DISCONNECT => {
-                required_params(methods::MCP_DISCONNECT, params).map(Self::McpDisconnect)
-            }
-            methods::MCP_MESSAGE => {
-                required_params(methods::MCP_MESSAGE, params).map(Self::McpMessage)
-            }
-            methods::SESSION_REQUEST_PERMISSION => {
-                required_params(methods::SESSION_REQUEST_PERMISSION, params)
-                    .map(Self::SessionRequestPermission)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::McpConnect(_) => methods::MCP_CONNECT,
-            Self::McpDisconnect(_) => methods::MCP_DISCONNECT,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::SessionRequestPermission(_) => methods::SESSION_REQUEST_PERMISSION,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::ElicitationCreate(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpConnect(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpDisconnect(params) => ::serde_json::to_value(params).map(Some),
-            Self::McpMessage(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionRequestPermission(params) => {
-                ::serde_json::to_value(params).map(Some)
-            }
-        }
-    }
-}
-impl ::serde::Serialize for AgentRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Notifications the agent sends (ACP v2-unstable), dispatched by method name.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentNotification {
-    /// `$/cancel_request`
-    CancelRequest(types::CancelRequestNotification),
-    /// `elicitation/complete`
-    ElicitationComplete(types::CompleteElicitationNotification),
-    /// `session/update`
-    SessionUpdate(types::UpdateSessionNotification),
-}
-impl AgentNotification {
-    /// Decodes `params` as the params type of `method`; an unknown method and params
-    /// that do not fit are distinct errors (-32601, -32602).
-    pub fn from_method(
-        method: &str,
-        params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::CANCEL_REQUEST => {
-                required_params(methods::CANCEL_REQUEST, params).map(Self::CancelRequest)
-            }
-            methods::ELICITATION_COMPLETE => {
-                required_params(methods::ELICITATION_COMPLETE, params)
-                    .map(Self::ElicitationComplete)
-            }
-            methods::SESSION_UPDATE => {
-                required_params(methods::SESSION_UPDATE, params).map(Self::SessionUpdate)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::CancelRequest(_) => methods::CANCEL_REQUEST,
-            Self::ElicitationComplete(_) => methods::ELICITATION_COMPLETE,
-            Self::SessionUpdate(_) => methods::SESSION_UPDATE,
-        }
-    }
-    /// The params as JSON, `None` when the message carries none.
-    pub fn params(
-        &self,
-    ) -> ::std::result::Result<
-        ::std::option::Option<::serde_json::Value>,
-        ::serde_json::Error,
-    > {
-        match self {
-            Self::CancelRequest(params) => ::serde_json::to_value(params).map(Some),
-            Self::ElicitationComplete(params) => ::serde_json::to_value(params).map(Some),
-            Self::SessionUpdate(params) => ::serde_json::to_value(params).map(Some),
-        }
-    }
-}
-impl ::serde::Serialize for AgentNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for AgentNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
-    }
-}
-/// Results the agent sends (ACP v2-unstable), decoded by the method they answer.
-#[derive(Debug, Clone)]
-#[allow(clippy::large_enum_variant)]
-pub enum AgentResult {
-    /// Result of `auth/login`
-    AuthLogin(types::LoginAuthResponse),
-    /// Result of `auth/logout`
-    AuthLogout(types::LogoutAuthResponse),
-    /// Result of `initialize`
-    Initialize(types::InitializeResponse),
-    /// Result of `mcp/message`
-    McpMessage(types::MessageMcpResponse),
-    /// Result of `nes/close`
-    NesClose(types::CloseNesResponse),
-    /// Result of `nes/start`
-    NesStart(types::StartNesResponse),
-    /// Result of `nes/suggest`
-    NesSuggest(types::SuggestNesResponse),
-    /// Result of `providers/disable`
-    ProvidersDisable(types::DisableProviderResponse),
-    /// Result of `providers/list`
-    ProvidersList(types::ListProvidersResponse),
-    /// Result of `providers/set`
-    ProvidersSet(types::SetProviderResponse),
-    /// Result of `session/close`
-    SessionClose(types::CloseSessionResponse),
-    /// Result of `session/delete`
-    SessionDelete(types::DeleteSessionResponse),
-    /// Result of `session/fork`
-    SessionFork(types::ForkSessionResponse),
-    /// Result of `session/list`
-    SessionList(types::ListSessionsResponse),
-    /// Result of `session/new`
-    SessionNew(types::NewSessionResponse),
-    /// Result of `session/prompt`
-    SessionPrompt(types::PromptResponse),
-    /// Result of `session/resume`
-    SessionResume(types::ResumeSessionResponse),
-    /// Result of `session/set_config_option`
-    SessionSetConfigOption(types::SetSessionConfigOptionResponse),
-}
-impl AgentResult {
-    /// Decodes `result` as the result type of the request `method` it answers.
-    pub fn decode_result(
-        method: &str,
-        result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
-        match method {
-            methods::AUTH_LOGIN => {
-                decode_result_as(methods::AUTH_LOGIN, result).map(Self::AuthLogin)
-            }
-            methods::AUTH_LOGOUT => {
-                decode_result_as(methods::AUTH_LOGOUT, result).map(Self::AuthLogout)
-            }
-            methods::INITIALIZE => {
-                decode_result_as(methods::INITIALIZE, result).map(Self::Initialize)
-            }
-            methods::MCP_MESSAGE => {
-                decode_result_as(methods::MCP_MESSAGE, result).map(Self::McpMessage)
-            }
-            methods::NES_CLOSE => {
-                decode_result_as(methods::NES_CLOSE, result).map(Self::NesClose)
-            }
-            methods::NES_START => {
-                decode_result_as(methods::NES_START, result).map(Self::NesStart)
-            }
-            methods::NES_SUGGEST => {
-                decode_result_as(methods::NES_SUGGEST, result).map(Self::NesSuggest)
-            }
-            methods::PROVIDERS_DISABLE => {
-                decode_result_as(methods::PROVIDERS_DISABLE, result)
-                    .map(Self::ProvidersDisable)
-            }
-            methods::PROVIDERS_LIST => {
-                decode_result_as(methods::PROVIDERS_LIST, result)
-                    .map(Self::ProvidersList)
-            }
-            methods::PROVIDERS_SET => {
-                decode_result_as(methods::PROVIDERS_SET, result).map(Self::ProvidersSet)
-            }
-            methods::SESSION_CLOSE => {
-                decode_result_as(methods::SESSION_CLOSE, result).map(Self::SessionClose)
-            }
-            methods::SESSION_DELETE => {
-                decode_result_as(methods::SESSION_DELETE, result)
-                    .map(Self::SessionDelete)
-            }
-            methods::SESSION_FORK => {
-                decode_result_as(methods::SESSION_FORK, result).map(Self::SessionFork)
-            }
-            methods::SESSION_LIST => {
-                decode_result_as(methods::SESSION_LIST, result).map(Self::SessionList)
-            }
-            methods::SESSION_NEW => {
-                decode_result_as(methods::SESSION_NEW, result).map(Self::SessionNew)
-            }
-            methods::SESSION_PROMPT => {
-                decode_result_as(methods::SESSION_PROMPT, result)
-                    .map(Self::SessionPrompt)
-            }
-            methods::SESSION_RESUME => {
-                decode_result_as(methods::SESSION_RESUME, result)
-                    .map(Self::SessionResume)
-            }
-            methods::SESSION_SET_CONFIG_OPTION => {
-                decode_result_as(methods::SESSION_SET_CONFIG_OPTION, result)
-                    .map(Self::SessionSetConfigOption)
-            }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
-        }
-    }
-    /// The method whose result this is.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::AuthLogin(_) => methods::AUTH_LOGIN,
-            Self::AuthLogout(_) => methods::AUTH_LOGOUT,
-            Self::Initialize(_) => methods::INITIALIZE,
-            Self::McpMessage(_) => methods::MCP_MESSAGE,
-            Self::NesClose(_) => methods::NES_CLOSE,
-            Self::NesStart(_) => methods::NES_START,
-            Self::NesSuggest(_) => methods::NES_SUGGEST,
-            Self::ProvidersDisable(_) => methods::PROVIDERS_DISABLE,
-            Self::ProvidersList(_) => methods::PROVIDERS_LIST,
-            Self::ProvidersSet(_) => methods::PROVIDERS_SET,
-            Self::SessionClose(_) => methods::SESSION_CLOSE,
-            Self::SessionDelete(_) => methods::SESSION_DELETE,
-            Self::SessionFork(_) => methods::SESSION_FORK,
-            Self::SessionList(_) => methods::SESSION_LIST,
-            Self::SessionNew(_) => methods::SESSION_NEW,
-            Self::SessionPrompt(_) => methods::SESSION_PROMPT,
-            Self::SessionResume(_) => methods::SESSION_RESUME,
-            Self::SessionSetConfigOption(_) => methods::SESSION_SET_CONFIG_OPTION,
-        }
-    }
-}
-impl ::serde::Serialize for AgentResult {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::AuthLogin(result) => result.serialize(serializer),
-            Self::AuthLogout(result) => result.serialize(serializer),
-            Self::Initialize(result) => result.serialize(serializer),
-            Self::McpMessage(result) => result.serialize(serializer),
-            Self::NesClose(result) => result.serialize(serializer),
-            Self::NesStart(result) => result.serialize(serializer),
-            Self::NesSuggest(result) => result.serialize(serializer),
-            Self::ProvidersDisable(result) => result.serialize(serializer),
-            Self::ProvidersList(result) => result.serialize(serializer),
-            Self::ProvidersSet(result) => result.serialize(serializer),
-            Self::SessionClose(result) => result.serialize(serializer),
-            Self::SessionDelete(result) => result.serialize(serializer),
-            Self::SessionFork(result) => result.serialize(serializer),
-            Self::SessionList(result) => result.serialize(serializer),
-            Self::SessionNew(result) => result.serialize(serializer),
-            Self::SessionPrompt(result) => result.serialize(serializer),
-            Self::SessionResume(result) => result.serialize(serializer),
-            Self::SessionSetConfigOption(result) => result.serialize(serializer),
-        }
-    }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
-}
-fn required_params<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
-fn decode_result_as<T: ::serde::de::DeserializeOwned>(
-    method: &'static str,
-    result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
-    ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
-            method,
-            source,
-        })
-}
 /// The agent side of ACP v2-unstable: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this

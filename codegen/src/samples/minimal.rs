@@ -1,59 +1,13 @@
-//! Test support the protocol crates share: load a revision's model from the cache the way a
-//! generation run does, and build the smallest JSON instance a definition accepts (every required
-//! property, first enum value, first union member), so dispatch can be tested for every method.
+//! The smallest JSON instance a definition accepts (every required property, and every property
+//! with a default at that default, first enum value, first union member), so every method can be
+//! exercised with params its schema allows. A proto field without presence has a default, which
+//! its writer writes unless it is an empty list or map: the instance carries it too, so it reads
+//! and writes the same.
 
 use serde_json::{Map, Value};
 
-use crate::frontend::load;
-use crate::model::RevisionModel;
 use crate::normalize::Definitions;
 use crate::schema_doc::ref_target;
-use crate::sources::{Layout, Sources};
-use crate::types_emit::rust_type_name;
-
-/// What to tell someone whose cache is empty.
-pub const SYNC_HINT: &str =
-    "schema cache missing: run `cargo run -p codegen -- sync --from ../shared/schema` first";
-
-/// The workspace layout (schema cache, sources.toml).
-pub fn layout() -> Layout {
-    Layout::from_manifest_dir()
-}
-
-/// Loads `protocol` `revision` from the synced cache; the error says how to sync.
-pub fn revision_model(protocol: &str, revision: &str) -> Result<RevisionModel, String> {
-    let layout = layout();
-    if !layout.cache().exists() {
-        return Err(SYNC_HINT.to_string());
-    }
-    let sources = Sources::load(&layout.sources_toml()).map_err(|e| e.to_string())?;
-    let spec = sources
-        .revisions
-        .iter()
-        .find(|s| s.protocol == protocol && s.revision == revision)
-        .ok_or_else(|| format!("{protocol} {revision} is not in schema/sources.toml"))?;
-    load(spec, &sources, &layout.cache())
-        .map(|loaded| loaded.model)
-        .map_err(|e| format!("{e} ({SYNC_HINT})"))
-}
-
-/// Reads a cache-relative file, with the sync hint when it is missing.
-pub fn read_cache_file(relative: &str) -> Result<Vec<u8>, String> {
-    let path = layout().cache().join(relative);
-    std::fs::read(&path).map_err(|e| format!("{}: {e} ({SYNC_HINT})", path.display()))
-}
-
-/// The definition whose Rust type is `types::<Name>` (as `MethodSpec` spells types).
-pub fn definition_for_type_path<'a>(
-    definitions: &'a Definitions,
-    type_path: &str,
-) -> Option<&'a Value> {
-    let rust_name = type_path.strip_prefix("types::").unwrap_or(type_path);
-    definitions
-        .iter()
-        .find(|(name, _)| rust_type_name(name) == rust_name)
-        .map(|(_, schema)| schema)
-}
 
 const MAX_DEPTH: usize = 24;
 
@@ -89,6 +43,7 @@ fn minimal_at(definitions: &Definitions, schema: &Value, depth: usize) -> Value 
     if let Some(value) = object.get("const") {
         return value.clone();
     }
+    let own = object.get("properties");
     let mut parts = Vec::new();
     for union in ["anyOf", "oneOf"] {
         if let Some(first) = object
@@ -96,11 +51,12 @@ fn minimal_at(definitions: &Definitions, schema: &Value, depth: usize) -> Value 
             .and_then(Value::as_array)
             .and_then(|m| m.first())
         {
-            parts.push(minimal_at(definitions, first, depth + 1));
+            parts.push(minimal_at(definitions, &inheriting(first, own), depth + 1));
         }
     }
     if let Some(Value::Array(members)) = object.get("allOf") {
-        parts.push(merged_members(definitions, members, depth));
+        let members: Vec<Value> = members.iter().map(|m| inheriting(m, own)).collect();
+        parts.push(merged_members(definitions, &members, depth));
     }
     if !parts.is_empty() {
         return with_own_properties(minimal_object(definitions, object, depth), parts);
@@ -115,6 +71,27 @@ fn minimal_at(definitions: &Definitions, schema: &Value, depth: usize) -> Value 
         Some("array") => minimal_array(definitions, object, depth),
         _ => minimal_object(definitions, object, depth),
     }
+}
+
+/// A member that only names what must be present (`{"required": ["text"]}`, a proto oneof
+/// branch) means the properties of the schema holding it.
+fn inheriting(member: &Value, properties: Option<&Value>) -> Value {
+    let (Value::Object(object), Some(properties)) = (member, properties) else {
+        return member.clone();
+    };
+    if object.contains_key("properties") || object.contains_key("$ref") {
+        return member.clone();
+    }
+    let mut object = object.clone();
+    object.insert("properties".into(), properties.clone());
+    for union in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(members)) = object.get_mut(union) {
+            for nested in members.iter_mut() {
+                *nested = inheriting(nested, Some(properties));
+            }
+        }
+    }
+    Value::Object(object)
 }
 
 fn first_type(object: &Map<String, Value>) -> Option<String> {
@@ -146,16 +123,24 @@ fn minimal_object(definitions: &Definitions, object: &Map<String, Value>, depth:
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if let Some(Value::Object(properties)) = object.get("properties") {
-        for name in required {
-            if let Some(property) = properties.get(name) {
-                out.insert(
-                    name.to_string(),
-                    minimal_at(definitions, property, depth + 1),
-                );
+        for (name, property) in properties {
+            if required.contains(&name.as_str()) {
+                out.insert(name.clone(), minimal_at(definitions, property, depth + 1));
+            } else if let Some(default) = property.get("default").filter(|d| !is_empty(d)) {
+                // An empty list or map is left out, as its writer leaves it out.
+                out.insert(name.clone(), default.clone());
             }
         }
     }
     Value::Object(out)
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.is_empty(),
+        Value::Object(members) => members.is_empty(),
+        _ => false,
+    }
 }
 
 /// A schema combining its own `properties` with `anyOf`/`allOf` members (ACP's
