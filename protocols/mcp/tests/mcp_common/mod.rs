@@ -169,7 +169,7 @@ fn schema_document(revision: Revision) -> Value {
         .join("schema.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
         panic!(
-            "{}: {error}; run `cargo run -p codegen -- sync --from ../shared/schema`",
+            "{}: {error}; run `cargo run -p codegen -- sync`",
             path.display()
         )
     });
