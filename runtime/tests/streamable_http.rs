@@ -728,10 +728,13 @@ async fn an_answer_cut_right_after_its_priming_event_resumes_and_gets_the_answer
     let mut events = SseReader::new(response);
     let priming = events.next().await.expect("the priming event first");
     assert_eq!(priming.data(), "");
-    let cursor = priming.id().expect("the priming event carries an id").get();
+    let cursor = priming
+        .id()
+        .expect("the priming event carries an id")
+        .to_owned();
     // The connection is cut before the answer exists.
     drop(events);
-    let resumed = rpc.event_stream(&session, Some(&cursor.to_string())).await;
+    let resumed = rpc.event_stream(&session, Some(&cursor)).await;
     assert_eq!(resumed.status(), 200);
     let (_, answer) = SseReader::new(resumed)
         .next_json()
