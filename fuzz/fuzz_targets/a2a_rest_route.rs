@@ -38,10 +38,18 @@ fuzz_target!(|data: &[u8]| {
             fitting.is_empty(),
             "{verb} {path}: unknown, yet {fitting:?} fit"
         ),
-        Routed::WrongVerb => assert!(
-            !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(*row_verb)),
-            "{verb} {path}: wrong verb, yet {fitting:?} fit"
-        ),
+        Routed::WrongVerb { allowed } => {
+            assert!(
+                !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(*row_verb)),
+                "{verb} {path}: wrong verb, yet {fitting:?} fit"
+            );
+            assert!(
+                allowed.iter().all(|allowed| fitting
+                    .iter()
+                    .any(|(row_verb, _)| row_verb.eq_ignore_ascii_case(allowed))),
+                "{verb} {path}: allowed {allowed:?}, but only {fitting:?} fit"
+            );
+        }
         Routed::Found {
             method,
             verb: row_verb,

@@ -507,7 +507,10 @@ pub mod fuzzing {
             template: &'static str,
             bound: Vec<(String, String)>,
         },
-        WrongVerb,
+        /// The path fits, not with this verb; `allowed` are the verbs it does take.
+        WrongVerb {
+            allowed: Vec<&'static str>,
+        },
         Unknown,
     }
 
@@ -520,7 +523,7 @@ pub mod fuzzing {
                 template: route.path,
                 bound,
             },
-            super::Routed::WrongVerb => Routed::WrongVerb,
+            super::Routed::WrongVerb(allowed) => Routed::WrongVerb { allowed },
             super::Routed::Unknown => Routed::Unknown,
         }
     }
