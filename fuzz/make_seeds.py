@@ -3,7 +3,7 @@
 messages: every Rust string literal (plain, raw or byte) in the crates' sources and tests that
 is a JSON-RPC message or an SSE stream, plus the A2A route table's paths. Run it from anywhere
 after changing tests: `python3 fuzz/make_seeds.py`. It rewrites only the `t-*` files, so the
-hand-named seeds beside them (`crash-*`, `known-panic-*`: inputs that once broke a claim) stay.
+hand-named seeds beside them (`crash-*`, `was-panic-*`: inputs that once broke a claim) stay.
 Upstream example messages are not seeds: scripts/fuzz.sh copies them from the gitignored
 schema cache into each run's corpus."""
 

@@ -22,9 +22,7 @@ fuzz_target!(|data: &[u8]| {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let params = fields.get("params").cloned().unwrap_or(Value::Null);
-    if let Some(method_v1) = v1_method(method)
-        && !reaches_known_panic(method_v1, &params)
-    {
+    if let Some(method_v1) = v1_method(method) {
         request_maps_to_1_0(method, method_v1, &params);
     }
     if let Some(result) = fields.get("result") {
@@ -83,40 +81,3 @@ fn strict() -> bool {
     *STRICT.get_or_init(|| std::env::var_os("A2A_COMPAT_STRICT").is_some())
 }
 
-/// The `serde_json::Map` indexing panics issue 13 lists in `compat.rs` (item 3), which the A2A
-/// engineer is fixing in parallel, and a fourth of the same kind found here (a 0.3 file part
-/// without `file`). The target steps around them so a run goes on to find other crashes; the
-/// seeds in `fuzz/seeds/a2a_compat/known-panic-*` reach them (run with `A2A_KNOWN_PANICS=1` in
-/// the environment to stop stepping around them). Delete this function (and its one call) once
-/// those fixes are on main: the seeds then prove them.
-fn reaches_known_panic(method_v1: &str, params: &Value) -> bool {
-    static REACH_THEM: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *REACH_THEM.get_or_init(|| std::env::var_os("A2A_KNOWN_PANICS").is_some()) {
-        return false;
-    }
-    let object = |value: &Value| value.as_object().cloned().unwrap_or_default();
-    let given = object(params);
-    match method_v1 {
-        v1::methods::SEND_MESSAGE | v1::methods::SEND_STREAMING_MESSAGE => {
-            let Some(message) = given.get("message") else {
-                return true;
-            };
-            let message = object(message);
-            let file_part_without_file = message
-                .get("parts")
-                .and_then(Value::as_array)
-                .is_some_and(|parts| {
-                    parts.iter().any(|part| {
-                        let part = object(part);
-                        part.get("kind").and_then(Value::as_str) == Some("file")
-                            && !part.contains_key("file")
-                    })
-                });
-            !message.contains_key("role") || file_part_without_file
-        }
-        v1::methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
-            !given.contains_key("pushNotificationConfig")
-        }
-        _ => false,
-    }
-}
