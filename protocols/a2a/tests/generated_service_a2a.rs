@@ -231,7 +231,8 @@ fn the_typed_proxy_yields_a_streaming_rpcs_items_typed() {
             Ok(working()),
             Ok(echo("typed")),
             Err(
-                "the peer answered with an error: JSON-RPC error -32001: task not found".to_owned()
+                "the peer answered with an error: JSON-RPC error -32001: `task not found`"
+                    .to_owned()
             )
         ]
     );
