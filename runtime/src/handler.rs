@@ -60,6 +60,37 @@ pub struct Profile {
     error_statuses: &'static [(i64, StatusCode)],
     error_heads: Option<fn(&ErrorObject) -> Option<ErrorHead>>,
     refusal_answers: Option<fn(&Refusal) -> Option<RefusalAnswer>>,
+    sessionless_error_statuses: Option<&'static [(i64, StatusCode)]>,
+}
+
+/// The `data` member of an error answer mapped to `429` or `503` that says, in whole seconds,
+/// when to try again; the answer repeats it as `Retry-After` (one second when absent).
+pub const RETRY_AFTER_DATA: &str = "retryAfterSeconds";
+
+/// How long a `429` or `503` answer asks the client to wait: the error's
+/// `data.retryAfterSeconds`, at least one second; `None` for other statuses.
+fn retry_after_of(status: StatusCode, error: &ErrorObject) -> Option<u64> {
+    matches!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    )
+    .then(|| {
+        error
+            .data
+            .as_ref()
+            .and_then(|data| data.get(RETRY_AFTER_DATA))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1)
+            .max(1)
+    })
+}
+
+/// Whether a request was served within a session; a protocol may give the answers of the two
+/// different statuses (see [`Profile::with_sessionless_error_statuses`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    InSession,
+    Sessionless,
 }
 
 impl Profile {
@@ -74,6 +105,7 @@ impl Profile {
             error_statuses: &[],
             error_heads: None,
             refusal_answers: None,
+            sessionless_error_statuses: None,
         }
     }
 
@@ -114,7 +146,8 @@ impl Profile {
 
     /// The HTTP status a single request's JSON answer carries when it is an error with one of
     /// these codes (a protocol may require e.g. `400` for some of its errors); every other
-    /// answer goes out with `200`. Statuses that are not errors are ignored.
+    /// answer goes out with `200`. Statuses that are not errors are ignored. An answer mapped to
+    /// `429` or `503` also carries `Retry-After` (see [`RETRY_AFTER_DATA`]).
     #[must_use]
     pub fn with_error_statuses(mut self, statuses: &'static [(i64, StatusCode)]) -> Self {
         self.error_statuses = statuses;
@@ -145,6 +178,19 @@ impl Profile {
         self.refusal_answers
     }
 
+    /// The statuses of the answers to requests served without a session, where a protocol's
+    /// sessionless revision has rules of its own (MCP 2026-07-28: `404` for a method not
+    /// found, which on a session revision would say the session is gone). Without it, those
+    /// answers follow [`Self::with_error_statuses`] too.
+    #[must_use]
+    pub fn with_sessionless_error_statuses(
+        mut self,
+        statuses: &'static [(i64, StatusCode)],
+    ) -> Self {
+        self.sessionless_error_statuses = Some(statuses);
+        self
+    }
+
     pub fn session_header(&self) -> Option<&HeaderName> {
         self.session_header.as_ref()
     }
@@ -165,23 +211,37 @@ impl Profile {
         self.cancellation.as_ref()
     }
 
-    /// The head an error answer carries when it is the whole JSON response (`200` and no extra
-    /// header when `None`).
-    pub fn error_head(&self, error: &ErrorObject) -> Option<ErrorHead> {
+    /// The head an error answer carries when it is the whole JSON response to a request served
+    /// as `served` (`200` and no extra header when `None`). A status from the code tables that
+    /// asks the client to come back (`429`, `503`) says when, from the error's `data`
+    /// ([`RETRY_AFTER_DATA`], whole seconds, at least one).
+    pub fn error_head(&self, error: &ErrorObject, served: Served) -> Option<ErrorHead> {
         self.error_heads
             .and_then(|heads| heads(error))
             .filter(|head| head.status.is_client_error() || head.status.is_server_error())
             .or_else(|| {
-                self.error_status(error.code).map(|status| ErrorHead {
-                    status,
-                    retry_after: None,
-                })
+                self.error_status_when(error.code, served)
+                    .map(|status| ErrorHead {
+                        status,
+                        retry_after: retry_after_of(status, error),
+                    })
             })
     }
 
-    /// The status an error answer with `code` carries when it is the whole JSON response.
+    /// The status an error answer with `code` carries when it is the whole JSON response to a
+    /// request served in a session.
     pub fn error_status(&self, code: i64) -> Option<StatusCode> {
-        self.error_statuses
+        self.error_status_when(code, Served::InSession)
+    }
+
+    /// The status an error answer with `code` carries when it is the whole JSON response to a
+    /// request served as `served`.
+    pub fn error_status_when(&self, code: i64, served: Served) -> Option<StatusCode> {
+        let table = match (served, self.sessionless_error_statuses) {
+            (Served::Sessionless, Some(table)) => table,
+            _ => self.error_statuses,
+        };
+        table
             .iter()
             .find(|(listed, _)| *listed == code)
             .map(|(_, status)| *status)

@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
-use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Unsessioned};
+use crate::handler::{
+    DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, RequestMeta, Served, Unsessioned,
+};
 use crate::hardening::{
     BodyLimit, EchoId, Hardening, Refusal, RefusalAnswer, Refused, read_body, response_headers,
 };
@@ -234,6 +236,14 @@ fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// How a request with (or without) `session` was served, for the status of its answer.
+fn served<S>(session: Option<&Arc<Session<S>>>) -> Served {
+    match session {
+        Some(_) => Served::InSession,
+        None => Served::Sessionless,
+    }
 }
 
 /// Why an admitted caller's request is still not served: the transport's refusal or the
@@ -580,10 +590,11 @@ fn serve_post<H: RequestHandler>(
                 Prepared::Other(answer) => return Ok(answer.await),
             }
         };
+        let served = served(scope.session.as_ref());
         let mut answering = std::pin::pin!(answer_request(&transport.handler, request, scope));
         let answer = answering.as_mut().await;
         let outcome = answering.outcome();
-        Ok(transport.finish_one(answer, opening.as_ref(), outcome))
+        Ok(transport.finish_one(answer, opening.as_ref(), outcome, served))
     }
 }
 
@@ -917,10 +928,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
         answer: Option<RpcResponse>,
         opening: Option<&Arc<Session<H::Session>>>,
         outcome: Outcome,
+        served: Served,
     ) -> Response {
         self.settle_opening(opening, answer.as_slice());
         let mut response = match answer {
-            Some(answer) => self.single_answer(&answer),
+            Some(answer) => self.single_answer(&answer, served),
             None => StatusCode::ACCEPTED.into_response(),
         };
         if outcome == Outcome::Panicked {
@@ -1118,11 +1130,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// One request's answer as the whole JSON response, with the head the profile declares
-    /// for its error (200 otherwise).
-    fn single_answer(&self, answer: &RpcResponse) -> Response {
+    /// for its error as served (200 otherwise).
+    fn single_answer(&self, answer: &RpcResponse, served: Served) -> Response {
         let mut response = self.json_response(answer.to_bytes());
         if let Err(error) = answer.outcome()
-            && let Some(head) = self.handler.profile().error_head(error)
+            && let Some(head) = self.handler.profile().error_head(error, served)
         {
             *response.status_mut() = head.status;
             if let Some(seconds) = head.retry_after {
@@ -1190,6 +1202,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             scope.peer = scope.peer.with_request_stream(Arc::clone(&tail));
         }
         let batch = body.batch;
+        let served = served(resolved.session());
         let transport = Arc::clone(&self);
         let work_tail = Arc::clone(&tail);
         let mut subscription = tail.subscribe(Start::Beginning);
@@ -1209,7 +1222,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                         // Nothing was streamed: the stream closes unused and the answer is JSON.
                         drop(subscription);
                         tail.close();
-                        return self.json_answers(batch, answers);
+                        return self.json_answers(batch, answers, served);
                     }
                     publish_answers(tail.as_ref(), answers);
                 }
@@ -1230,9 +1243,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
         )
     }
 
-    fn json_answers(&self, batch: bool, answers: Vec<RpcResponse>) -> Response {
+    fn json_answers(&self, batch: bool, answers: Vec<RpcResponse>, served: Served) -> Response {
         match (batch, answers.as_slice()) {
-            (false, [single]) => self.single_answer(single),
+            (false, [single]) => self.single_answer(single, served),
             (_, []) => StatusCode::ACCEPTED.into_response(),
             _ => self.json_response(batch_to_bytes(
                 &answers

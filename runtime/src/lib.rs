@@ -67,7 +67,7 @@ pub mod tail;
 
 pub use handler::{
     BatchPolicy, Context, ErrorHead, Profile, Rejection, Reply, RequestHandler, RequestMeta,
-    Unsessioned,
+    Served, Unsessioned,
 };
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};

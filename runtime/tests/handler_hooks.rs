@@ -28,6 +28,8 @@ const MISSING_CAPABILITY: i64 = -32021;
 const MAPPED_TO_SUCCESS: i64 = -32098;
 const LATER: i64 = -32097;
 const RETRY_AFTER_SECS: u64 = 7;
+const BUSY: i64 = -32013;
+const NOT_FOUND_STATELESS: i64 = -32601;
 const RETRY: Duration = Duration::from_millis(40);
 
 /// `open` opens a session, `stateless/*` stands alone; `fail` answers the error code it is
@@ -45,6 +47,11 @@ impl Hooks {
                 .with_error_statuses(&[
                     (MISSING_CAPABILITY, StatusCode::BAD_REQUEST),
                     (MAPPED_TO_SUCCESS, StatusCode::OK),
+                    (BUSY, StatusCode::SERVICE_UNAVAILABLE),
+                ])
+                .with_sessionless_error_statuses(&[
+                    (NOT_FOUND_STATELESS, StatusCode::NOT_FOUND),
+                    (BUSY, StatusCode::TOO_MANY_REQUESTS),
                 ])
                 .with_error_heads(later_is_429)
                 .with_refusal_answers(own_codes),
@@ -221,6 +228,62 @@ async fn an_error_whose_code_the_profile_maps_is_answered_with_that_status() {
         .post(&request(2, "fail", json!({"code": -32000})), JSON)
         .await;
     assert_eq!(unmapped.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_sessionless_answer_follows_the_sessionless_statuses_and_a_session_answer_does_not() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let sessionless = Caller {
+        http: reqwest::Client::new(),
+        url: server.url("/rpc"),
+        session: None,
+    };
+    let unknown = json!({"code": NOT_FOUND_STATELESS});
+    let alone = sessionless
+        .post(&request(1, "stateless/fail", unknown.clone()), JSON)
+        .await;
+    assert_eq!(alone.status(), StatusCode::NOT_FOUND);
+    let in_session = caller.post(&request(2, "fail", unknown), JSON).await;
+    assert_eq!(in_session.status(), StatusCode::OK);
+    // A code only the session table names keeps its status there and takes the sessionless
+    // table's elsewhere.
+    let busy = json!({"code": BUSY});
+    let alone = sessionless
+        .post(&request(3, "stateless/fail", busy.clone()), JSON)
+        .await;
+    assert_eq!(alone.status(), StatusCode::TOO_MANY_REQUESTS);
+    let in_session = caller.post(&request(4, "fail", busy), JSON).await;
+    assert_eq!(in_session.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn a_503_or_429_answer_carries_retry_after_from_its_data_or_one_second() {
+    let server = start().await;
+    let caller = Caller::open(&server).await;
+    let told = caller
+        .post(
+            &request(
+                1,
+                "fail",
+                json!({"code": BUSY, "data": {"retryAfterSeconds": 7}}),
+            ),
+            JSON,
+        )
+        .await;
+    assert_eq!(told.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(told.headers()["retry-after"], "7");
+    let untold = caller
+        .post(&request(2, "fail", json!({"code": BUSY})), JSON)
+        .await;
+    assert_eq!(untold.headers()["retry-after"], "1");
+    let unmapped = caller
+        .post(
+            &request(3, "fail", json!({"code": MISSING_CAPABILITY})),
+            JSON,
+        )
+        .await;
+    assert!(unmapped.headers().get("retry-after").is_none());
 }
 
 #[tokio::test]
