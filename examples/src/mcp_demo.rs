@@ -1,13 +1,19 @@
 //! The MCP demo server: every fixture the official conformance suite's server scenarios call
 //! (tools, resources, a template, prompts, completions, logging, progress, sampling and
-//! elicitation, SSE polling), plus `echo` (the benchmark tool), `add` (typed output), `demo` (the
-//! shared demo core, with progress while it works) and `announce_list_changed` (tells every
-//! client a list changed, as a server whose catalog changes would).
+//! elicitation, SSE polling; the 2026-07-28 input-required rounds and diagnostics in `rounds`,
+//! the tasks extension's in `tasks`), plus `echo` (the benchmark tool), `add` (typed output),
+//! `regional_query` (a parameter mirrored into a header), `demo` (the shared demo core, with
+//! progress while it works) and `announce_list_changed` (tells every client a list changed, as
+//! a server whose catalog changes would; the suite's `test_trigger_*_change` hooks do the same).
+
+mod rounds;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use protocols_mcp::builder::BuildError;
 use protocols_mcp::content::{
     audio, blob_contents, embedded_text, image, prompt, prompt_result, read_result, resource,
     resource_template, text, text_contents, tool_result, user_message,
@@ -92,20 +98,58 @@ struct DemoArguments {
 }
 
 /// The server `mcp-everything` and `all-protocols` serve.
-pub fn everything_server() -> McpServer {
+pub fn everything_server() -> Result<McpServer, BuildError> {
     let this = Arc::new(OnceLock::new());
     let builder = McpServer::builder("mcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("A test server exposing every MCP feature.");
     let builder = content_tools()
         .into_iter()
         .chain(interactive_tools())
-        .chain([announce_tool(Arc::clone(&this))])
+        .chain(announce_tools(&this))
         .fold(builder, protocols_mcp::McpServerBuilder::tool);
-    let builder = with_resources(builder);
-    let server = with_prompts(builder).completion(complete).build();
-    // The announcing tool can reach its server only once the server exists.
+    let builder = tasks::register(rounds::register(with_resources(builder)));
+    let server = with_prompts(builder).completion(complete).build()?;
+    // The announcing tools can reach their server only once the server exists.
     let _ = this.set(server.downgrade());
-    server
+    Ok(server)
+}
+
+/// `announce_list_changed` and the suite's two trigger hooks.
+fn announce_tools(server: &Arc<OnceLock<WeakMcpServer>>) -> Vec<ToolDefinition> {
+    vec![
+        announce_tool(Arc::clone(server)),
+        trigger_tool(
+            Arc::clone(server),
+            "test_trigger_tool_change",
+            ListKind::Tools,
+        ),
+        trigger_tool(
+            Arc::clone(server),
+            "test_trigger_prompt_change",
+            ListKind::Prompts,
+        ),
+    ]
+}
+
+/// A hook that tells every client (sessions and `subscriptions/listen` streams) that `list`
+/// changed.
+fn trigger_tool(
+    server: Arc<OnceLock<WeakMcpServer>>,
+    name: &str,
+    list: ListKind,
+) -> ToolDefinition {
+    ToolDefinition::new(
+        name,
+        "Tells every client that a list changed",
+        move |_: NoArguments, _| {
+            let server = server.get().and_then(WeakMcpServer::upgrade);
+            async move {
+                let server = server.ok_or_else(|| ToolError::failed("the server is gone"))?;
+                let told = server.notify_list_changed(list);
+                Ok(tool_result(vec![text(format!("told {told} client(s)"))]))
+            }
+        },
+    )
 }
 
 /// `announce_list_changed`: tells every connected client (on every transport) that a list
@@ -189,6 +233,30 @@ fn content_tools() -> Vec<ToolDefinition> {
             "echo",
             "Echoes the message",
             |arguments: EchoArguments, _| async move { Ok(tool_result(vec![text(arguments.message)])) },
+        )
+        .title("Echo")
+        .annotations(types::ToolAnnotations {
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+            title: None,
+        }),
+        ToolDefinition::raw(
+            "regional_query",
+            "Runs a query in a region (the region travels as the Mcp-Param-Region header too)",
+            json!({
+                "type": "object",
+                "properties": {
+                    "region": { "type": "string", "description": "Where to run", "x-mcp-header": "Region" },
+                    "query": { "type": "string", "description": "What to run" }
+                },
+                "required": ["region"]
+            }),
+            |arguments, _| async move {
+                let field = |name: &str| arguments.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
+                Ok(tool_result(vec![text(format!("ran `{}` in {}", field("query"), field("region")))]))
+            },
         ),
         ToolDefinition::structured(
             "add",
@@ -207,11 +275,22 @@ fn content_tools() -> Vec<ToolDefinition> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
                     }
                 },
-                "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" } },
+                "properties": {
+                    "name": { "type": "string" },
+                    "address": { "$ref": "#/$defs/address" },
+                    "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+                    "phone": { "type": "string" },
+                    "email": { "type": "string" }
+                },
+                "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+                "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+                "then": { "required": ["phone"] },
+                "else": { "required": ["email"] },
                 "additionalProperties": false
             }),
             |arguments, _| async move {

@@ -13,6 +13,7 @@ use clap::Parser;
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
+use protocols_mcp::builder::BuildError;
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -34,11 +35,11 @@ struct Options {
     allow_private_webhooks: bool,
 }
 
-fn mount_mcp(builder: ServerBuilder) -> ServerBuilder {
-    let server = everything_server();
-    builder
+fn mount_mcp(builder: ServerBuilder) -> Result<ServerBuilder, BuildError> {
+    let server = everything_server()?;
+    Ok(builder
         .streamable_http("/mcp", server.clone(), HttpConfig::default())
-        .legacy_sse("/sse", "/message", server, HttpConfig::default())
+        .legacy_sse("/sse", "/message", server, HttpConfig::default()))
 }
 
 /// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
@@ -76,7 +77,13 @@ async fn main() -> ExitCode {
         ..PushPolicy::default()
     };
     let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
-    let builder = mount_mcp(builder);
+    let builder = match mount_mcp(builder) {
+        Ok(builder) => builder,
+        Err(error) => {
+            eprintln!("all-protocols: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let builder = mount_acp(mount_a2a(builder, &format!("http://{address}"), push));
     let server = match builder.build() {
         Ok(server) => server,

@@ -2,7 +2,7 @@
 
 use protocols_mcp::content::{text, tool_result};
 use protocols_mcp::schemars::JsonSchema;
-use protocols_mcp::{McpServer, ToolDefinition};
+use protocols_mcp::{McpServer, ToolDefinition, types::ToolAnnotations};
 use protocols_runtime::{http::HttpConfig, server::Server};
 use serde::Deserialize;
 
@@ -16,8 +16,13 @@ struct Echo {
 async fn main() -> anyhow::Result<()> {
     let echo = ToolDefinition::new("echo", "Echoes its text", |args: Echo, _cx| async move {
         Ok(tool_result(vec![text(args.text)]))
+    })
+    .title("Echo")
+    .annotations(ToolAnnotations {
+        read_only_hint: Some(true),
+        ..Default::default()
     });
-    let mcp = McpServer::builder("hello", "1.0").tool(echo).build();
+    let mcp = McpServer::builder("hello", "1.0").tool(echo).build()?;
     let server = Server::builder()
         .streamable_http("/mcp", mcp, HttpConfig::default())
         .build()?;

@@ -33,7 +33,7 @@ fn parse_mode(mut arguments: impl Iterator<Item = String>) -> Result<Mode, Strin
 }
 
 async fn listen(address: SocketAddr) -> std::io::Result<()> {
-    let server = everything_server();
+    let server = everything_server().map_err(std::io::Error::other)?;
     let built = Server::builder()
         .hardening(HardeningConfig::new().bind_address(address))
         .streamable_http("/mcp", server.clone(), HttpConfig::default())
@@ -52,7 +52,10 @@ async fn main() -> ExitCode {
         .init();
     let outcome = match parse_mode(std::env::args().skip(1)) {
         Ok(Mode::Listen(address)) => listen(address).await,
-        Ok(Mode::Stdio) => serve_stdio(&everything_server(), StdioConfig::default()).await,
+        Ok(Mode::Stdio) => match everything_server() {
+            Ok(server) => serve_stdio(&server, StdioConfig::default()).await,
+            Err(error) => Err(std::io::Error::other(error)),
+        },
         Err(usage) => {
             eprintln!("{usage}");
             return ExitCode::from(2);

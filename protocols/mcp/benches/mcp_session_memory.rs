@@ -68,7 +68,7 @@ struct Served {
     clock: Arc<ManualClock>,
 }
 
-fn served() -> Served {
+fn served() -> Result<Served, String> {
     let clock = Arc::new(ManualClock::new());
     let config = HttpConfig {
         response_mode: ResponseMode::Sse,
@@ -81,13 +81,13 @@ fn served() -> Served {
         clock: Arc::clone(&clock) as Arc<dyn Clock>,
         ..HttpConfig::default()
     };
-    let transport = StreamableHttp::new(echo_server(BENCH_SERVER_NAME), config);
+    let transport = StreamableHttp::new(echo_server(BENCH_SERVER_NAME)?, config);
     let store = transport.store();
-    Served {
+    Ok(Served {
         app: transport.into_routes("/mcp"),
         store,
         clock,
-    }
+    })
 }
 
 fn measure(sessions: usize) -> Result<(), String> {
@@ -97,7 +97,7 @@ fn measure(sessions: usize) -> Result<(), String> {
         .build()
         .map_err(|error| error.to_string())?;
     runtime.block_on(async move {
-        let served = served();
+        let served = served()?;
         open_sessions(&served.app, WARM_UP_SESSIONS).await?;
         expire_all(&served).await?;
         let baseline = counting_allocator::live_bytes();

@@ -1,7 +1,8 @@
 //! The registration API: a [`McpServerBuilder`] collects tools, resources, prompts and
 //! completions into a [`Registry`], which is nothing but an implementation of the generated
 //! 2025-11-25 `Server` trait — the same trait a hand-written server implements — so both are
-//! served by [`McpServer`] through one routing path.
+//! served by [`McpServer`] through one routing path. `build` refuses what a client could not
+//! take (see [`crate::tools::InvalidTool`]), so a bad definition fails once, at startup.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,12 +12,14 @@ use protocols_runtime::ErrorObject;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{Catalog, RESOURCE_NOT_FOUND, page};
+use crate::catalog::{Catalog, page};
 use crate::context::{RequestContext, ToolError};
+use crate::errors;
 use crate::generated::v2025_11_25::{Server, types};
+use crate::request_state::StateSeal;
 use crate::server::{DEFAULT_LISTEN_WINDOW, McpServer, ServeOptions};
 use crate::tasks::TaskStore;
-use crate::tools::{ToolDefinition, Tools};
+use crate::tools::{InvalidTool, ToolDefinition, Tools};
 
 /// Items per page of every list.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -30,6 +33,20 @@ pub struct McpServerBuilder {
     registry: Registry,
     listen_window: Duration,
     tasks: Option<TaskStore>,
+    request_state: Option<StateSeal>,
+}
+
+/// What `build` refuses: every registration a client could not take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the MCP server cannot be built: {}", list(.0))]
+pub struct BuildError(pub Vec<InvalidTool>);
+
+fn list(problems: &[InvalidTool]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl McpServerBuilder {
@@ -45,6 +62,7 @@ impl McpServerBuilder {
             },
             listen_window: DEFAULT_LISTEN_WINDOW,
             tasks: None,
+            request_state: None,
         }
     }
 
@@ -71,6 +89,14 @@ impl McpServerBuilder {
     #[must_use]
     pub fn task_store(mut self, store: TaskStore) -> Self {
         self.tasks = Some(store);
+        self
+    }
+
+    /// The key 2026-07-28 request states are sealed with (see [`crate::request_state`]); give
+    /// replicas the same one. Without it, a random key of this process.
+    #[must_use]
+    pub fn request_state_key(mut self, secret: &[u8]) -> Self {
+        self.request_state = Some(StateSeal::with_key(secret));
         self
     }
 
@@ -124,17 +150,25 @@ impl McpServerBuilder {
         self
     }
 
-    pub fn build(self) -> McpServer {
+    /// The server, unless a registration is one a client could not take.
+    pub fn build(self) -> Result<McpServer, BuildError> {
+        let invalid = self.registry.tools.invalid();
+        if !invalid.is_empty() {
+            return Err(BuildError(invalid));
+        }
         let tasks = self.tasks.or_else(|| {
             self.registry
                 .tools
                 .any_supports_tasks()
                 .then(TaskStore::default)
         });
-        let options = ServeOptions::default()
+        let mut options = ServeOptions::default()
             .listen_window(self.listen_window)
             .tasks(tasks);
-        McpServer::with_options(self.registry, options)
+        if let Some(seal) = self.request_state {
+            options = options.request_state(seal);
+        }
+        Ok(McpServer::with_options(self.registry, options))
     }
 }
 
@@ -201,8 +235,7 @@ impl Registry {
 
     fn known(&self, uri: &str) -> Result<types::EmptyResult, ErrorObject> {
         if !self.catalog.knows(uri) {
-            return Err(ErrorObject::new(RESOURCE_NOT_FOUND, "resource not found")
-                .with_data(json!({ "uri": uri })));
+            return Err(errors::resource_not_found(uri));
         }
         typed(json!({}))
     }
@@ -257,9 +290,10 @@ impl Server for Registry {
         params: types::CallToolRequestParams,
         cx: &RequestContext,
     ) -> Result<types::CallToolResult, ErrorObject> {
-        let tool = self.tools.get(&params.name).ok_or_else(|| {
-            ErrorObject::invalid_params(format!("unknown tool `{}`", params.name))
-        })?;
+        let tool = self
+            .tools
+            .get(&params.name)
+            .ok_or_else(|| errors::unknown_tool(&params.name))?;
         match tool
             .call(params.arguments.unwrap_or_default(), cx.clone())
             .await

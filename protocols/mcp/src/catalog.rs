@@ -12,8 +12,9 @@ use crate::context::RequestContext;
 use crate::generated::v2025_11_25::types;
 use crate::tools::BoxFuture;
 
-/// MCP's error code for a resource that does not exist.
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// MCP's error code for a resource that does not exist (2025-11-25; see
+/// [`crate::errors::resource_not_found_code`] for each revision's).
+pub const RESOURCE_NOT_FOUND: i64 = crate::errors::codes::RESOURCE_NOT_FOUND;
 
 type ReadFn = Arc<
     dyn Fn(
@@ -51,15 +52,15 @@ impl UriTemplate {
     pub fn parse(template: &str) -> Self {
         let mut parts = Vec::new();
         let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            let Some(close) = rest[open..].find('}').map(|close| open + close) else {
+        while let Some((literal, after)) = rest.split_once('{') {
+            let Some((name, tail)) = after.split_once('}') else {
                 break;
             };
-            if open > 0 {
-                parts.push(TemplatePart::Literal(rest[..open].to_owned()));
+            if !literal.is_empty() {
+                parts.push(TemplatePart::Literal(literal.to_owned()));
             }
-            parts.push(TemplatePart::Variable(rest[open + 1..close].to_owned()));
-            rest = &rest[close + 1..];
+            parts.push(TemplatePart::Variable(name.to_owned()));
+            rest = tail;
         }
         if !rest.is_empty() {
             parts.push(TemplatePart::Literal(rest.to_owned()));
@@ -80,12 +81,12 @@ impl UriTemplate {
                         Some(TemplatePart::Literal(next)) => rest.find(next.as_str())?,
                         _ => rest.len(),
                     };
-                    let value = &rest[..end];
+                    let (value, tail) = rest.split_at_checked(end)?;
                     if value.is_empty() || value.contains('/') {
                         return None;
                     }
                     values.insert(name.clone(), value.to_owned());
-                    rest = &rest[end..];
+                    rest = tail;
                 }
             }
         }
@@ -228,8 +229,7 @@ impl Catalog {
                 return (entry.read)(uri.to_owned(), values, cx).await;
             }
         }
-        Err(ErrorObject::new(RESOURCE_NOT_FOUND, "resource not found")
-            .with_data(serde_json::json!({ "uri": uri })))
+        Err(crate::errors::resource_not_found(uri))
     }
 
     /// Whether `uri` names something readable here (what a subscription may name).
@@ -252,7 +252,7 @@ impl Catalog {
             .prompts
             .iter()
             .find(|entry| entry.prompt.name == name)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown prompt `{name}`")))?;
+            .ok_or_else(|| crate::errors::unknown_prompt(name))?;
         let missing: Vec<&str> = entry
             .prompt
             .arguments

@@ -2,36 +2,32 @@
 //! progress and log notifications tied to this request, cancellation, and calls back to the
 //! client (sampling, elicitation, roots). On the session revisions a call back is a real
 //! server→client request; on the stateless 2026-07-28 revision it becomes an
-//! `InputRequiredResult` the client answers by retrying with `inputResponses`, so the same
-//! handler code serves both.
+//! `InputRequiredResult` the client answers by retrying with `inputResponses` (a handler may
+//! also name its input requests and carry a sealed `requestState` between rounds itself, see
+//! [`InputRequests`]); in a task of the 2026-07-28 tasks extension it parks the task in
+//! `input_required` until `tasks/update` brings the answer. The same handler code serves all.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use protocols_runtime::quote::quote;
 use protocols_runtime::{ErrorObject, Peer, PeerError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::errors;
 use crate::generated::v2025_11_25::types;
 use crate::logging::Level;
 use crate::revision::Revision;
 use crate::session::ClientCapabilities;
-use crate::tasks::TaskLink;
+use crate::tasks::{TaskLink, TaskWire};
 use crate::wire;
 
-/// JSON-RPC error codes MCP 2026-07-28 adds. Over HTTP each goes out with `400 Bad Request`
-/// (see `stateless::ERROR_STATUSES`).
-pub mod codes {
-    /// Headers disagree with the body, or a required header is missing.
-    pub const HEADER_MISMATCH: i64 = -32020;
-    /// The request needs a client capability the client did not declare.
-    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
-    /// The request's protocol version is not served here.
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-}
+/// MCP's own JSON-RPC error codes (kept here for the path they have always had).
+pub use crate::errors::codes;
 
 /// Why a tool call did not produce its result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -53,10 +49,78 @@ impl ToolError {
     }
 }
 
-/// Requests a stateless call needs answered before it can finish, keyed as the handler asked
-/// them.
+/// The client capability a server→client request needs.
+pub(crate) fn capability_of(method: &str) -> Option<&'static str> {
+    match method {
+        "elicitation/create" => Some("elicitation"),
+        "sampling/createMessage" => Some("sampling"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// Requests a stateless call needs the client to answer before it can finish, each under a key
+/// of the handler's choosing (the client's retry answers them under the same keys, which
+/// [`RequestContext::input_response`] reads), and the state the next round starts from. The
+/// server seals that state (see [`crate::request_state`]), so a handler only ever reads back a
+/// state it wrote for this very call.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct InputRequests(pub Map<String, Value>);
+pub struct InputRequests {
+    requests: Map<String, Value>,
+    state: Option<Value>,
+}
+
+impl InputRequests {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks `method` with `params` (2025-11-25 shapes) under `key`.
+    #[must_use]
+    pub fn request(mut self, key: impl Into<String>, method: &str, params: Value) -> Self {
+        self.requests
+            .insert(key.into(), json!({ "method": method, "params": params }));
+        self
+    }
+
+    /// Asks the user (`elicitation/create` with these params) under `key`.
+    #[must_use]
+    pub fn elicit(self, key: impl Into<String>, params: Value) -> Self {
+        self.request(key, "elicitation/create", params)
+    }
+
+    /// Asks the client's model (`sampling/createMessage` with these params) under `key`.
+    #[must_use]
+    pub fn sample(self, key: impl Into<String>, params: Value) -> Self {
+        self.request(key, "sampling/createMessage", params)
+    }
+
+    /// Asks the client for its roots under `key`.
+    #[must_use]
+    pub fn list_roots(self, key: impl Into<String>) -> Self {
+        self.request(key, "roots/list", json!({}))
+    }
+
+    /// The state the next round starts from ([`RequestContext::request_state`] reads it there).
+    #[must_use]
+    pub fn with_state(mut self, state: Value) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// The requests by key, as `{method, params}`.
+    pub fn requests(&self) -> &Map<String, Value> {
+        &self.requests
+    }
+
+    pub(crate) fn into_parts(self) -> (Map<String, Value>, Option<Value>) {
+        (self.requests, self.state)
+    }
+}
 
 /// What a handler's request arrived with.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +130,8 @@ pub(crate) struct Arrival {
     pub(crate) client_capabilities: ClientCapabilities,
     /// 2026-07-28: answers to the input requests of an earlier round.
     pub(crate) input_responses: Map<String, Value>,
+    /// 2026-07-28: the state the earlier round sealed, opened and checked.
+    pub(crate) request_state: Option<Value>,
 }
 
 /// What every clone of one request's context shares, in one allocation.
@@ -86,7 +152,8 @@ pub struct RequestContext {
     peer: Peer,
     cancellation: CancellationToken,
     shared: Arc<Shared>,
-    /// The task this work runs as, named in the `_meta` of everything it sends.
+    /// The task this work runs as: named in the `_meta` of everything it sends (2025-11-25),
+    /// or holding what it asks the client (the tasks extension).
     related_task: Option<TaskLink>,
 }
 
@@ -110,8 +177,8 @@ impl RequestContext {
         }
     }
 
-    /// The same request run as task `task_id`, outliving its answer: messages go to `peer`
-    /// and name the task, and `cancellation` stops it.
+    /// The same request run as a task, outliving its answer: messages go to `peer` and name
+    /// the task, and `cancellation` stops it.
     pub(crate) fn detached(
         &self,
         task: TaskLink,
@@ -126,8 +193,15 @@ impl RequestContext {
         }
     }
 
-    /// A task waiting on the client is `input_required` until the answer comes, and the
-    /// client hears of each change.
+    /// The task of the tasks extension this work runs as.
+    fn extension_task(&self) -> Option<&TaskLink> {
+        self.related_task
+            .as_ref()
+            .filter(|task| task.wire == TaskWire::Extension)
+    }
+
+    /// An experimental task waiting on the client is `input_required` until the answer comes,
+    /// and the client hears of each change.
     fn task_awaits_input(&self, waiting: bool) {
         if let Some(task) = &self.related_task
             && let Some(snapshot) = task.store.awaiting_input(&task.id, waiting)
@@ -170,6 +244,58 @@ impl RequestContext {
             .and_then(|mut pending| pending.take())
     }
 
+    /// 2026-07-28: what the client answered, in this retry, to the input request the handler
+    /// asked under `key` (see [`InputRequests`]); `None` when it sent no answer under that key.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.shared.arrival.input_responses.get(key)
+    }
+
+    /// [`Self::input_response`] read as the answer to an `elicitation/create`; an answer of
+    /// another shape is the client's error (invalid params).
+    pub fn elicitation_response(
+        &self,
+        key: &str,
+    ) -> Result<Option<types::ElicitResult>, ToolError> {
+        self.typed_response(key, "elicitation/create")
+    }
+
+    /// [`Self::input_response`] read as the answer to a `sampling/createMessage`.
+    pub fn sampling_response(
+        &self,
+        key: &str,
+    ) -> Result<Option<types::CreateMessageResult>, ToolError> {
+        self.typed_response(key, "sampling/createMessage")
+    }
+
+    /// [`Self::input_response`] read as the answer to a `roots/list`.
+    pub fn roots_response(&self, key: &str) -> Result<Option<types::ListRootsResult>, ToolError> {
+        self.typed_response(key, "roots/list")
+    }
+
+    fn typed_response<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        method: &str,
+    ) -> Result<Option<T>, ToolError> {
+        self.input_response(key)
+            .map(|answer| {
+                serde_json::from_value(answer.clone()).map_err(|error| {
+                    ToolError::Protocol(ErrorObject::invalid_params(format!(
+                        "inputResponses.{} does not answer {method}: {}",
+                        quote(key),
+                        quote(error)
+                    )))
+                })
+            })
+            .transpose()
+    }
+
+    /// 2026-07-28: the state the previous round of this call left ([`InputRequests::with_state`]),
+    /// checked to be the server's own for this call.
+    pub fn request_state(&self) -> Option<&Value> {
+        self.shared.arrival.request_state.as_ref()
+    }
+
     /// The revision the client speaks.
     pub fn revision(&self) -> Revision {
         self.revision
@@ -185,7 +311,13 @@ impl RequestContext {
         self.shared.arrival.client_capabilities.contains(capability)
     }
 
-    /// Reports progress when the request carried a progress token; otherwise does nothing.
+    /// Whether the client declared extension `id` (under `extensions` in its capabilities).
+    pub fn client_supports_extension(&self, id: &str) -> bool {
+        self.shared.arrival.client_capabilities.has_extension(id)
+    }
+
+    /// Reports progress when the request carried a progress token; otherwise does nothing (as
+    /// in a task of the tasks extension, which has no stream to report on).
     pub fn progress(
         &self,
         progress: f64,
@@ -195,6 +327,9 @@ impl RequestContext {
         let Some(token) = &self.shared.arrival.progress_token else {
             return Ok(());
         };
+        if self.extension_task().is_some() {
+            return Ok(());
+        }
         let mut params = json!({ "progressToken": token, "progress": progress });
         if let (Some(total), Value::Object(fields)) = (total, &mut params) {
             fields.insert("total".to_owned(), json!(total));
@@ -205,9 +340,13 @@ impl RequestContext {
         self.notify("notifications/progress", params)
     }
 
-    /// Sends a log message when `level` passes the client's level.
+    /// Sends a log message when `level` passes the client's level (2026-07-28: only when the
+    /// request asked for a level; never from a task of the tasks extension).
     pub fn log(&self, level: Level, logger: Option<&str>, data: Value) -> Result<(), PeerError> {
-        if !level.passes(self.shared.arrival.log_floor) {
+        if !level.passes(self.shared.arrival.log_floor) || self.extension_task().is_some() {
+            return Ok(());
+        }
+        if self.revision.is_stateless() && self.shared.arrival.log_floor.is_none() {
             return Ok(());
         }
         let mut params = json!({ "level": level.as_str(), "data": data });
@@ -236,7 +375,7 @@ impl RequestContext {
         &self,
         params: &P,
     ) -> Result<types::CreateMessageResult, ToolError> {
-        self.ask("sampling/createMessage", "sampling", params).await
+        self.ask("sampling/createMessage", params).await
     }
 
     /// Asks the user for input (`elicitation/create`).
@@ -250,25 +389,29 @@ impl RequestContext {
                 self.revision
             )));
         }
-        self.ask("elicitation/create", "elicitation", params).await
+        self.ask("elicitation/create", params).await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<types::ListRootsResult, ToolError> {
-        self.ask("roots/list", "roots", &json!({})).await
+        self.ask("roots/list", &json!({})).await
     }
 
     async fn ask<P: Serialize + ?Sized, T: DeserializeOwned>(
         &self,
         method: &str,
-        capability: &str,
         params: &P,
     ) -> Result<T, ToolError> {
         let params = serde_json::to_value(params).map_err(|error| {
             ToolError::failed(format!("unserializable {method} params: {error}"))
         })?;
-        if !self.client_supports(capability) {
+        if let Some(capability) = capability_of(method)
+            && !self.client_supports(capability)
+        {
             return Err(self.missing_capability(capability));
+        }
+        if let Some(task) = self.extension_task() {
+            return self.ask_in_task(task, method, params).await;
         }
         if self.revision.is_stateless() {
             return self.input_round(method, params);
@@ -277,12 +420,33 @@ impl RequestContext {
         self.task_awaits_input(true);
         let answered = self.peer.request(method, &params).await;
         self.task_awaits_input(false);
-        let raw =
-            answered.map_err(|error| ToolError::failed(format!("{method} failed: {error}")))?;
-        serde_json::from_str(raw.get()).map_err(|error| {
-            ToolError::failed(format!(
-                "the client's {method} answer does not fit: {error}"
-            ))
+        let raw = answered
+            .map_err(|error| ToolError::failed(format!("{method} failed: {}", quote(error))))?;
+        decode_answer(method, raw.get())
+    }
+
+    /// A task of the tasks extension asks through its `inputRequests`: it is `input_required`
+    /// until `tasks/update` answers, or until it is cancelled.
+    async fn ask_in_task<T: DeserializeOwned>(
+        &self,
+        task: &TaskLink,
+        method: &str,
+        params: Value,
+    ) -> Result<T, ToolError> {
+        let request =
+            json!({ "method": method, "params": wire::request_for(self.revision, method, params) });
+        let Some((_, answered)) = task.store.ask(&task.id, request) else {
+            return Err(ToolError::failed("the task is no longer running"));
+        };
+        let answer = tokio::select! {
+            answer = answered => answer.map_err(|_| ToolError::failed("the task is no longer running"))?,
+            () = self.cancellation.cancelled() => return Err(ToolError::failed("the task was cancelled")),
+        };
+        serde_json::from_value(answer).map_err(|error| {
+            ToolError::Protocol(ErrorObject::invalid_params(format!(
+                "the answer does not fit {method}: {}",
+                quote(error)
+            )))
         })
     }
 
@@ -300,30 +464,36 @@ impl RequestContext {
         match self.shared.arrival.input_responses.get(&key) {
             Some(answer) => serde_json::from_value(answer.clone()).map_err(|error| {
                 ToolError::Protocol(ErrorObject::invalid_params(format!(
-                    "inputResponses.{key} does not answer {method}: {error}"
+                    "inputResponses.{key} does not answer {method}: {}",
+                    quote(error)
                 )))
             }),
-            None => {
-                let params = wire::request_for(self.revision, method, params);
-                let mut requests = Map::new();
-                requests.insert(key, json!({ "method": method, "params": params }));
-                Err(ToolError::InputRequired(InputRequests(requests)))
-            }
+            None => Err(ToolError::InputRequired(
+                InputRequests::new().request(key, method, params),
+            )),
         }
     }
 
-    fn missing_capability(&self, capability: &str) -> ToolError {
+    /// The error for a call back the client cannot take: on the stateless revision the
+    /// protocol's `-32021`, elsewhere a tool failure the model can read.
+    pub(crate) fn missing_capability(&self, capability: &str) -> ToolError {
         if self.revision.is_stateless() {
             let mut required = Map::new();
             required.insert(capability.to_owned(), json!({}));
-            return ToolError::Protocol(
-                ErrorObject::new(
-                    codes::MISSING_CLIENT_CAPABILITY,
-                    format!("this request needs the client capability `{capability}`"),
-                )
-                .with_data(json!({ "requiredCapabilities": required })),
-            );
+            return ToolError::Protocol(errors::missing_capability(
+                &format!("`{capability}`"),
+                Value::Object(required),
+            ));
         }
         ToolError::failed(format!("the client does not support {capability}"))
     }
+}
+
+fn decode_answer<T: DeserializeOwned>(method: &str, text: &str) -> Result<T, ToolError> {
+    serde_json::from_str(text).map_err(|error| {
+        ToolError::failed(format!(
+            "the client's {method} answer does not fit: {}",
+            quote(error)
+        ))
+    })
 }

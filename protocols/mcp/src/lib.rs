@@ -19,7 +19,10 @@
 //!     let echo = ToolDefinition::new("echo", "Echoes the message", |args: Echo, _cx| async move {
 //!         Ok(content::tool_result(vec![content::text(args.message)]))
 //!     });
-//!     let mcp = McpServer::builder("echo-server", "1.0.0").tool(echo).build();
+//!     let mcp = McpServer::builder("echo-server", "1.0.0")
+//!         .tool(echo)
+//!         .build()
+//!         .map_err(std::io::Error::other)?;
 //!     let address = "127.0.0.1:8080".parse().map_err(std::io::Error::other)?;
 //!     let server = Server::builder()
 //!         .hardening(HardeningConfig::new().bind_address(address))
@@ -77,14 +80,18 @@ pub mod catalog;
 pub mod client;
 pub mod content;
 pub mod context;
+pub mod errors;
 #[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod logging;
+pub mod param_headers;
+pub mod request_state;
 pub mod revision;
 pub mod server;
 pub mod session;
 pub mod stateless;
 pub mod tasks;
+mod tool_index;
 pub mod tools;
 pub mod wire;
 

@@ -4,11 +4,16 @@
 //! (2026-07-28), checks the method against the generated method table of the revision in use,
 //! routes through the generated dispatcher, and sends back what the peer's revision defines.
 //! What the trait cannot say is owned here: the lifecycle (`initialize` is the handler's to
-//! describe, the session is ours), `server/discover`, `subscriptions/listen`, and tasks
-//! (a task-augmented `tools/call` runs the handler's `tools_call` in the background).
+//! describe, the session is ours), `server/discover`, `subscriptions/listen`, the 2026-07-28
+//! input-required rounds (their `requestState` sealed) and `Mcp-Param-*` checks, and tasks on
+//! both wires (a `tools/call` that becomes a task runs the handler's `tools_call` in the
+//! background). Every error leaves in the peer's revision's codes, with its status
+//! (`crate::errors`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::task::Poll;
+use std::time::{Duration, SystemTime};
 
 use http::HeaderMap;
 use protocols_runtime::handler::Context;
@@ -23,16 +28,21 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::builder::{McpServerBuilder, Registry};
-use crate::context::{Arrival, RequestContext};
+use crate::context::{Arrival, InputRequests, RequestContext, capability_of};
+use crate::errors;
 use crate::generated::v2025_11_25::{self as handler_revision, Server, types};
 use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28};
 use crate::logging::Level;
+use crate::param_headers;
+use crate::request_state::{Binding, StateSeal};
 use crate::revision::Revision;
 use crate::session::{ClientCapabilities, ClientDescription, LiveSessions, McpSession};
 use crate::stateless::{self, RequestHead, params_of};
-use crate::tasks::{RELATED_TASK, TaskLink, TaskStore, notify_status};
-use crate::tools::{TaskSupport, task_support_of};
+use crate::tasks::{RELATED_TASK, TASKS_EXTENSION, TaskLink, TaskStore, TaskWire, notify_status};
+use crate::tool_index::{TOOL_PAGES_INDEXED, ToolFacts, ToolIndex};
+use crate::tools::TaskSupport;
 use crate::wire;
+use protocols_runtime::quote::quote;
 
 /// How `notifications/cancelled` names the request it cancels; a cancelled request gets no
 /// answer, as MCP requires.
@@ -49,14 +59,23 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// client listens again.
 pub const DEFAULT_LISTEN_WINDOW: Duration = Duration::from_secs(300);
 
-/// Pages of `tools/list` read to find one tool's task support, at most.
-const TOOL_PAGES_SEARCHED: usize = 100;
+/// The `_meta` key a 2026-07-28 result names the server by.
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The methods the tasks extension adds to 2026-07-28.
+const EXTENSION_TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
+/// The requests a 2026-07-28 server may answer with an `InputRequiredResult` (SEP-2322).
+fn takes_input_rounds(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
 
 /// How a handler is served beyond what it answers itself.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     listen_window: Duration,
     tasks: Option<TaskStore>,
+    request_state: StateSeal,
 }
 
 impl Default for ServeOptions {
@@ -64,6 +83,7 @@ impl Default for ServeOptions {
         Self {
             listen_window: DEFAULT_LISTEN_WINDOW,
             tasks: None,
+            request_state: StateSeal::random(),
         }
     }
 }
@@ -75,12 +95,22 @@ impl ServeOptions {
         self
     }
 
-    /// Serves tasks (2025-11-25) from `store`: the `tasks` capability is declared,
-    /// task-augmented `tools/call` is accepted for tools whose listing allows it, and
-    /// `tasks/*` are answered from the store. `None` leaves `tasks/*` to the handler.
+    /// Serves tasks from `store`, on both wires: 2025-11-25's (the `tasks` capability is
+    /// declared, task-augmented `tools/call` is accepted for tools whose listing allows it,
+    /// `tasks/*` are answered from the store) and the 2026-07-28 tasks extension (declared
+    /// under `extensions`; a call of a tool that allows tasks, from a client that declared the
+    /// extension, becomes a task when it does not finish at once). `None` leaves `tasks/*` to
+    /// the handler on 2025-11-25.
     #[must_use]
     pub fn tasks(mut self, store: Option<TaskStore>) -> Self {
         self.tasks = store;
+        self
+    }
+
+    /// How 2026-07-28 request states are sealed (the key, and how long a state lives).
+    #[must_use]
+    pub fn request_state(mut self, seal: StateSeal) -> Self {
+        self.request_state = seal;
         self
     }
 }
@@ -94,6 +124,44 @@ struct Listener {
     alive: Weak<()>,
 }
 
+/// The extension tasks one listen stream follows.
+struct TaskWatch<'a> {
+    ids: Vec<String>,
+    owner: Option<String>,
+    meta: &'a Value,
+}
+
+impl TaskWatch<'_> {
+    /// Sends `notifications/tasks` (the task as `tasks/get` would show it) each time one of
+    /// the followed tasks changes; never returns (the stream's window ends it). A listener that
+    /// falls behind misses changes rather than holding them, and can poll.
+    async fn forward(&self, store: TaskStore, peer: &Peer) {
+        let mut changes = store.changes();
+        loop {
+            let id = match changes.recv().await {
+                Ok(id) => id,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    return std::future::pending().await;
+                }
+            };
+            if !self.ids.iter().any(|followed| **followed == *id) {
+                continue;
+            }
+            let Some((owner, mut task)) = store.detailed_of(&id) else {
+                continue;
+            };
+            if owner != self.owner {
+                continue;
+            }
+            task.insert("_meta".to_owned(), self.meta.clone());
+            if let Err(error) = peer.notify("notifications/tasks", &Value::Object(task)) {
+                tracing::debug!(%error, "a task change was not delivered to its listener");
+            }
+        }
+    }
+}
+
 struct Inner<H> {
     handler: Arc<H>,
     options: ServeOptions,
@@ -101,6 +169,8 @@ struct Inner<H> {
     /// Sessions that completed `initialize`, for notifications not tied to a request.
     live: Arc<LiveSessions>,
     listeners: Mutex<Vec<Listener>>,
+    /// What the server knows of each tool from the handler's listing.
+    tools: ToolIndex,
 }
 
 /// The MCP `RequestHandler` serving handler `H` (by default what a [`McpServerBuilder`]
@@ -158,7 +228,7 @@ impl<H> McpServer<H> {
 }
 
 /// Whether `revision`'s method table has `method` as a client→server request.
-fn serves(revision: Revision, method: &str) -> bool {
+fn in_method_table(revision: Revision, method: &str) -> bool {
     let table = match revision {
         Revision::V2024_11_05 => v2024_11_05::METHODS,
         Revision::V2025_03_26 => v2025_03_26::METHODS,
@@ -182,8 +252,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
 }
 
 fn decode<T: DeserializeOwned>(method: &'static str, params: &Value) -> Result<T, ErrorObject> {
-    serde_json::from_value(params.clone())
-        .map_err(|error| ErrorObject::invalid_params(format!("invalid {method} params: {error}")))
+    serde_json::from_value(params.clone()).map_err(|error| errors::invalid_params(method, error))
 }
 
 fn insert(value: &mut Value, key: &str, field: Value) {
@@ -202,18 +271,23 @@ fn json_of(raw: Option<&RawValue>) -> Value {
 /// read once into `head`; the rare paths that want the whole params parse them on demand.
 struct Call<'a> {
     revision: Revision,
+    method: &'a str,
     params: Option<&'a RawValue>,
     head: RequestHead<'a>,
     cx: &'a Context<McpSession>,
+    /// 2026-07-28: the request state the previous round sealed, opened.
+    state: Option<Value>,
 }
 
 impl<'a> Call<'a> {
     fn new(revision: Revision, request: &'a Request, cx: &'a Context<McpSession>) -> Self {
         Self {
             revision,
+            method: &request.method,
             params: request.params.as_deref(),
             head: RequestHead::of(request),
             cx,
+            state: None,
         }
     }
 
@@ -242,6 +316,7 @@ impl<'a> Call<'a> {
             log_floor: session.and_then(McpSession::log_level).or(meta_level),
             client_capabilities,
             input_responses,
+            request_state: self.state.clone(),
         };
         RequestContext::new(
             self.revision,
@@ -251,9 +326,26 @@ impl<'a> Call<'a> {
         )
     }
 
-    /// Who may see the tasks this request creates: its session.
+    /// Who may see the tasks this request creates: its session, else the caller the hardening
+    /// authenticated, else anyone who holds the task's id (SEP-2663: an unguessable id is then
+    /// the only scope there is).
     fn task_owner(&self) -> Option<&str> {
-        self.cx.session().map(|session| session.id().as_str())
+        match self.cx.session() {
+            Some(session) => Some(session.id().as_str()),
+            None => self.cx.principal().map(|principal| &*principal.subject),
+        }
+    }
+
+    /// Whether the client declared the tasks extension for this request.
+    fn declares_tasks_extension(&self) -> bool {
+        ClientCapabilities::from_json(self.head.meta.client_capabilities)
+            .has_extension(TASKS_EXTENSION)
+    }
+
+    /// Whether the request came over HTTP, where a stateless request carries its version
+    /// header (the only place `Mcp-*` headers exist to be checked).
+    fn over_http(&self) -> bool {
+        self.cx.protocol_version().is_some()
     }
 
     /// What a stateless request says about its client, as `initialize` params would.
@@ -289,7 +381,9 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .with_version_header(stateless::VERSION_HEADER)
             .with_batches(BatchPolicy::Accept)
             .with_cancellation(CANCELLATION)
-            .with_error_statuses(stateless::ERROR_STATUSES);
+            .with_error_statuses(errors::error_statuses(Revision::NEWEST_SESSION))
+            // Only a stateless request is served without a session.
+            .with_sessionless_error_statuses(errors::error_statuses(Revision::V2026_07_28));
         Self {
             inner: Arc::new(Inner {
                 handler: Arc::new(handler),
@@ -297,6 +391,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 profile,
                 live: Arc::default(),
                 listeners: Mutex::new(Vec::new()),
+                tools: ToolIndex::default(),
             }),
         }
     }
@@ -311,7 +406,19 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         self.inner.options.tasks.as_ref()
     }
 
-    /// The revision a request is served under, or why it cannot be served.
+    /// Whether `revision` has `method` as a client request here: its method table, and on
+    /// 2026-07-28 the tasks extension's methods when tasks are served.
+    fn serves(&self, revision: Revision, method: &str) -> bool {
+        in_method_table(revision, method)
+            || (revision.is_stateless()
+                && self.inner.options.tasks.is_some()
+                && EXTENSION_TASK_METHODS.contains(&method))
+    }
+
+    /// The revision a request is served under, or why it cannot be served. A request whose
+    /// `_meta` names the stateless revision must carry its required fields; one naming a
+    /// session revision is that session's; a stateless request without a `_meta` version
+    /// (its header says it is one, or its method exists only there) is malformed.
     fn revision_of(
         &self,
         request: &Request,
@@ -319,49 +426,101 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         cx: &Context<McpSession>,
     ) -> Result<Revision, ErrorObject> {
         if let Some(version) = head.version() {
-            return match version.parse::<Revision>() {
-                Ok(revision) if revision.is_stateless() => Ok(revision),
-                _ => Err(stateless::unsupported_version(version)),
-            };
+            match version.parse::<Revision>() {
+                Ok(revision) if revision.is_stateless() => {
+                    return match head.missing_meta_field() {
+                        Some(field) => Err(stateless::missing_meta(field)),
+                        None => Ok(revision),
+                    };
+                }
+                // A session revision's request: the key means nothing there.
+                Ok(_) => {}
+                Err(_) => return Err(stateless::unsupported_version(version)),
+            }
+        } else if stateless::names_stateless_header(cx.protocol_version())
+            || (cx.state().and_then(McpSession::revision).is_none()
+                && request.method == "server/discover")
+        {
+            return Err(stateless::missing_meta(
+                head.missing_meta_field().unwrap_or("_meta"),
+            ));
         }
-        if let Some(revision) = cx.state().and_then(McpSession::revision) {
-            return Ok(revision);
-        }
-        if request.method == "server/discover" {
-            return Ok(Revision::V2026_07_28);
-        }
-        Err(ErrorObject::invalid_request(
-            "the session is not initialized",
-        ))
+        cx.state()
+            .and_then(McpSession::revision)
+            .ok_or_else(|| ErrorObject::invalid_request("the session is not initialized"))
     }
 
     async fn answer(&self, request: Request, cx: Context<McpSession>) -> Reply {
-        if request.method == "initialize" {
+        let head = RequestHead::of(&request);
+        if request.method == "initialize"
+            && !head.names_stateless_version()
+            && !stateless::names_stateless_header(cx.protocol_version())
+        {
             return self.initialize(&request, &cx).await;
         }
-        let head = RequestHead::of(&request);
         let revision = self.revision_of(&request, &head, &cx)?;
-        if !serves(revision, &request.method) {
+        if !self.serves(revision, &request.method) {
             return Err(ErrorObject::method_not_found());
         }
-        let call = Call {
+        let mut call = Call {
             revision,
+            method: &request.method,
             params: request.params.as_deref(),
             head,
             cx: &cx,
+            state: None,
         };
+        if revision.is_stateless() && takes_input_rounds(&request.method) {
+            call.state = self.open_round(&call)?;
+        }
+        self.route(&request, &call)
+            .await
+            .map_err(|error| errors::error_for(revision, error))
+    }
+
+    /// Checks what a retried 2026-07-28 round brings back: `inputResponses`, when present, is an
+    /// object, and a `requestState` is one this server sealed for this call (its state, opened).
+    fn open_round(&self, call: &Call<'_>) -> Result<Option<Value>, ErrorObject> {
+        if call
+            .head
+            .input_responses
+            .is_some_and(|responses| !responses.get().starts_with('{'))
+        {
+            return Err(ErrorObject::invalid_params(
+                "inputResponses must be an object of answers by key",
+            ));
+        }
+        let Some(sealed) = call.head.request_state.as_deref() else {
+            return Ok(None);
+        };
+        let binding = Binding {
+            method: call.method,
+            target: call.head.target(call.method).unwrap_or_default(),
+        };
+        self.inner
+            .options
+            .request_state
+            .open(binding, sealed, SystemTime::now())
+            .map(Some)
+            .map_err(ErrorObject::from)
+    }
+
+    async fn route(&self, request: &Request, call: &Call<'_>) -> Reply {
         let tasks = self.inner.options.tasks.as_ref();
+        let stateless = call.revision.is_stateless();
         match (request.method.as_str(), tasks) {
-            ("server/discover", _) => self.discover(&call).await,
-            ("subscriptions/listen", _) => self.listen(&call).await,
-            // Tasks exist in 2025-11-25 only; elsewhere a tool runs as it always did.
-            ("tools/call", Some(store)) if revision == Revision::V2025_11_25 => {
-                self.call_tool(&request, &call, store).await
+            ("server/discover", _) => self.discover(call).await,
+            ("subscriptions/listen", _) => self.listen(call).await,
+            ("tools/call", _) => self.call_tool(request, call).await,
+            ("tasks/get" | "tasks/update" | "tasks/cancel", Some(store)) if stateless => {
+                self.extension_task_request(call, store)
             }
-            ("tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/result", Some(store)) => {
-                self.task_request(&request.method, &call, store).await
+            ("tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/result", Some(store))
+                if call.revision == Revision::V2025_11_25 =>
+            {
+                self.task_request(&request.method, call, store).await
             }
-            _ => self.dispatch(&request, &call).await,
+            _ => self.dispatch(request, call).await,
         }
     }
 
@@ -378,15 +537,62 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             &rcx,
         )
         .await;
-        if let Some(requests) = rcx.take_input_required() {
-            return raw(&json!({
-                "resultType": "input_required",
-                "inputRequests": requests.0,
-            }));
+        // Only 2026-07-28 has input rounds; elsewhere a handler asking for one answers the
+        // error it returned.
+        if call.revision.is_stateless()
+            && takes_input_rounds(&request.method)
+            && let Some(requests) = rcx.take_input_required()
+        {
+            return self.input_required(call, &rcx, requests);
         }
         let result = reply?;
         self.remember(&request.method, call);
         self.to_wire(call.revision, &request.method, result)
+    }
+
+    /// The `InputRequiredResult` asking `requests` (2026-07-28): each request in the client's
+    /// revision, only those the client declared the capability for (one it did not is the
+    /// protocol's `-32021`), and the handler's state sealed for this very call.
+    fn input_required(
+        &self,
+        call: &Call<'_>,
+        rcx: &RequestContext,
+        requests: InputRequests,
+    ) -> Reply {
+        let (requests, state) = requests.into_parts();
+        let mut asked = Map::new();
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(capability) = capability_of(&method)
+                && !rcx.client_supports(capability)
+            {
+                return Err(match rcx.missing_capability(capability) {
+                    crate::ToolError::Protocol(error) => error,
+                    other => ErrorObject::internal_error().with_data(json!(other.to_string())),
+                });
+            }
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let params = wire::request_for(call.revision, &method, params);
+            asked.insert(key, json!({ "method": method, "params": params }));
+        }
+        let mut result = json!({ "resultType": "input_required", "inputRequests": asked });
+        if let Some(state) = state {
+            let binding = Binding {
+                method: call.method,
+                target: call.head.target(call.method).unwrap_or_default(),
+            };
+            let sealed = self
+                .inner
+                .options
+                .request_state
+                .seal(binding, &state, SystemTime::now());
+            insert(&mut result, "requestState", json!(sealed));
+        }
+        raw(&result)
     }
 
     /// What a successful request leaves behind in the session: the log level it set, the
@@ -476,25 +682,38 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         self.describe(params, &call.context()).await
     }
 
+    /// `server/discover`: what `initialize` would say, as 2026-07-28 says it: the server names
+    /// itself in `_meta`, and tasks are the extension's (under `extensions`), not 2025-11-25's
+    /// `tasks` capability.
     async fn discover(&self, call: &Call<'_>) -> Reply {
         let described = self.describe_for(call).await?;
         let field = |key: &str| described.get(key).cloned();
+        let mut capabilities = field("capabilities").unwrap_or_else(|| json!({}));
+        if let Value::Object(declared) = &mut capabilities {
+            declared.remove("tasks");
+            if self.inner.options.tasks.is_some() {
+                let extensions = declared.entry("extensions").or_insert_with(|| json!({}));
+                insert(extensions, TASKS_EXTENSION, json!({}));
+            }
+        }
         let mut result = json!({
             "supportedVersions": Revision::supported(),
-            "capabilities": field("capabilities").unwrap_or_else(|| json!({})),
+            "capabilities": capabilities,
             "cacheScope": "public",
             "ttlMs": 60_000,
         });
-        for key in ["serverInfo", "instructions"] {
-            if let Some(value) = field(key) {
-                insert(&mut result, key, value);
-            }
+        if let Some(info) = field("serverInfo") {
+            insert(&mut result, "_meta", json!({ SERVER_INFO: info }));
+        }
+        if let Some(instructions) = field("instructions") {
+            insert(&mut result, "instructions", instructions);
         }
         raw(&wire::result_for(call.revision, "server/discover", result))
     }
 
     /// 2026-07-28: acknowledges the filter, then keeps the stream open for notifications
-    /// until the window closes or the client cancels.
+    /// until the window closes or the client cancels: list changes and resource updates as
+    /// they are announced, and `notifications/tasks` for the extension tasks it named.
     async fn listen(&self, call: &Call<'_>) -> Reply {
         let requested = call
             .params()
@@ -502,13 +721,19 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .cloned()
             .unwrap_or_else(|| json!({}));
         let honoured = self.honoured_filter(&requested, call).await?;
+        let watched = self.watched_tasks(&requested, call)?;
         // Every message on the stream names it by the id of the request that opened it.
         let stream_meta = json!({ SUBSCRIPTION_ID: call.cx.request_id() });
-        let acknowledged = wire::notification_for(
+        let mut acknowledged = wire::notification_for(
             call.revision,
             "notifications/subscriptions/acknowledged",
             json!({ "notifications": honoured, "_meta": stream_meta }),
         );
+        if let (Some(notifications), Some((ids, _))) =
+            (acknowledged.get_mut("notifications"), &watched)
+        {
+            insert(notifications, "taskIds", json!(ids));
+        }
         if let Err(error) = call
             .cx
             .peer()
@@ -529,9 +754,24 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 alive: Arc::downgrade(&alive),
             });
         }
-        tokio::select! {
-            () = call.cx.cancellation().cancelled() => {}
-            () = tokio::time::sleep(self.inner.options.listen_window) => {}
+        let window = tokio::time::sleep(self.inner.options.listen_window);
+        match watched {
+            Some((ids, store)) => {
+                let told = TaskWatch {
+                    ids,
+                    owner: call.task_owner().map(str::to_owned),
+                    meta: &stream_meta,
+                };
+                tokio::select! {
+                    () = call.cx.cancellation().cancelled() => {}
+                    () = window => {}
+                    () = told.forward(store, call.cx.peer()) => {}
+                }
+            }
+            None => tokio::select! {
+                () = call.cx.cancellation().cancelled() => {}
+                () = window => {}
+            },
         }
         drop(alive);
         raw(&wire::result_for(
@@ -539,6 +779,36 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             "subscriptions/listen",
             json!({ "_meta": stream_meta }),
         ))
+    }
+
+    /// The extension tasks a listen filter names (`taskIds`) that the caller may see, and the
+    /// store to follow them in; `None` when it names none. Naming any without declaring the
+    /// extension is `-32021`.
+    fn watched_tasks(
+        &self,
+        requested: &Value,
+        call: &Call<'_>,
+    ) -> Result<Option<(Vec<String>, TaskStore)>, ErrorObject> {
+        let Some(asked) = requested.get("taskIds").and_then(Value::as_array) else {
+            return Ok(None);
+        };
+        if !call.declares_tasks_extension() {
+            return Err(errors::missing_capability(
+                &format!("extension `{TASKS_EXTENSION}`"),
+                json!({ "extensions": { TASKS_EXTENSION: {} } }),
+            ));
+        }
+        let Some(store) = self.inner.options.tasks.as_ref() else {
+            return Ok(Some((Vec::new(), TaskStore::default())));
+        };
+        let owner = call.task_owner();
+        let ids = asked
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| store.get_detailed(owner, id).is_ok())
+            .map(str::to_owned)
+            .collect();
+        Ok(Some((ids, store.clone())))
     }
 
     /// The part of a subscription filter this server can honour: list changes of what its
@@ -592,49 +862,100 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         Ok(Value::Object(honoured))
     }
 
-    /// `tools/call` when tasks are served: the tool's declared task support decides whether
-    /// the call runs now or as a task.
-    async fn call_tool(&self, request: &Request, call: &Call<'_>, store: &TaskStore) -> Reply {
-        let params: types::CallToolRequestParams = decode("tools/call", &call.params())?;
-        let support = self.task_support(&params.name, call).await;
-        let refuse = |why: &str| {
-            Err(ErrorObject::new(
-                -32601,
-                format!("tool `{}` {why}", params.name),
-            ))
+    /// `tools/call`: a 2026-07-28 call over HTTP first has its `Mcp-Param-*` headers checked
+    /// against its arguments; then, where tasks are served, the tool's task support decides
+    /// whether the call runs now or as a task (on the wire the revision has for tasks).
+    async fn call_tool(&self, request: &Request, call: &Call<'_>) -> Reply {
+        let checks_headers = call.revision.is_stateless() && call.over_http();
+        let tasks = self.inner.options.tasks.as_ref();
+        if !checks_headers && tasks.is_none() {
+            return self.dispatch(request, call).await;
+        }
+        // Unknown tools (and a missing name) are the handler's to refuse.
+        let Some(facts) = self.tool_facts(call).await else {
+            return self.dispatch(request, call).await;
         };
-        match (&params.task, support) {
-            (Some(_), Some(TaskSupport::Forbidden)) => refuse("does not run as a task"),
-            (None, Some(TaskSupport::Required)) => refuse("runs only as a task"),
-            (Some(task), Some(_)) => {
-                let ttl = task.ttl;
-                self.start_task(params, ttl, call, store)
+        if checks_headers && !facts.headers.is_empty() {
+            let params = call.params();
+            let arguments = params.get("arguments").and_then(Value::as_object);
+            param_headers::check(&facts.headers, arguments, call.cx.headers())?;
+        }
+        match (call.revision, tasks, facts.task_support) {
+            (Revision::V2025_11_25, Some(store), support) => {
+                self.call_tool_experimental(request, call, store, support)
+                    .await
             }
-            // Unknown tools are the handler's to refuse.
+            (Revision::V2026_07_28, Some(store), support) if support != TaskSupport::Forbidden => {
+                self.call_tool_extension(request, call, store, support)
+                    .await
+            }
             _ => self.dispatch(request, call).await,
         }
     }
 
-    /// The task support the handler's `tools/list` declares for tool `name`.
-    async fn task_support(&self, name: &str, call: &Call<'_>) -> Option<TaskSupport> {
+    /// What the handler's listing says of the tool a call names (`None`: a tool it does not
+    /// list). The listing is read once and kept until the tool list changes.
+    async fn tool_facts(&self, call: &Call<'_>) -> Option<ToolFacts> {
+        let name = call.head.name.as_deref()?;
+        let index = match self.inner.tools.current() {
+            Some(index) => index,
+            None => self.index_tools(call).await?,
+        };
+        index.get(name).cloned()
+    }
+
+    /// Reads every page of the handler's `tools/list` into the tool index.
+    async fn index_tools(&self, call: &Call<'_>) -> Option<crate::tool_index::Index> {
         let rcx = call.context();
+        let mut facts = HashMap::new();
         let mut cursor = None;
-        for _ in 0..TOOL_PAGES_SEARCHED {
+        for _ in 0..TOOL_PAGES_INDEXED {
             let params = cursor.take().map(|cursor| types::PaginatedRequestParams {
                 cursor: Some(cursor),
                 meta: None,
             });
             let listed = self.inner.handler.tools_list(params, &rcx).await.ok()?;
-            if let Some(tool) = listed.tools.iter().find(|tool| tool.name == name) {
-                return Some(task_support_of(&to_json(tool).ok()?));
+            for tool in &listed.tools {
+                facts.insert(tool.name.clone(), ToolFacts::of(&to_json(tool).ok()?));
             }
-            cursor = Some(listed.next_cursor?);
+            match listed.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
         }
-        None
+        Some(self.inner.tools.fill(facts))
+    }
+
+    /// A 2025-11-25 `tools/call` where tasks are served: the client asks for a task with
+    /// `task`, and the tool's declared support decides whether it may (or must).
+    async fn call_tool_experimental(
+        &self,
+        request: &Request,
+        call: &Call<'_>,
+        store: &TaskStore,
+        support: TaskSupport,
+    ) -> Reply {
+        let params: types::CallToolRequestParams = decode("tools/call", &call.params())?;
+        let refuse = |why: &str| {
+            Err(ErrorObject::new(
+                -32601,
+                format!("tool {} {why}", quote(&params.name)),
+            ))
+        };
+        match (&params.task, support) {
+            (Some(_), TaskSupport::Forbidden) => refuse("does not run as a task"),
+            (None, TaskSupport::Required) => refuse("runs only as a task"),
+            (Some(task), _) => {
+                let ttl = task.ttl;
+                self.start_task(params, ttl, call, store)
+            }
+            (None, _) => self.dispatch(request, call).await,
+        }
     }
 
     /// Opens a task, answers `CreateTaskResult` at once and runs the call in the background;
-    /// the outcome goes to the store and the client hears of it on the session's stream.
+    /// the outcome goes to the store and the client hears of it on the session's stream
+    /// (2025-11-25).
     fn start_task(
         &self,
         mut params: types::CallToolRequestParams,
@@ -642,12 +963,13 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         call: &Call<'_>,
         store: &TaskStore,
     ) -> Reply {
-        let created = store.create(call.task_owner(), ttl)?;
+        let created = store.create(call.task_owner(), ttl, TaskWire::Experimental)?;
         let task_id = created.task.task_id.clone();
         let peer = call.cx.peer().session_wide();
         let link = TaskLink {
             id: Arc::from(task_id.as_str()),
             store: store.clone(),
+            wire: TaskWire::Experimental,
         };
         let rcx = call
             .context()
@@ -665,6 +987,136 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             }
         });
         raw(&json!({ "task": to_json(&created.task)? }))
+    }
+
+    /// A 2026-07-28 `tools/call` of a tool that may run as a task (SEP-2663): the server
+    /// decides. A client that did not declare the extension gets the call run now (or, for a
+    /// tool that only runs as a task, `-32021`); otherwise the call starts at once and stays a
+    /// plain answer if it finishes or asks for input on its first step, and becomes a task
+    /// (`CreateTaskResult`) when it has to wait. A tool that only runs as a task always answers
+    /// with one. A store with no room left runs an optional tool now and refuses a required one.
+    async fn call_tool_extension(
+        &self,
+        request: &Request,
+        call: &Call<'_>,
+        store: &TaskStore,
+        support: TaskSupport,
+    ) -> Reply {
+        if !call.declares_tasks_extension() {
+            if support == TaskSupport::Required {
+                return Err(errors::missing_capability(
+                    &format!("extension `{TASKS_EXTENSION}`"),
+                    json!({ "extensions": { TASKS_EXTENSION: {} } }),
+                ));
+            }
+            return self.dispatch(request, call).await;
+        }
+        let created = match store.create(call.task_owner(), None, TaskWire::Extension) {
+            Ok(created) => created,
+            Err(_) if support == TaskSupport::Optional => {
+                return self.dispatch(request, call).await;
+            }
+            Err(full) => return Err(full),
+        };
+        let task_id = created.task.task_id.clone();
+        let link = TaskLink {
+            id: Arc::from(task_id.as_str()),
+            store: store.clone(),
+            wire: TaskWire::Extension,
+        };
+        let rcx =
+            call.context()
+                .detached(link, call.cx.peer().clone(), created.cancellation.clone());
+        let text = call
+            .params
+            .map(|params| call.head.params_for_handler(params));
+        let mut params: types::CallToolRequestParams =
+            serde_json::from_str(text.as_deref().map_or("{}", RawValue::get))
+                .map_err(|error| errors::invalid_params("tools/call", error))?;
+        // A 2025-11-25 client's hint: the server alone decides here.
+        params.task = None;
+        let handler = Arc::clone(&self.inner.handler);
+        let mut work = Box::pin(async move {
+            let outcome = handler.tools_call(params, &rcx).await;
+            (outcome, rcx)
+        });
+        match futures::poll!(work.as_mut()) {
+            Poll::Ready((outcome, rcx)) => {
+                if let Some(requests) = rcx.take_input_required() {
+                    store.forget(&task_id);
+                    return self.input_required(call, &rcx, requests);
+                }
+                match (outcome, support) {
+                    (Ok(result), TaskSupport::Required) => {
+                        store.finish(&task_id, to_json(&result));
+                        self.created_task(store, &task_id)
+                    }
+                    (outcome, _) => {
+                        store.forget(&task_id);
+                        let result = to_json(&outcome?)?;
+                        raw(&wire::result_for(call.revision, "tools/call", result))
+                    }
+                }
+            }
+            Poll::Pending => {
+                let store_for_work = store.clone();
+                let id = task_id.clone();
+                tokio::spawn(async move {
+                    let cancelled = created.cancellation;
+                    tokio::select! {
+                        (outcome, _) = work => {
+                            store_for_work.finish(&id, outcome.and_then(|result| to_json(&result)));
+                        }
+                        () = cancelled.cancelled() => {}
+                    }
+                });
+                self.created_task(store, &task_id)
+            }
+        }
+    }
+
+    /// The `CreateTaskResult` of extension task `id`: `resultType: "task"` and the task.
+    fn created_task(&self, store: &TaskStore, id: &str) -> Reply {
+        let mut fields = store.created(id).ok_or_else(ErrorObject::internal_error)?;
+        fields.insert("resultType".to_owned(), json!("task"));
+        raw(&Value::Object(fields))
+    }
+
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` of the tasks extension, for a client
+    /// that declared it (`-32021` otherwise).
+    fn extension_task_request(&self, call: &Call<'_>, store: &TaskStore) -> Reply {
+        if !call.declares_tasks_extension() {
+            return Err(errors::missing_capability(
+                &format!("extension `{TASKS_EXTENSION}`"),
+                json!({ "extensions": { TASKS_EXTENSION: {} } }),
+            ));
+        }
+        let owner = call.task_owner();
+        let task_id = call
+            .head
+            .task_id
+            .as_deref()
+            .ok_or_else(|| ErrorObject::invalid_params("taskId is required"))?;
+        let mut result = match call.method {
+            "tasks/get" => store.get_detailed(owner, task_id)?,
+            "tasks/update" => {
+                let params = call.params();
+                let Some(responses) = params.get("inputResponses").and_then(Value::as_object)
+                else {
+                    return Err(ErrorObject::invalid_params(
+                        "inputResponses must be an object of answers by key",
+                    ));
+                };
+                store.update(owner, task_id, responses)?;
+                Map::new()
+            }
+            _ => {
+                store.cancel_extension(owner, task_id)?;
+                Map::new()
+            }
+        };
+        result.insert("resultType".to_owned(), json!("complete"));
+        raw(&Value::Object(result))
     }
 
     async fn task_request(&self, method: &str, call: &Call<'_>, store: &TaskStore) -> Reply {
@@ -723,8 +1175,12 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         sessions + listeners
     }
 
-    /// Tells every client that a list changed (`tools`, `resources` or `prompts`).
+    /// Tells every client that a list changed (`tools`, `resources` or `prompts`). A changed
+    /// tool list is read again before the next call.
     pub fn notify_list_changed(&self, list: ListKind) -> usize {
+        if list == ListKind::Tools {
+            self.inner.tools.invalidate();
+        }
         let method = list.method();
         let sessions = self.broadcast_to_sessions(method, &json!({}), |_| true);
         let listeners = self.broadcast_to_listeners(method, &json!({}), |filter| {
@@ -825,10 +1281,12 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
         });
         let mut stateless = true;
         for request in requests {
-            if request.method == "initialize" {
+            let alone = stateless::is_stateless(request, headers);
+            // A stateless `initialize` opens nothing: 2026-07-28 has no such method.
+            if request.method == "initialize" && !alone {
                 return Unsessioned::Opens;
             }
-            stateless &= stateless::is_stateless(request, headers);
+            stateless &= alone;
         }
         if stateless {
             Unsessioned::Stateless
@@ -847,9 +1305,9 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
         &self,
         messages: &[Message],
         headers: &HeaderMap,
-        session: Option<&McpSession>,
+        _session: Option<&McpSession>,
     ) -> Result<(), Rejection> {
-        stateless::admit(messages, headers, session.is_some())
+        stateless::admit(messages, headers)
     }
 
     /// From 2025-11-25 a resumable answer opens with a priming event (as the official SDK's
@@ -878,9 +1336,11 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
             .unwrap_or(Revision::NEWEST_SESSION);
         let call = Call {
             revision,
+            method: &notification.method,
             params: None,
             head: RequestHead::default(),
             cx: &cx,
+            state: None,
         };
         let outcome = handler_revision::dispatch_server_notification(
             &*self.inner.handler,

@@ -30,11 +30,13 @@ const KNOWN_CAPABILITIES: [&str; 6] = [
 ];
 
 /// Which top-level capabilities a client declared (what [`crate::RequestContext`]'s
-/// `client_supports` asks): MCP's own names as bits, any other name as text.
+/// `client_supports` asks): MCP's own names as bits, any other name as text; and the
+/// extensions it declared under `extensions` (2026-07-28).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientCapabilities {
     known: u8,
     others: Box<[Box<str>]>,
+    extensions: Box<[Box<str>]>,
 }
 
 impl ClientCapabilities {
@@ -44,6 +46,11 @@ impl ClientCapabilities {
             Some(bit) => self.known & (1 << bit) != 0,
             None => self.others.iter().any(|other| &**other == name),
         }
+    }
+
+    /// Whether the client declared extension `id`.
+    pub fn has_extension(&self, id: &str) -> bool {
+        self.extensions.iter().any(|declared| &**declared == id)
     }
 
     /// What an `initialize` declared.
@@ -81,6 +88,7 @@ impl ClientCapabilities {
 struct Names {
     known: u8,
     others: Vec<Box<str>>,
+    extensions: Vec<Box<str>>,
 }
 
 impl Names {
@@ -98,6 +106,7 @@ impl Names {
         ClientCapabilities {
             known: self.known,
             others: self.others.into_boxed_slice(),
+            extensions: self.extensions.into_boxed_slice(),
         }
     }
 }
@@ -115,10 +124,74 @@ impl<'de> Visitor<'de> for NamesVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut names = Names::default();
         while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            map.next_value::<IgnoredAny>()?;
+            if name == "extensions" {
+                names.extensions = map.next_value::<ExtensionNames>()?.0;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
             names.add(&name);
         }
         Ok(names.finish())
+    }
+}
+
+/// The keys of a declared `extensions` object (nothing when it is not an object).
+#[derive(Default)]
+struct ExtensionNames(Vec<Box<str>>);
+
+impl<'de> serde::Deserialize<'de> for ExtensionNames {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ExtensionNamesVisitor)
+    }
+}
+
+struct ExtensionNamesVisitor;
+
+impl<'de> Visitor<'de> for ExtensionNamesVisitor {
+    type Value = ExtensionNames;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an extensions object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = Vec::new();
+        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            map.next_value::<IgnoredAny>()?;
+            if !names.iter().any(|known: &Box<str>| **known == *name) {
+                names.push(name.as_ref().into());
+            }
+        }
+        Ok(ExtensionNames(names))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(ExtensionNames::default())
     }
 }
 
@@ -326,6 +399,25 @@ mod tests {
         for name in ["elicitation", "tasks", "listChanged", "tools", "x-other"] {
             assert!(!capabilities.contains(name), "{name}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_requests_declared_extensions_are_the_keys_of_its_extensions_object()
+    -> Result<(), serde_json::Error> {
+        let declared = raw(
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{},"com.example/x":{}},"sampling":{}}"#,
+        )?;
+        let capabilities = ClientCapabilities::from_json(Some(&declared));
+        assert!(capabilities.has_extension("io.modelcontextprotocol/tasks"));
+        assert!(capabilities.has_extension("com.example/x"));
+        assert!(!capabilities.has_extension("io.modelcontextprotocol/other"));
+        assert!(capabilities.contains("extensions") && capabilities.contains("sampling"));
+        let odd = raw(r#"{"extensions":["io.modelcontextprotocol/tasks"]}"#)?;
+        assert!(
+            !ClientCapabilities::from_json(Some(&odd))
+                .has_extension("io.modelcontextprotocol/tasks")
+        );
         Ok(())
     }
 

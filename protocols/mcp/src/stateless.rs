@@ -1,36 +1,32 @@
 //! The checks a request passes before it runs, per revision: the `MCP-Protocol-Version` header
 //! (2025-06-18 on; a value we do not serve is refused with 400, an absent one means 2025-03-26)
-//! and, for the stateless 2026-07-28 revision, the per-request `_meta` protocol version and the
-//! `Mcp-Method`/`Mcp-Name` headers that must agree with the body (-32020, -32022, both 400);
-//! and the HTTP status each 2026-07-28 error code carries however it arises. The one read of a
-//! request's params those checks use (`RequestHead`) also says which `_meta` the handler is
-//! not given: one holding nothing but the keys the server itself reads.
+//! and, for a stateless (2026-07-28) request, in the order the revision gives them: the header
+//! must be there, the `_meta` must hold its required fields (-32602), the header must name the
+//! `_meta` version (-32020) and that version must be served (-32022), and `Mcp-Method` and
+//! `Mcp-Name` must agree with the body (-32020). A request is stateless when its `_meta` or its
+//! header names a version that is not a session revision; a `_meta` naming one (2025-11-25, say)
+//! is served as that revision is, in a session. The one read of a request's params those checks
+//! use (`RequestHead`) also says which `_meta` the handler is not given: one holding nothing but
+//! the keys the server itself reads.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use http::{HeaderMap, HeaderName, StatusCode};
+use protocols_runtime::quote::quote;
 use protocols_runtime::{ErrorObject, Message, Rejection, Request};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::context::codes;
+use crate::errors::{self, codes};
+use crate::param_headers;
 use crate::revision::Revision;
 
 pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
-
-/// The status an answer with one of the 2026-07-28 error codes carries over HTTP: the schema
-/// requires `400 Bad Request` for each, whether a check before the request or the handler
-/// (e.g. a missing client capability) produced it.
-pub const ERROR_STATUSES: &[(i64, StatusCode)] = &[
-    (codes::HEADER_MISMATCH, StatusCode::BAD_REQUEST),
-    (codes::MISSING_CLIENT_CAPABILITY, StatusCode::BAD_REQUEST),
-    (codes::UNSUPPORTED_PROTOCOL_VERSION, StatusCode::BAD_REQUEST),
-];
 
 /// The `_meta` key carrying a stateless request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -62,6 +58,10 @@ pub(crate) struct RequestHead<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
     /// `params.uri` (`resources/read`).
     pub(crate) uri: Option<Cow<'a, str>>,
+    /// `params.taskId` (the tasks extension's `tasks/get`, `update`, `cancel`).
+    pub(crate) task_id: Option<Cow<'a, str>>,
+    /// `params.requestState` (2026-07-28 retries): what the previous round sealed.
+    pub(crate) request_state: Option<Cow<'a, str>>,
     /// `params.inputResponses` (2026-07-28 retries), unread until a handler needs it.
     pub(crate) input_responses: Option<&'a RawValue>,
     /// Where the `_meta` key is written in the params (the address of its first letter, when
@@ -149,13 +149,34 @@ impl<'a> RequestHead<'a> {
         self.meta.protocol_version.as_deref()
     }
 
-    /// What `Mcp-Name` must repeat for methods that address one thing.
-    fn target(&self, method: &str) -> Option<&str> {
+    /// What `Mcp-Name` must repeat for methods that address one thing (and what a sealed
+    /// request state is bound to).
+    pub(crate) fn target(&self, method: &str) -> Option<&str> {
         match method {
             "tools/call" | "prompts/get" => self.name.as_deref(),
             "resources/read" => self.uri.as_deref(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => self.task_id.as_deref(),
             _ => None,
         }
+    }
+
+    /// Whether the request names, in its `_meta`, a version that is not a session revision
+    /// (the stateless one, or one unknown here).
+    pub(crate) fn names_stateless_version(&self) -> bool {
+        self.version().is_some_and(is_stateless_version)
+    }
+
+    /// The first field a stateless request's `_meta` must hold and does not (`_meta` itself
+    /// when it has none): a malformed request, invalid params.
+    pub(crate) fn missing_meta_field(&self) -> Option<&'static str> {
+        if !self.meta_seen {
+            return Some("_meta");
+        }
+        if self.version().is_none() {
+            return Some(META_PROTOCOL_VERSION);
+        }
+        let is_object = |raw: Option<&RawValue>| raw.is_some_and(|raw| raw.get().starts_with('{'));
+        (!is_object(self.meta.client_capabilities)).then_some(META_CLIENT_CAPABILITIES)
     }
 }
 
@@ -311,6 +332,8 @@ impl<'de> ObjectFields<'de> for RequestHead<'de> {
             }
             "name" => self.name = string_field(map)?,
             "uri" => self.uri = string_field(map)?,
+            "taskId" => self.task_id = string_field(map)?,
+            "requestState" => self.request_state = string_field(map)?,
             "inputResponses" => self.input_responses = Some(map.next_value()?),
             _ => {
                 map.next_value::<IgnoredAny>()?;
@@ -385,6 +408,17 @@ fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
+/// Whether `version` is not a session revision: the stateless one, or one unknown here (which
+/// only a stateless request would name in its `_meta`).
+fn is_stateless_version(version: &str) -> bool {
+    !matches!(version.parse::<Revision>(), Ok(revision) if revision.has_initialize())
+}
+
+/// Whether a version header's value says the request is stateless.
+pub(crate) fn names_stateless_header(version: Option<&str>) -> bool {
+    version.is_some_and(is_stateless_version)
+}
+
 /// The revision the version header names: `Ok(None)` when absent, an error when not served.
 pub(crate) fn header_revision(headers: &HeaderMap) -> Result<Option<Revision>, String> {
     header(headers, &VERSION_HEADER)
@@ -392,24 +426,36 @@ pub(crate) fn header_revision(headers: &HeaderMap) -> Result<Option<Revision>, S
         .transpose()
 }
 
-/// Whether the request stands alone under the stateless revision. The header and the method
-/// are consulted before the params, so a request whose header already says so is not read.
+/// Whether the request stands alone under the stateless revision: its header names a version
+/// that is not a session revision, its method exists only there, or its `_meta` names such a
+/// version. The header and the method are consulted before the params, so a request whose
+/// header already says so is not read.
 pub(crate) fn is_stateless(request: &Request, headers: &HeaderMap) -> bool {
-    matches!(header_revision(headers), Ok(Some(revision)) if revision.is_stateless())
+    names_stateless_header(header(headers, &VERSION_HEADER))
         || request.method == "server/discover"
-        || RequestHead::of(request).version().is_some()
+        || RequestHead::of(request).names_stateless_version()
 }
 
 fn bad_request(error: ErrorObject) -> Rejection {
     Rejection::new(StatusCode::BAD_REQUEST, error)
 }
 
+/// `-32022`, listing what is served and repeating what was asked (as the quoting rule allows).
 pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
+    let repeated =
+        errors::verbatim(requested).unwrap_or_else(|| Value::from(quote(requested).to_string()));
     ErrorObject::new(
         codes::UNSUPPORTED_PROTOCOL_VERSION,
         "unsupported protocol version",
     )
-    .with_data(json!({ "requested": requested, "supported": Revision::supported() }))
+    .with_data(json!({ "requested": repeated, "supported": Revision::supported() }))
+}
+
+/// `-32602` for a stateless request whose `_meta` lacks `field`.
+pub(crate) fn missing_meta(field: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "a stateless request must carry {field} in its _meta"
+    ))
 }
 
 fn mismatch(message: &'static str) -> Rejection {
@@ -417,60 +463,62 @@ fn mismatch(message: &'static str) -> Rejection {
 }
 
 /// Checks every request of a body against the headers it came with.
-pub(crate) fn admit(
-    messages: &[Message],
-    headers: &HeaderMap,
-    in_session: bool,
-) -> Result<(), Rejection> {
-    let header_revision = match header_revision(headers) {
-        Ok(revision) => revision,
-        Err(requested) => return Err(bad_request(unsupported_version(&requested))),
-    };
+pub(crate) fn admit(messages: &[Message], headers: &HeaderMap) -> Result<(), Rejection> {
+    let header_revision = header_revision(headers);
+    let mut stateless = false;
     for message in messages {
         let Message::Request(request) = message else {
             continue;
         };
         let head = RequestHead::of(request);
-        match head.version() {
-            Some(version) => admit_stateless(request, &head, version, headers)?,
-            None if header_revision.is_some_and(Revision::is_stateless) && !in_session => {
-                return Err(mismatch(
-                    "MCP-Protocol-Version names the stateless revision but the request has no _meta protocol version",
-                ));
-            }
-            None => {}
+        let by_header = names_stateless_header(header(headers, &VERSION_HEADER));
+        if by_header || head.names_stateless_version() || request.method == "server/discover" {
+            admit_stateless(request, &head, headers)?;
+            stateless = true;
         }
     }
-    Ok(())
+    match header_revision {
+        Err(requested) if !stateless => Err(bad_request(unsupported_version(&requested))),
+        _ => Ok(()),
+    }
 }
 
+/// The stateless checks, in the order 2026-07-28 gives them.
 fn admit_stateless(
     request: &Request,
     head: &RequestHead<'_>,
-    version: &str,
     headers: &HeaderMap,
 ) -> Result<(), Rejection> {
-    match version.parse::<Revision>() {
-        Ok(revision) if revision.is_stateless() => {}
-        _ => return Err(bad_request(unsupported_version(version))),
+    let Some(named) = header(headers, &VERSION_HEADER) else {
+        return Err(mismatch("MCP-Protocol-Version is required"));
+    };
+    if let Some(field) = head.missing_meta_field() {
+        return Err(bad_request(missing_meta(field)));
     }
-    if header(headers, &VERSION_HEADER).is_some_and(|named| named != version) {
+    let version = head.version().unwrap_or_default();
+    if named != version {
         return Err(mismatch(
             "MCP-Protocol-Version disagrees with the request's _meta",
         ));
+    }
+    match version.parse::<Revision>() {
+        Ok(revision) if revision.is_stateless() => {}
+        _ => return Err(bad_request(unsupported_version(version))),
     }
     match header(headers, &METHOD_HEADER) {
         Some(method) if method == request.method => {}
         Some(_) => return Err(mismatch("Mcp-Method disagrees with the request's method")),
         None => return Err(mismatch("Mcp-Method is required")),
     }
-    let Some(named) = head.target(&request.method) else {
+    let Some(target) = head.target(&request.method) else {
         return Ok(());
     };
-    match header(headers, &NAME_HEADER) {
-        Some(name) if name == named => Ok(()),
-        Some(_) => Err(mismatch("Mcp-Name disagrees with the request's target")),
-        None => Err(mismatch("Mcp-Name is required for this method")),
+    let mut names = headers.get_all(&NAME_HEADER).iter();
+    match (names.next().map(param_headers::decode_value), names.next()) {
+        (Some(Some(name)), None) if name == target => Ok(()),
+        (None, _) => Err(mismatch("Mcp-Name is required for this method")),
+        (Some(_), Some(_)) => Err(mismatch("Mcp-Name is repeated")),
+        (Some(_), None) => Err(mismatch("Mcp-Name disagrees with the request's target")),
     }
 }
 
@@ -555,41 +603,125 @@ mod tests {
         outcome.err().map(|rejection| rejection.error().code)
     }
 
+    fn stateless_headers(pairs: &[(&HeaderName, &'static str)]) -> HeaderMap {
+        let mut map = headers(pairs);
+        map.entry(VERSION_HEADER)
+            .or_insert(HeaderValue::from_static("2026-07-28"));
+        map
+    }
+
+    fn request_with(method: &str, params: Value) -> Message {
+        Message::Request(Request {
+            id: RequestId::Number(1),
+            method: method.to_owned(),
+            params: to_raw(&params).ok(),
+        })
+    }
+
+    fn rejected(outcome: Result<(), Rejection>) -> Option<(StatusCode, i64)> {
+        outcome
+            .err()
+            .map(|rejection| (rejection.status(), rejection.error().code))
+    }
+
     #[test]
     fn agreeing_headers_are_admitted() {
-        let headers = headers(&[
-            (&METHOD_HEADER, "tools/call"),
-            (&NAME_HEADER, "echo"),
-            (&VERSION_HEADER, "2026-07-28"),
-        ]);
-        assert_eq!(
-            code(admit(&[call("echo", "2026-07-28")], &headers, false)),
-            None
-        );
+        let headers = stateless_headers(&[(&METHOD_HEADER, "tools/call"), (&NAME_HEADER, "echo")]);
+        assert_eq!(code(admit(&[call("echo", "2026-07-28")], &headers)), None);
     }
 
     #[test]
     fn a_name_header_naming_another_tool_is_a_header_mismatch() {
-        let headers = headers(&[(&METHOD_HEADER, "tools/call"), (&NAME_HEADER, "other")]);
+        let headers = stateless_headers(&[(&METHOD_HEADER, "tools/call"), (&NAME_HEADER, "other")]);
         assert_eq!(
-            code(admit(&[call("echo", "2026-07-28")], &headers, false)),
-            Some(codes::HEADER_MISMATCH)
+            rejected(admit(&[call("echo", "2026-07-28")], &headers)),
+            Some((StatusCode::BAD_REQUEST, codes::HEADER_MISMATCH))
         );
     }
 
     #[test]
     fn a_missing_method_header_is_a_header_mismatch() {
-        let headers = headers(&[(&NAME_HEADER, "echo")]);
+        let headers = stateless_headers(&[(&NAME_HEADER, "echo")]);
         assert_eq!(
-            code(admit(&[call("echo", "2026-07-28")], &headers, false)),
+            code(admit(&[call("echo", "2026-07-28")], &headers)),
             Some(codes::HEADER_MISMATCH)
         );
     }
 
     #[test]
-    fn an_unknown_meta_version_is_unsupported_with_the_supported_list() {
+    fn a_name_header_is_compared_after_its_base64_is_decoded() {
+        let headers = stateless_headers(&[
+            (&METHOD_HEADER, "tools/call"),
+            (&NAME_HEADER, "=?base64?ZWNobw==?="),
+        ]);
+        assert_eq!(code(admit(&[call("echo", "2026-07-28")], &headers)), None);
+    }
+
+    #[test]
+    fn a_stateless_request_without_its_version_header_is_a_header_mismatch() {
         let headers = headers(&[(&METHOD_HEADER, "tools/call"), (&NAME_HEADER, "echo")]);
-        let outcome = admit(&[call("echo", "2031-01-01")], &headers, false);
+        assert_eq!(
+            rejected(admit(&[call("echo", "2026-07-28")], &headers)),
+            Some((StatusCode::BAD_REQUEST, codes::HEADER_MISMATCH))
+        );
+    }
+
+    #[test]
+    fn a_request_missing_a_required_meta_field_is_malformed_invalid_params_and_400() {
+        let headers = stateless_headers(&[(&METHOD_HEADER, "server/discover")]);
+        for params in [
+            json!({}),
+            json!({"_meta": {META_CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}),
+            json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: []}}),
+        ] {
+            assert_eq!(
+                rejected(admit(
+                    &[request_with("server/discover", params.clone())],
+                    &headers
+                )),
+                Some((StatusCode::BAD_REQUEST, -32602)),
+                "{params}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_meta_version_other_than_the_header_is_a_mismatch_before_it_is_unsupported() {
+        let headers = stateless_headers(&[(&METHOD_HEADER, "tools/call"), (&NAME_HEADER, "echo")]);
+        assert_eq!(
+            code(admit(&[call("echo", "v999.0.0")], &headers)),
+            Some(codes::HEADER_MISMATCH)
+        );
+        let headers = headers_with_version("v999.0.0");
+        assert_eq!(
+            code(admit(&[call("echo", "v999.0.0")], &headers)),
+            Some(codes::UNSUPPORTED_PROTOCOL_VERSION)
+        );
+    }
+
+    fn headers_with_version(version: &'static str) -> HeaderMap {
+        headers(&[
+            (&METHOD_HEADER, "tools/call"),
+            (&NAME_HEADER, "echo"),
+            (&VERSION_HEADER, version),
+        ])
+    }
+
+    #[test]
+    fn a_meta_naming_a_session_revision_is_served_as_that_revision_not_statelessly() {
+        let message = call("echo", "2025-11-25");
+        let Message::Request(request) = &message else {
+            unreachable!()
+        };
+        assert!(!is_stateless(request, &HeaderMap::new()));
+        assert_eq!(code(admit(&[message.clone()], &HeaderMap::new())), None);
+    }
+
+    #[test]
+    fn an_unknown_meta_version_is_unsupported_with_the_supported_list() {
+        let headers = headers_with_version("2031-01-01");
+        let outcome = admit(&[call("echo", "2031-01-01")], &headers);
         let error = outcome.err().map(|rejection| rejection.error().clone());
         assert_eq!(
             error.as_ref().map(|error| error.code),
@@ -606,7 +738,7 @@ mod tests {
     #[test]
     fn an_unserved_version_header_is_refused_with_400() {
         let headers = headers(&[(&VERSION_HEADER, "1999-01-01")]);
-        let outcome = admit(&[], &headers, true);
+        let outcome = admit(&[], &headers);
         assert_eq!(
             outcome.err().map(|rejection| rejection.status()),
             Some(StatusCode::BAD_REQUEST)

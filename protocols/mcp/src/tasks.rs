@@ -1,33 +1,60 @@
-//! MCP tasks (2025-11-25, experimental): the store that remembers task-augmented requests —
-//! their status, their outcome once terminal, and which session may see them — and forgets
-//! each one when its TTL runs out, measured on an injectable clock like the runtime's sessions.
-//! The server runs the request; the store only records and answers `tasks/*`.
+//! MCP tasks: the store that remembers task-augmented requests — their status, their outcome once
+//! terminal, who may see them, and what they wait on the client for — on both wires that define
+//! them: 2025-11-25's experimental tasks (the client asks for one with `task`; `tasks/get`,
+//! `list`, `cancel`, `result`) and the 2026-07-28 tasks extension (SEP-2663: the server decides;
+//! `tasks/get` inlines the outcome, `tasks/update` answers the task's input requests, `tasks/cancel`
+//! only acknowledges). The server runs the request; the store records it and answers `tasks/*`.
+//!
+//! Every bound is a [`TaskLimits`] field: tasks in all and per owner (a new task past either is
+//! refused with `-32013`/503 or `-32012`/429, `data.retryAfterSeconds` saying when the oldest
+//! one expires), the bytes of one outcome and of all outcomes kept (past either the outcome is
+//! replaced by an internal error, so the task fails rather than the store growing), and each
+//! task's lifetime (its TTL, on an injectable clock; an expired task is forgotten and its work
+//! cancelled).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use protocols_runtime::{Clock, ErrorObject, Peer, SystemClock};
-use serde_json::Value;
-use tokio::sync::watch;
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::errors::{CALLER_FULL, SERVER_FULL};
 use crate::generated::v2025_11_25::types::{Task, TaskStatus};
+use protocols_runtime::quote::quote;
 
-/// The `_meta` key tying a message to the task it belongs to.
+/// The `_meta` key tying a message to the task it belongs to (2025-11-25).
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
-/// How long tasks live and how often clients are told to poll.
+/// The identifier of the 2026-07-28 tasks extension (SEP-2663).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The `data` member of a bound's error that says how long to wait (whole seconds); the HTTP
+/// answer repeats it as `Retry-After`.
+pub const RETRY_AFTER: &str = protocols_runtime::handler::RETRY_AFTER_DATA;
+
+/// How long tasks live, how often clients are told to poll, and how much the store keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskLimits {
-    /// The TTL of a task whose request named none.
+    /// The TTL of a task whose request named none (every extension task's).
     pub default_ttl: Duration,
     /// The longest TTL granted, whatever the request asked.
     pub max_ttl: Duration,
-    /// The `pollInterval` suggested to clients.
+    /// The poll interval suggested to clients.
     pub poll_interval: Duration,
     /// Tasks per `tasks/list` page.
     pub page_size: usize,
+    /// Tasks kept at once, in all.
+    pub max_tasks: usize,
+    /// Tasks kept at once for one owner (a session, an authenticated caller, or the anonymous
+    /// callers together).
+    pub max_tasks_per_owner: usize,
+    /// The largest outcome kept for one task, in bytes of JSON.
+    pub max_outcome_bytes: usize,
+    /// The bytes of JSON kept for all outcomes together.
+    pub max_kept_bytes: usize,
 }
 
 impl Default for TaskLimits {
@@ -37,6 +64,10 @@ impl Default for TaskLimits {
             max_ttl: Duration::from_secs(3600),
             poll_interval: Duration::from_secs(1),
             page_size: 50,
+            max_tasks: 1024,
+            max_tasks_per_owner: 64,
+            max_outcome_bytes: 1 << 20,
+            max_kept_bytes: 64 << 20,
         }
     }
 }
@@ -44,9 +75,27 @@ impl Default for TaskLimits {
 /// What a finished request produced: its result, or the JSON-RPC error it answered.
 pub type Outcome = Result<Value, ErrorObject>;
 
+/// Which wire a task was created on: it decides how an outcome reads (a tool result with
+/// `isError` fails an experimental task but completes an extension one) and which `tasks/*`
+/// see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskWire {
+    /// 2025-11-25's experimental tasks.
+    Experimental,
+    /// The 2026-07-28 tasks extension (SEP-2663).
+    Extension,
+}
+
+/// A request the task waits on the client to answer (extension tasks).
+struct PendingInput {
+    request: Value,
+    answer: oneshot::Sender<Value>,
+}
+
 struct Entry {
     id: String,
     owner: Option<String>,
+    wire: TaskWire,
     status: TaskStatus,
     status_message: Option<String>,
     created_at: SystemTime,
@@ -54,14 +103,26 @@ struct Entry {
     expires_at: Instant,
     ttl: Duration,
     outcome: Option<Outcome>,
+    /// The bytes `outcome` counts against [`TaskLimits::max_kept_bytes`].
+    outcome_bytes: usize,
     cancel: CancellationToken,
     /// Tells `tasks/result` waiters that the status moved; dropped (waking them) on expiry.
     changed: watch::Sender<TaskStatus>,
+    /// Extension tasks: what the task waits on the client for, by key.
+    inputs: BTreeMap<String, PendingInput>,
+    /// Input keys minted so far (a key is never reused within a task).
+    keys_minted: u64,
 }
 
 impl Entry {
     fn is_terminal(&self) -> bool {
         is_terminal(self.status)
+    }
+
+    fn touch(&mut self, status: TaskStatus) {
+        self.status = status;
+        self.updated_at = SystemTime::now();
+        self.changed.send_replace(status);
     }
 }
 
@@ -78,6 +139,28 @@ struct Entries {
     by_sequence: BTreeMap<u64, Entry>,
     sequence_of: HashMap<String, u64>,
     next_sequence: u64,
+    per_owner: HashMap<Option<String>, usize>,
+    kept_bytes: usize,
+}
+
+impl Entries {
+    fn remove(&mut self, sequence: u64) -> Option<Entry> {
+        let entry = self.by_sequence.remove(&sequence)?;
+        self.sequence_of.remove(&entry.id);
+        self.kept_bytes = self.kept_bytes.saturating_sub(entry.outcome_bytes);
+        if let Some(count) = self.per_owner.get_mut(&entry.owner) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.per_owner.remove(&entry.owner);
+            }
+        }
+        Some(entry)
+    }
+
+    fn entry_mut(&mut self, id: &str) -> Option<&mut Entry> {
+        let sequence = self.sequence_of.get(id)?;
+        self.by_sequence.get_mut(sequence)
+    }
 }
 
 /// A task the server just created: its id, its first snapshot, and the token that fires when
@@ -88,15 +171,16 @@ pub struct CreatedTask {
     pub cancellation: CancellationToken,
 }
 
-/// What work running as a task knows of it: its id and where its status is kept.
+/// What work running as a task knows of it: its id, where its status is kept, and its wire.
 #[derive(Debug, Clone)]
 pub(crate) struct TaskLink {
     pub(crate) id: Arc<str>,
     pub(crate) store: TaskStore,
+    pub(crate) wire: TaskWire,
 }
 
-/// `notifications/tasks/status` with the task as it now is (tasks exist on 2025-11-25 only,
-/// the handler's own revision, so nothing is converted). Nobody listening is not an error.
+/// `notifications/tasks/status` with the task as it now is (2025-11-25, the handler's own
+/// revision, so nothing is converted). Nobody listening is not an error.
 pub(crate) fn notify_status(peer: &Peer, task: &Task) {
     if let Err(error) = peer.notify("notifications/tasks/status", task) {
         tracing::debug!(%error, task = %task.task_id, "task status not delivered");
@@ -109,6 +193,8 @@ pub struct TaskStore {
     clock: Arc<dyn Clock>,
     limits: TaskLimits,
     entries: Arc<Mutex<Entries>>,
+    /// The ids of extension tasks whose state changed, for `subscriptions/listen` streams.
+    changes: broadcast::Sender<Arc<str>>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -125,8 +211,11 @@ impl Default for TaskStore {
     }
 }
 
+/// How many changes a slow listener may fall behind before it misses some (it can still poll).
+const CHANGES_KEPT: usize = 256;
+
 fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("no task `{id}`"))
+    ErrorObject::invalid_params(format!("no task {}", quote(id)))
 }
 
 fn millis(duration: Duration) -> i64 {
@@ -137,12 +226,21 @@ fn timestamp(at: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The bytes an outcome takes as JSON.
+fn outcome_bytes(outcome: &Outcome) -> usize {
+    match outcome {
+        Ok(result) => serde_json::to_string(result).map_or(0, |text| text.len()),
+        Err(error) => serde_json::to_string(error).map_or(0, |text| text.len()),
+    }
+}
+
 impl TaskStore {
     pub fn new(limits: TaskLimits, clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
             limits,
             entries: Arc::default(),
+            changes: broadcast::channel(CHANGES_KEPT).0,
         }
     }
 
@@ -164,8 +262,7 @@ impl TaskStore {
             .map(|(sequence, _)| *sequence)
             .collect();
         for sequence in expired {
-            if let Some(entry) = entries.by_sequence.remove(&sequence) {
-                entries.sequence_of.remove(&entry.id);
+            if let Some(entry) = entries.remove(sequence) {
                 // Nobody can fetch the result any more, so the work is pointless.
                 entry.cancel.cancel();
             }
@@ -185,12 +282,88 @@ impl TaskStore {
         }
     }
 
-    /// Opens a `working` task for `owner` that lives `requested_ttl_ms` (capped), or the
-    /// default when the request named none.
+    /// An extension task's own fields (SEP-2663 `Task`).
+    fn extension_fields(&self, entry: &Entry) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("taskId".to_owned(), json!(entry.id));
+        fields.insert("status".to_owned(), json!(entry.status));
+        if let Some(message) = &entry.status_message {
+            fields.insert("statusMessage".to_owned(), json!(message));
+        }
+        fields.insert("createdAt".to_owned(), json!(timestamp(entry.created_at)));
+        fields.insert(
+            "lastUpdatedAt".to_owned(),
+            json!(timestamp(entry.updated_at)),
+        );
+        fields.insert("ttlMs".to_owned(), json!(millis(entry.ttl)));
+        fields.insert(
+            "pollIntervalMs".to_owned(),
+            json!(millis(self.limits.poll_interval).max(1)),
+        );
+        fields
+    }
+
+    /// An extension task as `tasks/get` and `notifications/tasks` carry it (SEP-2663
+    /// `DetailedTask`): its fields and what its status inlines.
+    fn detailed(&self, entry: &Entry) -> Map<String, Value> {
+        let mut fields = self.extension_fields(entry);
+        match (entry.status, &entry.outcome) {
+            (TaskStatus::Completed, Some(Ok(result))) => {
+                fields.insert("result".to_owned(), result.clone());
+            }
+            (TaskStatus::Failed, Some(Err(error))) => {
+                fields.insert("error".to_owned(), json!(error));
+            }
+            (TaskStatus::InputRequired, _) => {
+                let requests: Map<String, Value> = entry
+                    .inputs
+                    .iter()
+                    .map(|(key, pending)| (key.clone(), pending.request.clone()))
+                    .collect();
+                fields.insert("inputRequests".to_owned(), Value::Object(requests));
+            }
+            _ => {}
+        }
+        fields
+    }
+
+    /// Why no task can be created for `owner` now, when that is so: the store or the owner's
+    /// share is full. `data.retryAfterSeconds` says when the first of those tasks expires.
+    fn refusal(&self, entries: &Entries, owner: Option<&str>) -> Option<ErrorObject> {
+        let owner_key = owner.map(str::to_owned);
+        let owned = entries.per_owner.get(&owner_key).copied().unwrap_or(0);
+        let (code, message, mine) = if entries.by_sequence.len() >= self.limits.max_tasks
+            || entries.kept_bytes >= self.limits.max_kept_bytes
+        {
+            (SERVER_FULL, "the server keeps no more tasks now", false)
+        } else if owned >= self.limits.max_tasks_per_owner {
+            (
+                CALLER_FULL,
+                "this caller holds as many tasks as it may",
+                true,
+            )
+        } else {
+            return None;
+        };
+        let now = self.clock.now();
+        let first_expiry = entries
+            .by_sequence
+            .values()
+            .filter(|entry| !mine || entry.owner.as_deref() == owner)
+            .map(|entry| entry.expires_at.saturating_duration_since(now))
+            .min()
+            .unwrap_or_default();
+        let retry_after = first_expiry.as_secs() + u64::from(first_expiry.subsec_nanos() > 0);
+        Some(ErrorObject::new(code, message).with_data(json!({ RETRY_AFTER: retry_after.max(1) })))
+    }
+
+    /// Opens a `working` task for `owner` on `wire` that lives `requested_ttl_ms` (capped), or
+    /// the default when the request named none; refused when a bound is reached.
     pub fn create(
         &self,
         owner: Option<&str>,
         requested_ttl_ms: Option<i64>,
+        wire: TaskWire,
     ) -> Result<CreatedTask, ErrorObject> {
         let ttl = requested_ttl_ms
             .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
@@ -201,6 +374,7 @@ impl TaskStore {
         let entry = Entry {
             id: uuid::Uuid::new_v4().simple().to_string(),
             owner: owner.map(str::to_owned),
+            wire,
             status: TaskStatus::Working,
             status_message: None,
             created_at: now,
@@ -208,112 +382,254 @@ impl TaskStore {
             expires_at: self.clock.now() + ttl,
             ttl,
             outcome: None,
+            outcome_bytes: 0,
             cancel: CancellationToken::new(),
             changed,
+            inputs: BTreeMap::new(),
+            keys_minted: 0,
         };
         let created = CreatedTask {
             task: self.snapshot(&entry),
             cancellation: entry.cancel.clone(),
         };
         let mut entries = self.live()?;
+        if let Some(refusal) = self.refusal(&entries, owner) {
+            return Err(refusal);
+        }
         let sequence = entries.next_sequence;
         entries.next_sequence += 1;
+        *entries.per_owner.entry(entry.owner.clone()).or_insert(0) += 1;
         entries.sequence_of.insert(entry.id.clone(), sequence);
         entries.by_sequence.insert(sequence, entry);
         Ok(created)
     }
 
-    /// Runs `visit` on task `id` when `owner` may see it.
+    /// Forgets a task nobody was told of (a call that finished before it had to become one).
+    pub(crate) fn forget(&self, id: &str) {
+        if let Ok(mut entries) = self.entries.lock()
+            && let Some(sequence) = entries.sequence_of.get(id).copied()
+        {
+            entries.remove(sequence);
+        }
+    }
+
+    /// Runs `visit` on task `id` of `wire` when `owner` may see it.
     fn with_entry<T>(
         &self,
         owner: Option<&str>,
         id: &str,
+        wire: TaskWire,
         visit: impl FnOnce(&mut Entry) -> Result<T, ErrorObject>,
     ) -> Result<T, ErrorObject> {
         let mut entries = self.live()?;
-        let sequence = entries
-            .sequence_of
-            .get(id)
-            .copied()
-            .ok_or_else(|| not_found(id))?;
-        match entries.by_sequence.get_mut(&sequence) {
-            Some(entry) if entry.owner.as_deref() == owner => visit(entry),
+        match entries.entry_mut(id) {
+            Some(entry) if entry.owner.as_deref() == owner && entry.wire == wire => visit(entry),
             _ => Err(not_found(id)),
         }
     }
 
-    /// Records what the request produced; a tool result with `isError` makes the task
-    /// `failed`, as does a JSON-RPC error. `None` when the task was cancelled or has expired
-    /// meanwhile (the outcome is then dropped).
+    fn announce(&self, id: &str, wire: TaskWire) {
+        if wire == TaskWire::Extension {
+            // Nobody listening is not an error.
+            let _ = self.changes.send(Arc::from(id));
+        }
+    }
+
+    /// Records what the request produced. A JSON-RPC error fails the task; a tool result with
+    /// `isError` fails an experimental task and completes an extension one. An outcome past the
+    /// byte bounds is kept as an internal error instead. `None` when the task was cancelled or
+    /// has expired meanwhile (the outcome is then dropped).
     pub fn finish(&self, id: &str, outcome: Outcome) -> Option<Task> {
         let mut entries = self.live().ok()?;
-        let sequence = entries.sequence_of.get(id).copied()?;
-        let entry = entries.by_sequence.get_mut(&sequence)?;
+        let budget = self
+            .limits
+            .max_kept_bytes
+            .saturating_sub(entries.kept_bytes);
+        let entry = entries.entry_mut(id)?;
         if entry.is_terminal() {
             return None;
         }
-        let failed = match &outcome {
-            Ok(result) => result.get("isError").and_then(Value::as_bool) == Some(true),
-            Err(_) => true,
-        };
-        entry.status = if failed {
-            TaskStatus::Failed
+        let bytes = outcome_bytes(&outcome);
+        let outcome = if bytes > self.limits.max_outcome_bytes || bytes > budget {
+            Err(ErrorObject::new(
+                -32603,
+                format!(
+                    "the outcome ({bytes} bytes) is more than the server keeps for a task ({} bytes)",
+                    self.limits.max_outcome_bytes.min(budget)
+                ),
+            ))
         } else {
-            TaskStatus::Completed
+            outcome
+        };
+        let failed = match (&outcome, entry.wire) {
+            (Err(_), _) => true,
+            (Ok(result), TaskWire::Experimental) => {
+                result.get("isError").and_then(Value::as_bool) == Some(true)
+            }
+            (Ok(_), TaskWire::Extension) => false,
         };
         entry.status_message = outcome
             .as_ref()
             .err()
             .map(|error| error.message.to_string());
-        entry.updated_at = SystemTime::now();
+        entry.outcome_bytes = outcome_bytes(&outcome);
+        let kept = entry.outcome_bytes;
         entry.outcome = Some(outcome);
-        entry.changed.send_replace(entry.status);
-        Some(self.snapshot(entry))
+        entry.inputs.clear();
+        entry.touch(if failed {
+            TaskStatus::Failed
+        } else {
+            TaskStatus::Completed
+        });
+        let snapshot = self.snapshot(entry);
+        let wire = entry.wire;
+        entries.kept_bytes += kept;
+        drop(entries);
+        self.announce(id, wire);
+        Some(snapshot)
     }
 
-    /// Moves a running task to `input_required` while it waits on the client (`waiting`) and
-    /// back to `working` after; `None` when the task is no longer running.
+    /// Moves a running experimental task to `input_required` while it waits on the client
+    /// (`waiting`) and back to `working` after; `None` when the task is no longer running.
     pub(crate) fn awaiting_input(&self, id: &str, waiting: bool) -> Option<Task> {
         let mut entries = self.live().ok()?;
-        let sequence = entries.sequence_of.get(id).copied()?;
-        let entry = entries.by_sequence.get_mut(&sequence)?;
+        let entry = entries.entry_mut(id)?;
         if entry.is_terminal() {
             return None;
         }
-        entry.status = if waiting {
+        entry.touch(if waiting {
             TaskStatus::InputRequired
         } else {
             TaskStatus::Working
-        };
-        entry.updated_at = SystemTime::now();
-        entry.changed.send_replace(entry.status);
+        });
         Some(self.snapshot(entry))
     }
 
-    /// `tasks/get`.
-    pub fn get(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
-        self.with_entry(owner, id, |entry| Ok(self.snapshot(entry)))
+    /// An extension task asks the client `request` (a `{method, params}` input request): the
+    /// task is `input_required` until every request it asked is answered through
+    /// `tasks/update`. The answer arrives on the receiver; `None` when the task is no longer
+    /// running.
+    pub(crate) fn ask(
+        &self,
+        id: &str,
+        request: Value,
+    ) -> Option<(String, oneshot::Receiver<Value>)> {
+        let mut entries = self.live().ok()?;
+        let entry = entries.entry_mut(id)?;
+        if entry.is_terminal() {
+            return None;
+        }
+        entry.keys_minted += 1;
+        let key = format!("input-{}", entry.keys_minted);
+        let (answer, answered) = oneshot::channel();
+        entry
+            .inputs
+            .insert(key.clone(), PendingInput { request, answer });
+        entry.touch(TaskStatus::InputRequired);
+        drop(entries);
+        self.announce(id, TaskWire::Extension);
+        Some((key, answered))
     }
 
-    /// `tasks/cancel`: a task already terminal cannot be cancelled (-32602).
-    pub fn cancel(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
-        self.with_entry(owner, id, |entry| {
-            if entry.is_terminal() {
-                return Err(ErrorObject::invalid_params(format!(
-                    "task `{id}` is already {}",
-                    entry.status
-                )));
+    /// `tasks/update`: delivers each answer to the request it names; keys the task is not
+    /// waiting on are ignored. The task works again once nothing is outstanding.
+    pub fn update(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+        responses: &Map<String, Value>,
+    ) -> Result<(), ErrorObject> {
+        let resumed = self.with_entry(owner, id, TaskWire::Extension, |entry| {
+            let mut answered = false;
+            for (key, response) in responses {
+                if let Some(pending) = entry.inputs.remove(key) {
+                    // The asker may have gone (cancelled); the answer then has nowhere to go.
+                    let _ = pending.answer.send(response.clone());
+                    answered = true;
+                }
             }
-            entry.status = TaskStatus::Cancelled;
-            entry.status_message = Some("cancelled by the client".to_owned());
-            entry.updated_at = SystemTime::now();
-            entry.cancel.cancel();
-            entry.changed.send_replace(entry.status);
+            if answered && entry.inputs.is_empty() && !entry.is_terminal() {
+                entry.touch(TaskStatus::Working);
+            }
+            Ok(answered)
+        })?;
+        if resumed {
+            self.announce(id, TaskWire::Extension);
+        }
+        Ok(())
+    }
+
+    /// `tasks/get` (2025-11-25).
+    pub fn get(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
+        self.with_entry(owner, id, TaskWire::Experimental, |entry| {
             Ok(self.snapshot(entry))
         })
     }
 
-    /// `tasks/list`: `owner`'s tasks, oldest first, one page after `cursor`.
+    /// `tasks/get` (extension): the task's `DetailedTask`.
+    pub fn get_detailed(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        self.with_entry(owner, id, TaskWire::Extension, |entry| {
+            Ok(self.detailed(entry))
+        })
+    }
+
+    /// The `DetailedTask` of an extension task whoever owns it (for the listeners its owner
+    /// subscribed); `None` once it is gone.
+    pub(crate) fn detailed_of(&self, id: &str) -> Option<(Option<String>, Map<String, Value>)> {
+        let mut entries = self.live().ok()?;
+        let entry = entries.entry_mut(id)?;
+        Some((entry.owner.clone(), self.detailed(entry)))
+    }
+
+    /// The fields of a `CreateTaskResult` for task `id` (extension).
+    pub(crate) fn created(&self, id: &str) -> Option<Map<String, Value>> {
+        let mut entries = self.live().ok()?;
+        let entry = entries.entry_mut(id)?;
+        Some(self.extension_fields(entry))
+    }
+
+    fn cancel_entry(&self, entry: &mut Entry) {
+        entry.status_message = Some("cancelled by the client".to_owned());
+        entry.cancel.cancel();
+        entry.inputs.clear();
+        entry.touch(TaskStatus::Cancelled);
+    }
+
+    /// `tasks/cancel` (2025-11-25): a task already terminal cannot be cancelled (-32602).
+    pub fn cancel(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
+        self.with_entry(owner, id, TaskWire::Experimental, |entry| {
+            if entry.is_terminal() {
+                return Err(ErrorObject::invalid_params(format!(
+                    "the task is already {}",
+                    entry.status
+                )));
+            }
+            self.cancel_entry(entry);
+            Ok(self.snapshot(entry))
+        })
+    }
+
+    /// `tasks/cancel` (extension): acknowledged whatever the status; a running task is
+    /// cancelled, a terminal one stays as it is.
+    pub fn cancel_extension(&self, owner: Option<&str>, id: &str) -> Result<(), ErrorObject> {
+        let cancelled = self.with_entry(owner, id, TaskWire::Extension, |entry| {
+            let running = !entry.is_terminal();
+            if running {
+                self.cancel_entry(entry);
+            }
+            Ok(running)
+        })?;
+        if cancelled {
+            self.announce(id, TaskWire::Extension);
+        }
+        Ok(())
+    }
+
+    /// `tasks/list` (2025-11-25): `owner`'s tasks, oldest first, one page after `cursor`.
     pub fn list(
         &self,
         owner: Option<&str>,
@@ -326,10 +642,9 @@ impl TaskStore {
                 .map_err(|_| ErrorObject::invalid_params("invalid cursor"))?,
         };
         let entries = self.live()?;
-        let mut visible = entries
-            .by_sequence
-            .range(start..)
-            .filter(|(_, entry)| entry.owner.as_deref() == owner);
+        let mut visible = entries.by_sequence.range(start..).filter(|(_, entry)| {
+            entry.owner.as_deref() == owner && entry.wire == TaskWire::Experimental
+        });
         let page: Vec<Task> = visible
             .by_ref()
             .take(self.limits.page_size.max(1))
@@ -339,27 +654,36 @@ impl TaskStore {
         Ok((page, next))
     }
 
-    /// `tasks/result`: waits until the task is terminal (or `abandon` fires), then answers
-    /// exactly what the request answered.
+    /// `tasks/result` (2025-11-25): waits until the task is terminal (or `abandon` fires),
+    /// then answers exactly what the request answered.
     pub async fn result(
         &self,
         owner: Option<&str>,
         id: &str,
         abandon: &CancellationToken,
     ) -> Outcome {
-        let mut changed = self.with_entry(owner, id, |entry| Ok(entry.changed.subscribe()))?;
+        let mut changed = self.with_entry(owner, id, TaskWire::Experimental, |entry| {
+            Ok(entry.changed.subscribe())
+        })?;
         let waited = tokio::select! {
             waited = changed.wait_for(|status| is_terminal(*status)) => waited.map(|_| ()),
             () = abandon.cancelled() => return Err(ErrorObject::invalid_request("tasks/result was cancelled")),
         };
         // The sender is dropped only when the task expired while we waited.
         waited.map_err(|_| not_found(id))?;
-        self.with_entry(owner, id, |entry| match (&entry.outcome, entry.status) {
-            (Some(outcome), _) => outcome.clone(),
-            (None, status) => Err(ErrorObject::invalid_params(format!(
-                "task `{id}` was {status} before it produced a result"
-            ))),
+        self.with_entry(owner, id, TaskWire::Experimental, |entry| {
+            match (&entry.outcome, entry.status) {
+                (Some(outcome), _) => outcome.clone(),
+                (None, status) => Err(ErrorObject::invalid_params(format!(
+                    "the task was {status} before it produced a result"
+                ))),
+            }
         })
+    }
+
+    /// The ids of extension tasks as their state changes.
+    pub(crate) fn changes(&self) -> broadcast::Receiver<Arc<str>> {
+        self.changes.subscribe()
     }
 
     /// How many tasks are remembered (expired ones excluded).
@@ -376,7 +700,9 @@ impl TaskStore {
 mod tests {
     use super::*;
     use protocols_runtime::ManualClock;
-    use serde_json::json;
+
+    const EXPERIMENTAL: TaskWire = TaskWire::Experimental;
+    const EXTENSION: TaskWire = TaskWire::Extension;
 
     fn store(clock: &Arc<ManualClock>) -> TaskStore {
         let limits = TaskLimits {
@@ -390,7 +716,7 @@ mod tests {
     fn a_task_is_forgotten_once_its_ttl_has_passed_and_its_work_is_cancelled() {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
-        let created = store.create(Some("s"), Some(1_000)).unwrap();
+        let created = store.create(Some("s"), Some(1_000), EXPERIMENTAL).unwrap();
         let id = created.task.task_id.clone();
         clock.advance(Duration::from_millis(999));
         assert_eq!(
@@ -408,9 +734,12 @@ mod tests {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
         let limits = *store.limits();
-        let capped = store.create(None, Some(i64::MAX)).unwrap().task;
+        let capped = store
+            .create(None, Some(i64::MAX), EXPERIMENTAL)
+            .unwrap()
+            .task;
         assert_eq!(capped.ttl, Some(millis(limits.max_ttl)));
-        let default = store.create(None, None).unwrap().task;
+        let default = store.create(None, None, EXPERIMENTAL).unwrap().task;
         assert_eq!(default.ttl, Some(millis(limits.default_ttl)));
     }
 
@@ -418,7 +747,11 @@ mod tests {
     fn another_session_cannot_see_get_or_cancel_a_task() {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
-        let id = store.create(Some("a"), None).unwrap().task.task_id;
+        let id = store
+            .create(Some("a"), None, EXPERIMENTAL)
+            .unwrap()
+            .task
+            .task_id;
         assert!(store.get(Some("b"), &id).is_err());
         assert!(store.cancel(Some("b"), &id).is_err());
         assert!(store.list(Some("b"), None).unwrap().0.is_empty());
@@ -428,7 +761,7 @@ mod tests {
     fn an_is_error_result_fails_the_task_and_a_terminal_task_cannot_be_cancelled() {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
-        let id = store.create(None, None).unwrap().task.task_id;
+        let id = store.create(None, None, EXPERIMENTAL).unwrap().task.task_id;
         let finished = store.finish(&id, Ok(json!({"content": [], "isError": true})));
         assert_eq!(finished.map(|task| task.status), Some(TaskStatus::Failed));
         assert_eq!(store.cancel(None, &id).unwrap_err().code, -32602);
@@ -439,7 +772,7 @@ mod tests {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
         let ids: Vec<String> = (0..5)
-            .map(|_| store.create(None, None).unwrap().task.task_id)
+            .map(|_| store.create(None, None, EXPERIMENTAL).unwrap().task.task_id)
             .collect();
         let mut seen = Vec::new();
         let mut cursor = None;
@@ -459,7 +792,7 @@ mod tests {
     async fn result_waits_for_the_outcome_and_answers_it_exactly() {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
-        let id = store.create(None, None).unwrap().task.task_id;
+        let id = store.create(None, None, EXPERIMENTAL).unwrap().task.task_id;
         let waiter = {
             let store = store.clone();
             let id = id.clone();
@@ -476,9 +809,198 @@ mod tests {
     async fn result_of_a_cancelled_task_is_an_error() {
         let clock = Arc::new(ManualClock::new());
         let store = store(&clock);
-        let id = store.create(None, None).unwrap().task.task_id;
+        let id = store.create(None, None, EXPERIMENTAL).unwrap().task.task_id;
         store.cancel(None, &id).unwrap();
         let answered = store.result(None, &id, &CancellationToken::new()).await;
         assert_eq!(answered.unwrap_err().code, -32602);
+    }
+
+    fn bounded(clock: &Arc<ManualClock>, limits: TaskLimits) -> TaskStore {
+        TaskStore::new(limits, Arc::clone(clock) as Arc<dyn Clock>)
+    }
+
+    fn retry_after(error: &ErrorObject) -> Option<u64> {
+        error.data.as_ref()?.get(RETRY_AFTER)?.as_u64()
+    }
+
+    #[test]
+    fn a_store_at_its_task_bound_refuses_with_503_code_until_a_task_expires() {
+        let clock = Arc::new(ManualClock::new());
+        let limits = TaskLimits {
+            max_tasks: 2,
+            ..TaskLimits::default()
+        };
+        let store = bounded(&clock, limits);
+        store.create(Some("a"), Some(10_000), EXTENSION).unwrap();
+        store.create(Some("b"), Some(20_000), EXTENSION).unwrap();
+        let refused = store.create(Some("c"), None, EXTENSION).unwrap_err();
+        assert_eq!(refused.code, SERVER_FULL);
+        assert_eq!(
+            retry_after(&refused),
+            Some(10),
+            "when the first task expires"
+        );
+        clock.advance(Duration::from_secs(10));
+        assert!(store.create(Some("c"), None, EXTENSION).is_ok());
+    }
+
+    #[test]
+    fn an_owner_at_its_share_is_refused_with_429_code_while_others_are_served() {
+        let clock = Arc::new(ManualClock::new());
+        let limits = TaskLimits {
+            max_tasks_per_owner: 2,
+            ..TaskLimits::default()
+        };
+        let store = bounded(&clock, limits);
+        for _ in 0..2 {
+            store
+                .create(Some("greedy"), Some(5_500), EXPERIMENTAL)
+                .unwrap();
+        }
+        let refused = store
+            .create(Some("greedy"), None, EXPERIMENTAL)
+            .unwrap_err();
+        assert_eq!(refused.code, CALLER_FULL);
+        assert_eq!(retry_after(&refused), Some(6));
+        assert!(store.create(Some("modest"), None, EXPERIMENTAL).is_ok());
+        assert!(store.create(None, None, EXPERIMENTAL).is_ok());
+    }
+
+    #[test]
+    fn an_outcome_past_the_byte_bounds_fails_the_task_instead_of_being_kept() {
+        let clock = Arc::new(ManualClock::new());
+        let limits = TaskLimits {
+            max_outcome_bytes: 64,
+            // The internal error that replaces the first outcome (about 100 bytes) is kept and
+            // counted too; what remains after it and the small outcome is under the third's 51.
+            max_kept_bytes: 160,
+            ..TaskLimits::default()
+        };
+        let store = bounded(&clock, limits);
+        let big = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        store.finish(&big, Ok(json!({"text": "x".repeat(100)})));
+        let detailed = store.get_detailed(None, &big).unwrap();
+        assert_eq!(detailed["status"], "failed");
+        assert_eq!(detailed["error"]["code"], -32603);
+        let small = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        store.finish(&small, Ok(json!({"content": []})));
+        assert_eq!(
+            store.get_detailed(None, &small).unwrap()["status"],
+            "completed"
+        );
+        // What is kept now leaves less than an outcome's room: the next one fails too.
+        let third = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        store.finish(&third, Ok(json!({"text": "y".repeat(40)})));
+        assert_eq!(
+            store.get_detailed(None, &third).unwrap()["status"],
+            "failed"
+        );
+    }
+
+    #[test]
+    fn an_extension_task_inlines_its_outcome_and_an_is_error_result_completes_it() {
+        let clock = Arc::new(ManualClock::new());
+        let store = store(&clock);
+        let id = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        let working = store.get_detailed(None, &id).unwrap();
+        assert_eq!(working["status"], "working");
+        assert!(working.get("result").is_none() && working.get("ttl").is_none());
+        assert!(working["ttlMs"].as_i64().unwrap() > 0);
+        assert!(working["pollIntervalMs"].as_i64().unwrap() > 0);
+        store.finish(&id, Ok(json!({"content": [], "isError": true})));
+        let done = store.get_detailed(None, &id).unwrap();
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["result"]["isError"], true);
+        let failing = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        store.finish(&failing, Err(ErrorObject::internal_error()));
+        let failed = store.get_detailed(None, &failing).unwrap();
+        assert_eq!(
+            (failed["status"].clone(), failed["error"]["code"].clone()),
+            (json!("failed"), json!(-32603))
+        );
+        assert!(failed.get("result").is_none());
+    }
+
+    #[test]
+    fn the_two_wires_do_not_see_each_others_tasks() {
+        let clock = Arc::new(ManualClock::new());
+        let store = store(&clock);
+        let experimental = store.create(None, None, EXPERIMENTAL).unwrap().task.task_id;
+        let extension = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        assert!(store.get_detailed(None, &experimental).is_err());
+        assert!(store.get(None, &extension).is_err());
+        assert_eq!(store.list(None, None).unwrap().0.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_extension_task_waits_on_every_input_it_asked_and_ignores_unknown_keys() {
+        let clock = Arc::new(ManualClock::new());
+        let store = store(&clock);
+        let id = store.create(None, None, EXTENSION).unwrap().task.task_id;
+        let (first, first_answer) = store
+            .ask(&id, json!({"method": "elicitation/create"}))
+            .unwrap();
+        let (second, second_answer) = store
+            .ask(&id, json!({"method": "elicitation/create"}))
+            .unwrap();
+        assert_ne!(first, second);
+        let waiting = store.get_detailed(None, &id).unwrap();
+        assert_eq!(waiting["status"], "input_required");
+        assert_eq!(waiting["inputRequests"].as_object().unwrap().len(), 2);
+        let mut partial = Map::new();
+        partial.insert(first.clone(), json!({"action": "accept"}));
+        partial.insert("never-asked".to_owned(), json!({}));
+        store.update(None, &id, &partial).unwrap();
+        assert_eq!(first_answer.await.unwrap(), json!({"action": "accept"}));
+        let still = store.get_detailed(None, &id).unwrap();
+        assert_eq!(still["status"], "input_required");
+        assert_eq!(
+            still["inputRequests"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            [&second]
+        );
+        let mut rest = Map::new();
+        rest.insert(second, json!({"action": "decline"}));
+        store.update(None, &id, &rest).unwrap();
+        assert!(second_answer.await.is_ok());
+        assert_eq!(store.get_detailed(None, &id).unwrap()["status"], "working");
+        assert_eq!(store.update(None, "nope", &rest).unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn cancelling_an_extension_task_is_acknowledged_even_when_it_is_already_terminal() {
+        let clock = Arc::new(ManualClock::new());
+        let store = store(&clock);
+        let created = store.create(None, None, EXTENSION).unwrap();
+        let id = created.task.task_id.clone();
+        store.cancel_extension(None, &id).unwrap();
+        assert!(created.cancellation.is_cancelled());
+        assert_eq!(
+            store.get_detailed(None, &id).unwrap()["status"],
+            "cancelled"
+        );
+        assert_eq!(store.cancel_extension(None, &id), Ok(()));
+        assert_eq!(
+            store.cancel_extension(None, "nope").unwrap_err().code,
+            -32602
+        );
+    }
+
+    #[test]
+    fn a_not_found_error_quotes_a_long_id_once_and_bounded() {
+        let clock = Arc::new(ManualClock::new());
+        let store = store(&clock);
+        let id = "i".repeat(100);
+        let error = store.get(None, &id).unwrap_err();
+        assert!(error.message.len() < 90, "{}", error.message);
+        assert_eq!(
+            error.message.matches("task").count(),
+            1,
+            "{}",
+            error.message
+        );
     }
 }

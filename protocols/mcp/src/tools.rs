@@ -2,7 +2,10 @@
 //! schemars turns `T` into the advertised `inputSchema`; a structured tool's output type gives
 //! `outputSchema`, and its value travels as `structuredContent` (with a text copy for clients
 //! that only read `content`). A tool that fails answers an `isError` result, never a protocol
-//! error, so the model can see what went wrong.
+//! error, so the model can see what went wrong. What a client shows of a tool (`title`,
+//! `annotations` with their hints, `icons`, `_meta`) is set on its definition; a definition
+//! whose schemas a client could not take (an input or output schema that is not an object
+//! schema, an invalid `x-mcp-header`) is refused when the server is built, never per call.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,9 +17,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use protocols_runtime::quote::quote;
+
 use crate::content;
 use crate::context::{RequestContext, ToolError};
 use crate::generated::v2025_11_25::types;
+use crate::param_headers::{InvalidHeaderAnnotation, header_params};
 
 /// Whether a tool runs as a task: `forbidden` (the default), `optional` or `required`.
 pub type TaskSupport = types::ToolExecutionTaskSupport;
@@ -62,18 +68,41 @@ impl std::fmt::Debug for ToolDefinition {
     }
 }
 
-/// The JSON Schema of `T`, as an MCP `inputSchema`/`outputSchema` wants it: an object schema.
+/// The JSON Schema of `T` as schemars writes it (JSON Schema 2020-12), without the title it
+/// takes from the Rust type's name, which says nothing to a model. MCP wants an object schema
+/// for `inputSchema` and `outputSchema`; [`ToolDefinition::validate`] checks that it is one.
 pub fn schema_of<T: JsonSchema>() -> Value {
     let schema = schemars1::SchemaGenerator::default().into_root_schema_for::<T>();
     let mut value = serde_json::to_value(schema).unwrap_or_else(|_| json!({}));
     if let Value::Object(fields) = &mut value {
-        // The title is the Rust type's name, which says nothing to a model.
         fields.remove("title");
-        fields
-            .entry("type")
-            .or_insert_with(|| Value::from("object"));
     }
     value
+}
+
+/// Why a tool definition cannot be served: what a client would refuse it for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTool {
+    #[error("tool `{tool}`: its input schema is not an object schema (`\"type\": \"object\"`)")]
+    InputNotAnObject { tool: String },
+    #[error(
+        "tool `{tool}`: its output type's schema is not an object schema, and structured content is an object"
+    )]
+    OutputNotAnObject { tool: String },
+    #[error("tool `{tool}`: {source}")]
+    Header {
+        tool: String,
+        #[source]
+        source: InvalidHeaderAnnotation,
+    },
+}
+
+/// Whether `schema` describes JSON objects at its root (`"type": "object"`).
+fn is_object_schema(schema: Option<&Value>) -> bool {
+    schema
+        .and_then(|schema| schema.get("type"))
+        .and_then(Value::as_str)
+        == Some("object")
 }
 
 fn descriptor(
@@ -91,7 +120,7 @@ fn descriptor(
 
 fn decode_arguments<A: DeserializeOwned>(arguments: Map<String, Value>) -> Result<A, ToolError> {
     serde_json::from_value(Value::Object(arguments))
-        .map_err(|error| ToolError::failed(format!("invalid arguments: {error}")))
+        .map_err(|error| ToolError::failed(format!("invalid arguments: {}", quote(error))))
 }
 
 impl ToolDefinition {
@@ -169,6 +198,60 @@ impl ToolDefinition {
     /// What the tool declared about running as a task (`forbidden` when it said nothing).
     pub fn declared_task_support(&self) -> TaskSupport {
         task_support_of(&self.descriptor)
+    }
+
+    fn with_field(mut self, key: &str, value: Value) -> Self {
+        if let Value::Object(fields) = &mut self.descriptor {
+            fields.insert(key.to_owned(), value);
+        }
+        self
+    }
+
+    /// The name a client shows for the tool (2025-06-18 on; `name` is the identifier).
+    #[must_use]
+    pub fn title(self, title: impl Into<String>) -> Self {
+        self.with_field("title", Value::from(title.into()))
+    }
+
+    /// Hints about the tool's behaviour (`readOnlyHint`, `destructiveHint`,
+    /// `idempotentHint`, `openWorldHint`; 2025-03-26 on): what a client may show, or ask
+    /// consent for, before a call. Hints, not guarantees.
+    #[must_use]
+    pub fn annotations(self, annotations: types::ToolAnnotations) -> Self {
+        let value = serde_json::to_value(annotations).unwrap_or_else(|_| json!({}));
+        self.with_field("annotations", value)
+    }
+
+    /// Icons a client may show for the tool (2025-11-25 on).
+    #[must_use]
+    pub fn icons(self, icons: Vec<types::Icon>) -> Self {
+        let value = serde_json::to_value(icons).unwrap_or_else(|_| json!([]));
+        self.with_field("icons", value)
+    }
+
+    /// The tool's own `_meta` (2025-06-18 on), listed as given.
+    #[must_use]
+    pub fn meta(self, meta: Map<String, Value>) -> Self {
+        self.with_field("_meta", Value::Object(meta))
+    }
+
+    /// Whether a client can take the definition: object schemas for input and output, and
+    /// valid `x-mcp-header` annotations. The builder refuses a server with a tool that is not.
+    pub fn validate(&self) -> Result<(), InvalidTool> {
+        let tool = self.name().to_owned();
+        let input = self.descriptor.get("inputSchema");
+        if !is_object_schema(input) {
+            return Err(InvalidTool::InputNotAnObject { tool });
+        }
+        if let Some(output) = self.descriptor.get("outputSchema")
+            && !is_object_schema(Some(output))
+        {
+            return Err(InvalidTool::OutputNotAnObject { tool });
+        }
+        if let Some(input) = input {
+            header_params(input).map_err(|source| InvalidTool::Header { tool, source })?;
+        }
+        Ok(())
     }
 
     pub fn name(&self) -> &str {
@@ -249,6 +332,14 @@ impl Tools {
         self.ordered.is_empty()
     }
 
+    /// Every registered tool a client could not take.
+    pub(crate) fn invalid(&self) -> Vec<InvalidTool> {
+        self.ordered
+            .iter()
+            .filter_map(|tool| tool.validate().err())
+            .collect()
+    }
+
     pub(crate) fn any_supports_tasks(&self) -> bool {
         self.ordered
             .iter()
@@ -283,5 +374,87 @@ mod tests {
     #[test]
     fn a_tool_without_arguments_still_advertises_an_object_schema() {
         assert_eq!(schema_of::<NoArguments>()["type"], "object");
+    }
+
+    #[derive(serde::Serialize, JsonSchema)]
+    #[schemars(crate = "schemars1")]
+    #[allow(dead_code)]
+    enum Verdict {
+        Yes,
+        No,
+    }
+
+    fn echo_like() -> ToolDefinition {
+        ToolDefinition::new("add", "Adds", |_: Add, _| async {
+            Ok(content::tool_result(Vec::new()))
+        })
+    }
+
+    #[test]
+    fn an_output_type_whose_schema_is_not_an_object_is_refused_at_definition_time_not_per_call() {
+        let tool = ToolDefinition::structured("verdict", "Decides", |_: NoArguments, _| async {
+            Ok(Verdict::Yes)
+        });
+        assert_eq!(
+            tool.validate(),
+            Err(InvalidTool::OutputNotAnObject {
+                tool: "verdict".to_owned()
+            })
+        );
+        let numbers = ToolDefinition::structured("count", "Counts", |_: NoArguments, _| async {
+            Ok(vec![1, 2])
+        });
+        assert!(numbers.validate().is_err());
+        assert_eq!(echo_like().validate(), Ok(()));
+    }
+
+    #[test]
+    fn an_input_schema_that_is_not_an_object_or_mirrors_a_number_into_a_header_is_refused() {
+        let scalar = ToolDefinition::raw("raw", "Raw", json!({"type": "string"}), |_, _| async {
+            Ok(content::tool_result(Vec::new()))
+        });
+        assert!(matches!(
+            scalar.validate(),
+            Err(InvalidTool::InputNotAnObject { .. })
+        ));
+        let header = ToolDefinition::raw(
+            "raw",
+            "Raw",
+            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
+            |_, _| async { Ok(content::tool_result(Vec::new())) },
+        );
+        assert!(matches!(header.validate(), Err(InvalidTool::Header { .. })));
+    }
+
+    #[test]
+    fn title_annotations_icons_and_meta_are_listed_as_given() {
+        let tool = echo_like()
+            .title("Adder")
+            .annotations(types::ToolAnnotations {
+                read_only_hint: Some(true),
+                idempotent_hint: Some(true),
+                destructive_hint: Some(false),
+                open_world_hint: Some(false),
+                title: None,
+            })
+            .icons(vec![types::Icon {
+                mime_type: Some("image/png".to_owned()),
+                sizes: None,
+                src: "https://example.com/add.png".to_owned(),
+                theme: None,
+            }])
+            .meta(
+                json!({"com.example/owner": "maths"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        let listed = tool.descriptor();
+        assert_eq!(listed["title"], "Adder");
+        assert_eq!(listed["annotations"]["readOnlyHint"], true);
+        assert_eq!(listed["annotations"]["destructiveHint"], false);
+        assert_eq!(listed["icons"][0]["src"], "https://example.com/add.png");
+        assert_eq!(listed["_meta"]["com.example/owner"], "maths");
+        assert_eq!(tool.validate(), Ok(()));
     }
 }

@@ -73,6 +73,7 @@ fn polling_server() -> McpServer {
             },
         ))
         .build()
+        .unwrap()
 }
 
 fn progress_messages(messages: &[Value]) -> Vec<&str> {

@@ -8,7 +8,9 @@ mod mcp_common;
 
 use std::time::Duration;
 
-use mcp_common::{Client, Observed, Schemas, call, fixture_server, spawn};
+use mcp_common::{
+    Client, Observed, Schemas, call, fixture_server, spawn, stateless_call, stateless_client,
+};
 use protocols_mcp::Revision;
 use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
 use serde_json::{Value, json};
@@ -138,29 +140,6 @@ async fn a_foreign_host_or_origin_is_refused_and_the_own_host_accepted() {
     assert!(accepted.status().is_success(), "{}", accepted.status());
 }
 
-fn stateless_call(id: i64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "sampling": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "stateless-client", "version": "1.0.0"}
-    });
-    call(id, method, params)
-}
-
-fn stateless_client(url: String, method: &str, name: Option<&str>) -> Client {
-    let mut client = Client::new(url);
-    client.version_header = Some("2026-07-28".to_owned());
-    client
-        .extra_headers
-        .push(("mcp-method".to_owned(), method.to_owned()));
-    if let Some(name) = name {
-        client
-            .extra_headers
-            .push(("mcp-name".to_owned(), name.to_owned()));
-    }
-    client
-}
-
 #[tokio::test]
 async fn the_stateless_revision_serves_discover_and_calls_without_a_session_and_conforms() {
     let running = spawn(fixture_server(&Observed::default())).await;
@@ -255,7 +234,9 @@ async fn an_unsupported_stateless_version_is_refused_with_32022_listing_the_supp
     let mut request = stateless_call(1, "tools/list", json!({}));
     request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2031-01-01");
     let mut client = client;
-    client.version_header = None;
+    // The header names the same version: a header disagreeing with the _meta would be a
+    // mismatch before the version is judged.
+    client.version_header = Some("2031-01-01".to_owned());
     let refused = client.post(request).await;
     assert_eq!(refused.status, 400);
     let error = &refused.answer(1)["error"];

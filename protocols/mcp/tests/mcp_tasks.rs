@@ -46,6 +46,7 @@ fn task_server(fixture: &Fixture) -> McpServer {
         max_ttl: Duration::from_secs(120),
         poll_interval: Duration::from_millis(500),
         page_size: 2,
+        ..TaskLimits::default()
     };
     let clock: Arc<dyn Clock> = fixture.clock.clone();
     let gate = Arc::clone(&fixture.gate);
@@ -126,6 +127,7 @@ fn task_server(fixture: &Fixture) -> McpServer {
             .task_support(TaskSupport::Optional),
         )
         .build()
+        .unwrap()
 }
 
 fn as_task(id: i64, name: &str, arguments: Value, task: Value) -> Value {

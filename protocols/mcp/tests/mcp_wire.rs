@@ -254,3 +254,51 @@ async fn pagination_walks_every_tool_once_and_refuses_a_forged_cursor() {
         .await;
     assert_eq!(forged.answer(99)["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_tools_title_annotations_icons_and_meta_reach_each_revision_that_defines_them() {
+    let running = spawn(fixture_server(&Observed::default())).await;
+    for revision in [
+        Revision::V2024_11_05,
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+    ] {
+        let mut client = Client::new(running.url("/mcp"));
+        client.initialize(revision.as_str()).await;
+        let listed = client.post(call(1, "tools/list", json!({}))).await;
+        let echo = listed.answer(1)["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == "echo")
+            .cloned()
+            .unwrap();
+        let has = |field: &str| echo.get(field).is_some();
+        assert_eq!(
+            has("annotations"),
+            revision >= Revision::V2025_03_26,
+            "{revision}"
+        );
+        assert_eq!(
+            has("title"),
+            revision >= Revision::V2025_06_18,
+            "{revision}"
+        );
+        assert_eq!(
+            has("_meta"),
+            revision >= Revision::V2025_06_18,
+            "{revision}"
+        );
+        assert_eq!(
+            has("icons"),
+            revision >= Revision::V2025_11_25,
+            "{revision}"
+        );
+        if revision >= Revision::V2025_03_26 {
+            assert_eq!(echo["annotations"]["readOnlyHint"], true);
+            assert_eq!(echo["annotations"]["destructiveHint"], false);
+        }
+        client.check_all(&Schemas::new(revision));
+    }
+}

@@ -10,7 +10,7 @@ struct EchoArguments {
 }
 
 /// An MCP server named `server_name` with the one `echo` tool.
-pub fn echo_server(server_name: &str) -> McpServer {
+pub fn echo_server(server_name: &str) -> Result<McpServer, String> {
     let echo = ToolDefinition::new(
         "echo",
         "Echoes the message",
@@ -18,5 +18,8 @@ pub fn echo_server(server_name: &str) -> McpServer {
             Ok(content::tool_result(vec![content::text(arguments.message)]))
         },
     );
-    McpServer::builder(server_name, "1.0.0").tool(echo).build()
+    McpServer::builder(server_name, "1.0.0")
+        .tool(echo)
+        .build()
+        .map_err(|error| error.to_string())
 }

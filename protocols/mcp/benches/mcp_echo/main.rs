@@ -43,10 +43,10 @@ fn main() -> ExitCode {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
         ["serve", mode, port_file] => Mode::parse(mode)
-            .and_then(|mode| serve(echo_server(BENCH_SERVER_NAME), mode, port_file)),
+            .and_then(|mode| serve(echo_server(BENCH_SERVER_NAME)?, mode, port_file)),
         ["serve", mode, port_file, "boxed"] => Mode::parse(mode).and_then(|mode| {
             serve(
-                boxed::BoxedHandle(echo_server(BENCH_SERVER_NAME)),
+                boxed::BoxedHandle(echo_server(BENCH_SERVER_NAME)?),
                 mode,
                 port_file,
             )

@@ -58,9 +58,26 @@ pub fn fixture_server(observed: &Observed) -> McpServer {
     McpServer::builder("fixture", "1.0.0")
         .page_size(2)
         .listen_window(Duration::from_millis(600))
-        .tool(ToolDefinition::new("echo", "Echoes", |arguments: Echo, _| async move {
-            Ok(tool_result(vec![text(arguments.message)]))
-        }))
+        .tool(
+            ToolDefinition::new("echo", "Echoes", |arguments: Echo, _| async move {
+                Ok(tool_result(vec![text(arguments.message)]))
+            })
+            .title("Echo")
+            .annotations(protocols_mcp::types::ToolAnnotations {
+                read_only_hint: Some(true),
+                destructive_hint: Some(false),
+                idempotent_hint: Some(true),
+                open_world_hint: Some(false),
+                title: None,
+            })
+            .icons(vec![protocols_mcp::types::Icon {
+                mime_type: Some("image/png".to_owned()),
+                sizes: Some(vec!["48x48".to_owned()]),
+                src: "https://example.com/echo.png".to_owned(),
+                theme: None,
+            }])
+            .meta(json!({"com.example/owner": "tests"}).as_object().cloned().unwrap()),
+        )
         .tool(ToolDefinition::structured("add", "Adds", |arguments: Add, _| async move {
             Ok(Sum { sum: arguments.a + arguments.b })
         }))
@@ -118,6 +135,7 @@ pub fn fixture_server(observed: &Observed) -> McpServer {
             ["alpha", "beta"].iter().filter(|v| v.starts_with(params.argument.value.as_str())).map(|v| (*v).to_owned()).collect()
         })
         .build()
+        .unwrap()
 }
 
 /// A server listening on a loopback port until dropped.
@@ -336,6 +354,8 @@ pub struct Exchange {
     pub status: u16,
     pub session: Option<String>,
     pub content_type: String,
+    /// The `Retry-After` header, when there is one.
+    pub retry_after: Option<String>,
     /// Every JSON-RPC message the server sent in the body (requests it sent were answered).
     pub messages: Vec<Value>,
 }
@@ -433,6 +453,11 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let messages = if content_type.starts_with("text/event-stream") {
             self.read_stream(response).await
         } else {
@@ -451,6 +476,7 @@ impl Client {
             status,
             session,
             content_type,
+            retry_after,
             messages,
         }
     }
@@ -524,4 +550,50 @@ impl Client {
 
 pub fn call(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The `_meta` a 2026-07-28 client sends with every request, declaring `capabilities`.
+pub fn stateless_meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-client", "version": "1.0.0"}
+    })
+}
+
+/// A 2026-07-28 request declaring elicitation and sampling.
+pub fn stateless_call(id: i64, method: &str, params: Value) -> Value {
+    stateless_call_declaring(
+        id,
+        method,
+        params,
+        json!({"elicitation": {"form": {}}, "sampling": {}}),
+    )
+}
+
+/// A 2026-07-28 request declaring `capabilities`.
+pub fn stateless_call_declaring(
+    id: i64,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> Value {
+    params["_meta"] = stateless_meta(capabilities);
+    call(id, method, params)
+}
+
+/// A client sending 2026-07-28's headers: the version, `Mcp-Method` and, when the method
+/// addresses one thing, `Mcp-Name`.
+pub fn stateless_client(url: String, method: &str, name: Option<&str>) -> Client {
+    let mut client = Client::new(url);
+    client.version_header = Some("2026-07-28".to_owned());
+    client
+        .extra_headers
+        .push(("mcp-method".to_owned(), method.to_owned()));
+    if let Some(name) = name {
+        client
+            .extra_headers
+            .push(("mcp-name".to_owned(), name.to_owned()));
+    }
+    client
 }
