@@ -61,15 +61,17 @@ pub enum InvalidHeaderAnnotation {
     TooDeep,
 }
 
+/// A schema still to visit: the schema, its path through `properties` from the root when it is
+/// reachable so, and its depth.
+type Pending<'a> = (&'a Value, Option<Vec<Box<str>>>, usize);
+
 /// The parameters `input_schema` mirrors into headers, or why its annotations are invalid.
 pub(crate) fn header_params(
     input_schema: &Value,
 ) -> Result<Vec<HeaderParam>, InvalidHeaderAnnotation> {
     let mut params = Vec::new();
     let mut seen = HashSet::new();
-    // (schema, its path through `properties` from the root when it is reachable so, depth)
-    let mut pending: Vec<(&Value, Option<Vec<Box<str>>>, usize)> =
-        vec![(input_schema, Some(Vec::new()), 0)];
+    let mut pending: Vec<Pending<'_>> = vec![(input_schema, Some(Vec::new()), 0)];
     while let Some((schema, reachable, depth)) = pending.pop() {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(InvalidHeaderAnnotation::TooDeep);

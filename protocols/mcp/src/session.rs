@@ -155,10 +155,10 @@ impl<'de> Visitor<'de> for ExtensionNamesVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut names = Vec::new();
+        let mut names: Vec<Box<str>> = Vec::new();
         while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             map.next_value::<IgnoredAny>()?;
-            if !names.iter().any(|known: &Box<str>| **known == *name) {
+            if !names.iter().any(|known| **known == *name) {
                 names.push(name.as_ref().into());
             }
         }

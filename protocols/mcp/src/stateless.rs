@@ -715,7 +715,10 @@ mod tests {
             unreachable!()
         };
         assert!(!is_stateless(request, &HeaderMap::new()));
-        assert_eq!(code(admit(&[message.clone()], &HeaderMap::new())), None);
+        assert_eq!(
+            code(admit(std::slice::from_ref(&message), &HeaderMap::new())),
+            None
+        );
     }
 
     #[test]
