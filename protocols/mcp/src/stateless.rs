@@ -566,12 +566,8 @@ pub mod fuzzing {
     }
 
     /// The checks every request of a body passes against its headers.
-    pub fn admit(
-        messages: &[Message],
-        headers: &HeaderMap,
-        in_session: bool,
-    ) -> Result<(), Rejection> {
-        super::admit(messages, headers, in_session)
+    pub fn admit(messages: &[Message], headers: &HeaderMap) -> Result<(), Rejection> {
+        super::admit(messages, headers)
     }
 }
 
