@@ -13,6 +13,8 @@
 
 mod auth;
 mod guard;
+mod jwks;
+mod jwt;
 mod limits;
 mod origin;
 mod refusal;
@@ -31,8 +33,13 @@ use http::{HeaderValue, StatusCode, header};
 use tower::Layer as _;
 
 pub use auth::{
-    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN, Principal,
-    ProtectedResource, bearer_token,
+    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, Claims, METADATA_WELL_KNOWN,
+    Principal, ProtectedResource, bearer_token,
+};
+pub use jwks::{MAX_JWKS_BYTES, MAX_JWKS_KEYS};
+pub use jwt::{
+    DEFAULT_FETCH_TIMEOUT, DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFETCH_INTERVAL,
+    JwtAuthenticator, JwtConfig, JwtConfigError, MAX_TOKEN_BYTES,
 };
 pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
 pub use origin::{HostPolicy, OriginPolicy};

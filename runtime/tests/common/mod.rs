@@ -141,6 +141,12 @@ impl RequestHandler for TestProtocol {
             "stateless/whereami" => reply(&json!({
                 "peer": cx.peer_address().map(|address| address.to_string()),
             })),
+            "stateless/whoami" => reply(&json!({
+                "subject": cx.principal().map(|principal| principal.subject.to_string()),
+                "scopes": cx.principal().map(|principal| principal.scopes.to_vec()),
+                "claims": cx.principal().and_then(|principal| principal.claims().cloned()),
+                "peer": cx.peer_address().map(|address| address.to_string()),
+            })),
             "whoami" => reply(&json!({
                 "version": cx.protocol_version(),
                 "subject": cx.principal().map(|principal| principal.subject.to_string()),
