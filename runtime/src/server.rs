@@ -412,6 +412,9 @@ impl Server {
 /// The mounts a server dispatches to by path equality ([`assemble`] has already refused two
 /// mounts at one path); the router still holds them all, for any path it alone can match.
 fn direct_mounts(hardening: &Hardening, mounts: &[Mount]) -> Box<[DirectMount]> {
+    if !hardening.dispatches_directly() {
+        return Box::default();
+    }
     mounts
         .iter()
         .filter(|mount| DirectMount::is_literal(&mount.path))

@@ -33,6 +33,7 @@ use tokio::time::Sleep;
 use tower::{Layer, Service, ServiceExt as _};
 
 use super::origin::SiteCheck;
+use super::proxy::TrustedProxies;
 use super::refusal::Refusal;
 use super::security_headers::{ParsedSecurityHeaders, refuse_bare_error};
 use super::{Admission, BodyLimit};
@@ -52,6 +53,7 @@ pub(crate) struct GuardPolicy {
     pub(crate) site: SiteCheck,
     pub(crate) in_flight: Option<InFlight>,
     pub(crate) deadline: Option<Duration>,
+    pub(crate) proxies: Option<TrustedProxies>,
 }
 
 impl GuardPolicy {
@@ -204,9 +206,12 @@ where
 /// What [`Guard`] does with a request: screen it, then answer through `inner` or refuse.
 fn guard<F>(
     policy: &Arc<GuardPolicy>,
-    request: Request,
+    mut request: Request,
     inner: impl FnOnce(Request) -> F,
 ) -> GuardFuture<F> {
+    if let Some(proxies) = &policy.proxies {
+        proxies.resolve(&mut request);
+    }
     match policy.screen(&request) {
         Ok(occupancy) => GuardFuture::answering(policy, occupancy, inner(request)),
         Err(refusal) => refused(policy, refusal),
@@ -453,6 +458,10 @@ impl<S: SharedService> HardenedShared<S> {
     /// through [`guard`] and [`admitted_or_refused`]: their closures would each take a copy of
     /// the request.
     pub(crate) fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<S::Future> {
+        let peer = match &self.policy.proxies {
+            Some(proxies) => proxies.client(request.headers(), peer),
+            None => peer,
+        };
         let occupancy = match self.policy.screen(&request) {
             Ok(occupancy) => occupancy,
             Err(refusal) => return refused(&self.policy, refusal),

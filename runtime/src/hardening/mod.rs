@@ -12,11 +12,13 @@
 //! the boxed service and future each `Router::layer` level adds per request.
 
 mod auth;
+mod cors;
 mod guard;
 mod jwks;
 mod jwt;
 mod limits;
 mod origin;
+mod proxy;
 mod refusal;
 mod security_headers;
 
@@ -36,6 +38,7 @@ pub use auth::{
     AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, Claims, METADATA_WELL_KNOWN,
     Principal, ProtectedResource, bearer_token,
 };
+pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE};
 pub use jwks::{MAX_JWKS_BYTES, MAX_JWKS_KEYS};
 pub use jwt::{
     DEFAULT_FETCH_TIMEOUT, DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFETCH_INTERVAL,
@@ -43,6 +46,7 @@ pub use jwt::{
 };
 pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
 pub use origin::{HostPolicy, OriginPolicy};
+pub use proxy::{MAX_FORWARDED_HOPS, TrustedProxies};
 pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal, RefusalAnswer, Refused};
 pub use security_headers::SecurityHeaders;
 pub(crate) use security_headers::response_headers;
@@ -54,11 +58,18 @@ pub(crate) use guard::{HardenedFuture, HardenedShared, SharedService};
 use limits::{RateKey, RateLimiter};
 use origin::SiteCheck;
 use security_headers::refuse_unknown_path;
+use tower_http::cors::CorsLayer;
 
 /// The body limit when none is configured: large enough for a base64 image in a tool result.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Per-subject allowance when none is configured.
 pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
+/// Per-address allowance of anonymous callers when none is configured. An address can stand
+/// for a crowd (every user behind one NAT, every client of an untrusted proxy), so this is set
+/// at the scale of what one server core answers, not of what one user sends: it keeps one
+/// address from taking the whole server and nothing short of that. Behind a load balancer,
+/// name it a trusted proxy so each client gets a bucket of its own.
+pub const DEFAULT_ANONYMOUS_RATE_LIMIT: RateLimit = RateLimit::new(10_000.0, 20_000);
 /// Requests in flight at once before new ones are shed with 503.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
 /// How long a request may take to produce its response head (a stream's body is not timed).
@@ -75,6 +86,8 @@ pub enum HardeningError {
     InvalidAllowedHost(String),
     #[error("allowed origin `{0}` is not an origin (`http[s]://host[:port]`)")]
     InvalidAllowedOrigin(String),
+    #[error("trusted proxy `{0}` is neither an IP address nor a network (`10.0.0.0/8`)")]
+    InvalidTrustedProxy(String),
     #[error("protected resource `{0}` is not an absolute http(s) URL without query or fragment")]
     InvalidResource(String),
     #[error("protected-resource metadata must name at least one authorization server")]
@@ -104,11 +117,14 @@ pub struct HardeningConfig {
     origins: Option<OriginPolicy>,
     max_body_bytes: usize,
     rate_limit: Option<RateLimit>,
+    anonymous_rate_limit: Option<RateLimit>,
     max_concurrency: Option<usize>,
     request_deadline: Option<Duration>,
     authenticator: Option<Arc<dyn DynAuthenticator>>,
     policy: AuthPolicy,
     resource: Option<ProtectedResource>,
+    cors_origins: Vec<String>,
+    trusted_proxies: Vec<String>,
 }
 
 impl std::fmt::Debug for HardeningConfig {
@@ -119,10 +135,13 @@ impl std::fmt::Debug for HardeningConfig {
             .field("origins", &self.origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("rate_limit", &self.rate_limit)
+            .field("anonymous_rate_limit", &self.anonymous_rate_limit)
             .field("max_concurrency", &self.max_concurrency)
             .field("request_deadline", &self.request_deadline)
             .field("authenticator", &self.authenticator.is_some())
             .field("policy", &self.policy)
+            .field("cors_origins", &self.cors_origins)
+            .field("trusted_proxies", &self.trusted_proxies)
             .finish_non_exhaustive()
     }
 }
@@ -136,11 +155,14 @@ impl Default for HardeningConfig {
             origins: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             rate_limit: Some(DEFAULT_RATE_LIMIT),
+            anonymous_rate_limit: Some(DEFAULT_ANONYMOUS_RATE_LIMIT),
             max_concurrency: Some(DEFAULT_MAX_CONCURRENCY),
             request_deadline: Some(DEFAULT_REQUEST_DEADLINE),
             authenticator: None,
             policy: AuthPolicy::Public,
             resource: None,
+            cors_origins: Vec::new(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -183,10 +205,38 @@ impl HardeningConfig {
         self
     }
 
-    /// The per-subject allowance; `None` turns rate limiting off.
+    /// One allowance for every caller, per authenticated subject and per anonymous address
+    /// alike; `None` turns rate limiting off. Set the anonymous one apart afterwards with
+    /// [`anonymous_rate_limit`](Self::anonymous_rate_limit).
     #[must_use]
     pub fn rate_limit(mut self, limit: Option<RateLimit>) -> Self {
         self.rate_limit = limit;
+        self.anonymous_rate_limit = limit;
+        self
+    }
+
+    /// The allowance of each anonymous caller's address (default
+    /// [`DEFAULT_ANONYMOUS_RATE_LIMIT`]); `None` leaves anonymous callers unlimited.
+    #[must_use]
+    pub fn anonymous_rate_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.anonymous_rate_limit = limit;
+        self
+    }
+
+    /// Lets pages from `origins` (each `http[s]://host[:port]`) call this server: CORS answers
+    /// for them, and the `Origin` check admits them. Nothing is admitted cross-origin without it.
+    #[must_use]
+    pub fn cors_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.cors_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The proxies (addresses or networks) whose `Forwarded` / `X-Forwarded-For` names the
+    /// client a request came from, for rate limits and `peer_address()`; from any other peer
+    /// those headers are ignored.
+    #[must_use]
+    pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.trusted_proxies = proxies.into_iter().map(Into::into).collect();
         self
     }
 
@@ -227,14 +277,22 @@ impl HardeningConfig {
     /// Validates the whole configuration.
     pub fn build(self) -> Result<Hardening, HardeningError> {
         let headers = self.security_headers.parse()?;
-        let site = SiteCheck::new(&self.host_rule(), &self.origin_rule())?;
+        let site = SiteCheck::new(&self.host_rule(), &self.origin_rule())?
+            .admitting_also(&self.cors_origins)?;
+        let cors = (!self.cors_origins.is_empty())
+            .then(|| cors::cors_layer(&self.cors_origins))
+            .transpose()?;
+        let proxies = (!self.trusted_proxies.is_empty())
+            .then(|| TrustedProxies::new(&self.trusted_proxies))
+            .transpose()?;
         let metadata = self
             .resource
             .as_ref()
             .map(PublishedMetadata::new)
             .transpose()?;
         let gate = self.gate(metadata.as_ref().map(|m| m.url.as_str()))?;
-        let rate_limiter = self.rate_limiter()?;
+        let subject_rate = rate_limiter(self.rate_limit, "rate_limit")?;
+        let peer_rate = rate_limiter(self.anonymous_rate_limit, "anonymous_rate_limit")?;
         positive("max_body_bytes", self.max_body_bytes)?;
         if let Some(limit) = self.max_concurrency {
             positive("max_concurrency", limit)?;
@@ -251,13 +309,16 @@ impl HardeningConfig {
                 site,
                 in_flight: self.max_concurrency.map(InFlight::new),
                 deadline: self.request_deadline,
+                proxies,
             }),
             admission: Arc::new(Admission {
                 gate,
-                rate_limiter,
+                subject_rate,
+                peer_rate,
                 body_limit: BodyLimit(self.max_body_bytes),
             }),
             metadata,
+            cors,
         })
     }
 
@@ -278,6 +339,9 @@ impl HardeningConfig {
             (None, Some(bind)) if bind.ip().is_loopback() => OriginPolicy::Loopback {
                 port: Some(bind.port()),
             },
+            // A public server that lists its CORS origins admits those (added to this rule)
+            // rather than every page on the web.
+            (None, Some(_)) if !self.cors_origins.is_empty() => OriginPolicy::Allow(Vec::new()),
             (None, Some(_)) => OriginPolicy::AnyOrigin,
             (None, None) => OriginPolicy::Loopback { port: None },
         }
@@ -299,17 +363,21 @@ impl HardeningConfig {
             }
         }
     }
+}
 
-    fn rate_limiter(&self) -> Result<Option<RateLimiter>, HardeningError> {
-        let Some(limit) = self.rate_limit else {
-            return Ok(None);
-        };
-        if !(limit.per_second.is_finite() && limit.per_second > 0.0) {
-            return Err(HardeningError::NonPositiveLimit("rate_limit.per_second"));
-        }
-        positive("rate_limit.burst", limit.burst as usize)?;
-        Ok(Some(RateLimiter::new(limit, MAX_RATE_KEYS)))
+/// The limiter for `limit`, named `name` in a configuration error.
+fn rate_limiter(
+    limit: Option<RateLimit>,
+    name: &'static str,
+) -> Result<Option<RateLimiter>, HardeningError> {
+    let Some(limit) = limit else {
+        return Ok(None);
+    };
+    if !(limit.per_second.is_finite() && limit.per_second > 0.0) {
+        return Err(HardeningError::NonPositiveLimit(name));
     }
+    positive(name, limit.burst as usize)?;
+    Ok(Some(RateLimiter::new(limit, MAX_RATE_KEYS)))
 }
 
 fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
@@ -325,7 +393,10 @@ fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
 #[derive(Debug)]
 pub(crate) struct Admission {
     gate: Option<Gate>,
-    rate_limiter: Option<RateLimiter>,
+    /// Buckets per authenticated subject.
+    subject_rate: Option<RateLimiter>,
+    /// Buckets per anonymous caller's address.
+    peer_rate: Option<RateLimiter>,
     body_limit: BodyLimit,
 }
 
@@ -346,7 +417,7 @@ impl Admission {
                 tracing::debug!(subject = %principal.subject, "authenticated");
                 // Charged to the principal in hand rather than found again among the
                 // extensions it is about to join.
-                self.charge_with(|| Some(RateKey::subject(&principal)))?;
+                charge_with(&self.subject_rate, || Some(RateKey::subject(&principal)))?;
                 request.extensions_mut().insert(principal);
                 self.bound(request);
                 Ok(())
@@ -370,23 +441,35 @@ impl Admission {
         request.extensions_mut().insert(self.body_limit);
     }
 
-    /// Charges the caller [`RateKey::of`] finds in the request.
+    /// Charges the caller [`RateKey::of`] finds in the request, to its subject's bucket or its
+    /// address's.
     fn charge(&self, request: &Request) -> Result<(), Refusal> {
-        self.charge_with(|| RateKey::of(request.extensions()))
+        if self.subject_rate.is_none() && self.peer_rate.is_none() {
+            return Ok(());
+        }
+        match RateKey::of(request.extensions()) {
+            Some(subject @ RateKey::Subject(_)) => {
+                charge_with(&self.subject_rate, || Some(subject))
+            }
+            anonymous => charge_with(&self.peer_rate, || anonymous),
+        }
     }
 
     /// Charges an anonymous caller to the address its connection came from, handed over by a
     /// server that owns its listener: no extension is inserted for it, nor looked up.
     fn charge_peer(&self, peer: SocketAddr) -> Result<(), Refusal> {
-        self.charge_with(|| Some(RateKey::Peer(peer.ip())))
+        charge_with(&self.peer_rate, || Some(RateKey::Peer(peer.ip())))
     }
+}
 
-    /// Charges the caller `key` names; the key is only worked out when a rate limit is set.
-    fn charge_with(&self, key: impl FnOnce() -> Option<RateKey>) -> Result<(), Refusal> {
-        match &self.rate_limiter {
-            Some(limiter) => limiter.charge(key()),
-            None => Ok(()),
-        }
+/// Charges the caller `key` names to `limiter`; the key is only worked out when it is set.
+fn charge_with(
+    limiter: &Option<RateLimiter>,
+    key: impl FnOnce() -> Option<RateKey>,
+) -> Result<(), Refusal> {
+    match limiter {
+        Some(limiter) => limiter.charge(key()),
+        None => Ok(()),
     }
 }
 
@@ -396,6 +479,7 @@ pub struct Hardening {
     guard: Arc<GuardPolicy>,
     admission: Arc<Admission>,
     metadata: Option<PublishedMetadata>,
+    cors: Option<CorsLayer>,
 }
 
 impl Hardening {
@@ -406,25 +490,41 @@ impl Hardening {
     /// 2. `Host` and `Origin` checks (421, 403);
     /// 3. load shedding past the concurrency limit (503), and the request deadline (504);
     /// 4. the RFC 9728 metadata route and the unknown-path fallback, which are public;
-    /// 5. authentication (401/403), then the per-subject rate limit (429), then the body limit
+    /// 5. with [`cors_origins`](HardeningConfig::cors_origins), CORS: a preflight is answered
+    ///    here, before authentication, and every answer from here in names the allowed origin;
+    /// 6. authentication (401/403), then the per-subject rate limit (429), then the body limit
     ///    handed to the routes as a [`BodyLimit`] extension — all before any transport route
     ///    runs, so no session is looked up for a caller that has proved nothing.
     ///
     /// Anonymous callers are rate limited per peer address, which axum provides only when the
-    /// app is served with `into_make_service_with_connect_info::<SocketAddr>()`.
+    /// app is served with `into_make_service_with_connect_info::<SocketAddr>()`; with
+    /// [`trusted_proxies`](HardeningConfig::trusted_proxies), the guard first replaces a trusted
+    /// proxy's address with the client its forwarding header names.
     pub fn wrap(&self, router: Router) -> Router {
         // Each `Router::layer` puts another boxed, cloned-per-request route around every
         // endpoint, so the transport routes get both services as one layer rather than two;
         // the public routes (metadata, unknown paths) get the guard alone.
         let guard = GuardLayer(Arc::clone(&self.guard));
-        let admitted = router.layer((guard.clone(), AdmitLayer(Arc::clone(&self.admission))));
+        let admit = AdmitLayer(Arc::clone(&self.admission));
+        let unknown_path = tower::service_fn(|_: Request| {
+            std::future::ready(Ok::<_, Infallible>(refuse_unknown_path()))
+        });
+        // With CORS, its layer goes between the two, on the public routes too: a page reads the
+        // metadata document cross-origin, and a preflight for any path is answered.
+        let Some(cors) = &self.cors else {
+            let admitted = router.layer((guard.clone(), admit));
+            let public = match self.metadata_router() {
+                Some(metadata) => admitted.merge(metadata.layer(guard.clone())),
+                None => admitted,
+            };
+            return public.fallback_service(guard.layer(unknown_path));
+        };
+        let admitted = router.layer((guard.clone(), cors.clone(), admit));
         let public = match self.metadata_router() {
-            Some(metadata) => admitted.merge(metadata.layer(guard.clone())),
+            Some(metadata) => admitted.merge(metadata.layer((guard.clone(), cors.clone()))),
             None => admitted,
         };
-        public.fallback_service(guard.layer(tower::service_fn(|_: Request| {
-            std::future::ready(Ok::<_, Infallible>(refuse_unknown_path()))
-        })))
+        public.fallback_service((guard, cors.clone()).layer(unknown_path))
     }
 
     /// One transport endpoint at `path`, behind the same two services [`wrap`](Self::wrap) puts
@@ -442,11 +542,19 @@ impl Hardening {
         S::Future: Send + Unpin + 'static,
     {
         let admitted = AdmitLayer(Arc::clone(&self.admission)).layer(service);
-        Router::new().route_service(path, GuardLayer(Arc::clone(&self.guard)).layer(admitted))
+        let guard = GuardLayer(Arc::clone(&self.guard));
+        match &self.cors {
+            Some(cors) => Router::new().route_service(path, guard.layer(cors.layer(admitted))),
+            None => Router::new().route_service(path, guard.layer(admitted)),
+        }
     }
 
-    /// The RFC 9728 document route alone, for an application that nests the wrapped router
-    /// under a prefix and must serve the document at its own root.
+    /// Whether a server that owns its listener may dispatch a mount's path straight to
+    /// [`shared`](Self::shared): not with CORS, whose layer only the router's routes carry.
+    pub(crate) fn dispatches_directly(&self) -> bool {
+        self.cors.is_none()
+    }
+
     /// `service` behind the same two services [`Self::endpoint`] puts around it, called
     /// through `&self` by a server that dispatches to it directly.
     pub(crate) fn shared<S: SharedService>(&self, service: S) -> HardenedShared<S> {
@@ -457,6 +565,8 @@ impl Hardening {
         )
     }
 
+    /// The RFC 9728 document route alone, for an application that nests the wrapped router
+    /// under a prefix and must serve the document at its own root.
     pub fn metadata_router(&self) -> Option<Router> {
         let metadata = self.metadata.clone()?;
         let path = metadata.path.clone();

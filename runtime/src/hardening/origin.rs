@@ -125,6 +125,24 @@ impl SiteCheck {
         Ok(())
     }
 
+    /// The same check admitting `origins` (each `http[s]://host[:port]`) besides what its
+    /// policy admits: the origins a deployment lets browsers call it from (CORS). A policy that
+    /// admits any origin admits these already.
+    pub(crate) fn admitting_also(mut self, origins: &[String]) -> Result<Self, HardeningError> {
+        let extra = origins
+            .iter()
+            .map(|text| {
+                parse_origin_rule(text)
+                    .ok_or_else(|| HardeningError::InvalidAllowedOrigin(text.clone()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(rules) = self.origins.take() {
+            let allowed = rules.allowed.into_iter().chain(extra).collect();
+            self.origins = Some(Rules::new(allowed));
+        }
+        Ok(self)
+    }
+
     /// The same check with no known spellings, so every value goes through the parser.
     #[cfg(test)]
     fn parser_only(mut self) -> Self {
@@ -426,6 +444,20 @@ fn parse_origin_rule(text: &str) -> Option<OriginRule> {
             port: PortRule::Exactly(port),
         },
     ))
+}
+
+/// `text` as a browser serialises that origin (RFC 6454: lower-case host, no default port), the
+/// form a CORS answer names it in; `None` when `text` is not an origin.
+pub(crate) fn canonical_origin(text: &str) -> Option<String> {
+    let (scheme, rule) = parse_origin_rule(text)?;
+    let scheme = scheme?;
+    let host = rule.host;
+    match rule.port {
+        PortRule::Exactly(port) if port != default_port(&scheme) => {
+            Some(format!("{scheme}://{host}:{port}"))
+        }
+        _ => Some(format!("{scheme}://{host}")),
+    }
 }
 
 /// `scheme://authority` with nothing else: the serialisation RFC 6454 gives an origin.

@@ -296,6 +296,7 @@ mod tests {
             site: SiteCheck::new(&HostPolicy::AnyHost, &OriginPolicy::AnyOrigin).unwrap(),
             in_flight: None,
             deadline: None,
+            proxies: None,
         };
         router
             .fallback(|| async { refuse_unknown_path() })

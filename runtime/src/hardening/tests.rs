@@ -351,6 +351,24 @@ async fn guessing_tokens_is_rate_limited_per_peer() {
     assert_refused(response, StatusCode::TOO_MANY_REQUESTS, -32012).await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn one_anonymous_address_is_allowed_the_default_anonymous_burst_and_no_more() {
+    let app = public(HardeningConfig::new());
+    let peer = ConnectInfo(SocketAddr::from(([203, 0, 113, 5], 5555)));
+    let call = || {
+        let mut request = request(Method::POST, "/mcp")
+            .body(Body::from("{}"))
+            .unwrap();
+        request.extensions_mut().insert(peer);
+        request
+    };
+    for _ in 0..DEFAULT_ANONYMOUS_RATE_LIMIT.burst {
+        assert_eq!(send(app.clone(), call()).await.status(), StatusCode::OK);
+    }
+    let response = send(app, call()).await;
+    assert_refused(response, StatusCode::TOO_MANY_REQUESTS, -32012).await;
+}
+
 /// A hardened app letting one request in flight at a time, whose `/slow` route notifies
 /// `entered` when a request reaches it and answers once `release` is notified.
 fn one_at_a_time_slow_route() -> (Router, Arc<Notify>, Arc<Notify>) {
