@@ -87,7 +87,8 @@ where
 {
     let (hand_over, handed) = oneshot::channel();
     let served = tokio::spawn(async move {
-        serve_lines_exposing(&handler, reader, writer, config, |peer| {
+        let request = Arc::new(RequestMeta::default());
+        serve_lines_exposing(&handler, reader, writer, config, request, |peer| {
             // The receiver only goes away if the caller stopped waiting; nothing to tell then.
             let _ = hand_over.send(peer);
         })

@@ -387,6 +387,11 @@ impl RequestMeta {
                 .map(|info| info.0)
         })
     }
+
+    /// Who the hardening authenticated; `None` on a public endpoint and over stdio.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.extensions.get::<Principal>()
+    }
 }
 
 /// Everything a handler gets beside the message.
@@ -461,7 +466,13 @@ impl<S> Context<S> {
 
     /// Who the hardening authenticated, when the endpoint requires a credential.
     pub fn principal(&self) -> Option<&Principal> {
-        self.meta.extensions.get::<Principal>()
+        self.meta.principal()
+    }
+
+    /// The request this message arrived on, shared: what a protocol hands on to its own
+    /// handlers (the caller's principal and headers) without copying it.
+    pub fn request_meta(&self) -> &Arc<RequestMeta> {
+        &self.meta
     }
 
     /// The value of the profile's version header, when the client sent one.

@@ -91,16 +91,37 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    serve_lines_exposing(handler, reader, writer, config, |_| {}).await
+    let request = Arc::new(RequestMeta::default());
+    serve_lines_exposing(handler, reader, writer, config, request, |_| {}).await
 }
 
-/// [`serve_lines`], handing the conversation's [`Peer`] to `expose` before the first line is
+/// [`serve_lines`] for a conversation another transport carries (the messages of one HTTP or
+/// WebSocket connection piped through, as ACP's remote transport does): every message is
+/// served as having arrived on `request`, so its handler sees that request's headers and the
+/// principal the hardening authenticated for it.
+pub async fn serve_lines_as<H, R, W>(
+    handler: &H,
+    reader: R,
+    writer: W,
+    config: StdioConfig,
+    request: Arc<RequestMeta>,
+) -> std::io::Result<()>
+where
+    H: RequestHandler,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    serve_lines_exposing(handler, reader, writer, config, request, |_| {}).await
+}
+
+/// [`serve_lines_as`], handing the conversation's [`Peer`] to `expose` before the first line is
 /// read, so the side that opened the conversation can call first (see `crate::connect`).
 pub(crate) async fn serve_lines_exposing<H, R, W>(
     handler: &H,
     reader: R,
     writer: W,
     config: StdioConfig,
+    request: Arc<RequestMeta>,
     expose: impl FnOnce(Peer),
 ) -> std::io::Result<()>
 where
@@ -121,7 +142,7 @@ where
     let scope = Scope {
         conversation: Some(Arc::clone(session.conversation())),
         session: Some(Arc::clone(&session)),
-        meta: Arc::new(RequestMeta::default()),
+        meta: request,
         peer: Peer::new(
             Route::Lines(outbound.clone()),
             Some(Arc::clone(session.conversation())),

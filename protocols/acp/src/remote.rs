@@ -15,7 +15,8 @@
 //! HTTP/1.1 exchange on this same endpoint. A session's stream may be opened on any connection
 //! once the agent has named that session, since the RFD's resume flow opens it on a new
 //! connection before `session/load`; each connection's streams carry only its own agent's
-//! output.
+//! output. Each connection's agent sees the principal and headers of the request that opened
+//! it, and a connection belongs to that principal: to any other caller its id names nothing.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -30,12 +31,12 @@ use axum::extract::{FromRequestParts, Request as HttpRequest, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use protocols_runtime::hardening::{BodyLimit, Refusal, read_body};
+use protocols_runtime::hardening::{BodyLimit, Principal, Refusal, read_body};
 use protocols_runtime::jsonrpc::{DecodeError, Message, Payload, RequestId, decode};
 use protocols_runtime::session::SessionId;
 use protocols_runtime::sse::{SseEvent, keep_alive};
-use protocols_runtime::stdio::{StdioConfig, serve_lines};
-use protocols_runtime::{ErrorObject, RequestHandler};
+use protocols_runtime::stdio::{StdioConfig, serve_lines_as};
+use protocols_runtime::{ErrorObject, RequestHandler, RequestMeta};
 use serde_json::Value;
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf, duplex, split,
@@ -248,6 +249,8 @@ enum Destination {
 /// requests whose answers are still owed, and the agent's calls awaiting the client's answer.
 struct Connection {
     id: String,
+    /// The subject that opened the connection (`None`: opened anonymously).
+    owner: Option<Arc<str>>,
     input: tokio::sync::Mutex<Option<WriteHalf<DuplexStream>>>,
     streams: Mutex<HashMap<StreamKey, Arc<Outbox>>>,
     pending: Mutex<HashMap<RequestId, Destination>>,
@@ -500,13 +503,30 @@ impl<H: RequestHandler> Endpoint<H> {
         }
     }
 
-    /// Starts a connection's agent task and its output router; `None` at capacity.
-    fn open_connection(self: &Arc<Self>) -> Option<Arc<Connection>> {
+    /// The request `headers` and `extensions` came on, as a connection's agent sees it.
+    fn opening_request(
+        &self,
+        headers: HeaderMap,
+        extensions: http::Extensions,
+    ) -> Arc<RequestMeta> {
+        Arc::new(RequestMeta::new(
+            headers,
+            extensions,
+            self.handler.profile(),
+        ))
+    }
+
+    /// Starts a connection's agent task, serving it as `request` opened it, and its output
+    /// router; `None` at capacity.
+    fn open_connection(self: &Arc<Self>, request: Arc<RequestMeta>) -> Option<Arc<Connection>> {
         let slot = LiveSlot::take(&self.live, self.config.max_connections)?;
         let (agent_end, transport_end) = duplex(PIPE_BYTES);
         let (output, input) = split(transport_end);
         let connection = Arc::new(Connection {
             id: SessionId::random().as_str().to_owned(),
+            owner: request
+                .principal()
+                .map(|principal| Arc::clone(&principal.subject)),
             input: tokio::sync::Mutex::new(Some(input)),
             streams: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
@@ -523,19 +543,20 @@ impl<H: RequestHandler> Endpoint<H> {
         if let Ok(mut connections) = self.connections.lock() {
             connections.insert(connection.id.clone(), Arc::clone(&connection));
         }
-        self.spawn_agent(agent_end);
+        self.spawn_agent(agent_end, request);
         tokio::spawn(Arc::clone(self).route_output(Arc::clone(&connection), output));
         tokio::spawn(Arc::clone(self).watch_idle(Arc::clone(&connection)));
         tracing::debug!(connection = %connection.id, "ACP connection opened");
         Some(connection)
     }
 
-    fn spawn_agent(&self, agent_end: DuplexStream) {
+    fn spawn_agent(&self, agent_end: DuplexStream, request: Arc<RequestMeta>) {
         let handler = Arc::clone(&self.handler);
         let config = self.config.agent;
         tokio::spawn(async move {
             let (reader, writer) = split(agent_end);
-            if let Err(error) = serve_lines(handler.as_ref(), reader, writer, config).await {
+            let served = serve_lines_as(handler.as_ref(), reader, writer, config, request);
+            if let Err(error) = served.await {
                 tracing::debug!(%error, "an ACP connection's agent stopped");
             }
         });
@@ -625,11 +646,15 @@ impl<H: RequestHandler> Endpoint<H> {
     }
 
     /// `POST` with `initialize` and no connection: opens one and answers with JSON.
-    async fn initialize(self: &Arc<Self>, message: &Message) -> Response {
+    async fn initialize(
+        self: &Arc<Self>,
+        message: &Message,
+        opening: Arc<RequestMeta>,
+    ) -> Response {
         let Message::Request(request) = message else {
             return refuse(Refusal::MissingSession);
         };
-        let Some(connection) = self.open_connection() else {
+        let Some(connection) = self.open_connection(opening) else {
             return overloaded();
         };
         let (reply, answer) = oneshot::channel();
@@ -727,11 +752,11 @@ impl<H: RequestHandler> Endpoint<H> {
     }
 
     /// `GET` without upgrade: the connection's stream, or one session's.
-    async fn open_stream(&self, headers: &HeaderMap) -> Response {
+    async fn open_stream(&self, headers: &HeaderMap, caller: Option<&Principal>) -> Response {
         if !accepts_event_stream(headers) {
             return refuse(Refusal::NotAcceptable);
         }
-        let connection = match self.named_connection(headers) {
+        let connection = match self.named_connection(headers, caller) {
             Ok(connection) => connection,
             Err(refusal) => return refuse(refusal),
         };
@@ -764,8 +789,8 @@ impl<H: RequestHandler> Endpoint<H> {
     }
 
     /// `DELETE`: ends the connection the header names.
-    async fn end_connection(&self, headers: &HeaderMap) -> Response {
-        match self.named_connection(headers) {
+    async fn end_connection(&self, headers: &HeaderMap, caller: Option<&Principal>) -> Response {
+        match self.named_connection(headers, caller) {
             Ok(connection) => {
                 if let Some(refused) = version_refusal(&connection, headers) {
                     return refused;
@@ -778,23 +803,35 @@ impl<H: RequestHandler> Endpoint<H> {
         }
     }
 
-    fn named_connection(&self, headers: &HeaderMap) -> Result<Arc<Connection>, Refusal> {
+    /// The connection `headers` name, when it belongs to `caller`: another caller's
+    /// connection is as unknown as one that never existed.
+    fn named_connection(
+        &self,
+        headers: &HeaderMap,
+        caller: Option<&Principal>,
+    ) -> Result<Arc<Connection>, Refusal> {
         let id = headers
             .get(CONNECTION_HEADER)
             .ok_or(Refusal::MissingSession)?
             .to_str()
             .map_err(|_| Refusal::MalformedSessionId)?;
-        self.connection(id).ok_or(Refusal::UnknownSession)
+        self.connection(id)
+            .filter(|connection| {
+                connection.owner.as_deref() == caller.map(|principal| &*principal.subject)
+            })
+            .ok_or(Refusal::UnknownSession)
     }
 
-    /// `GET` with `Upgrade: websocket`: a new connection whose messages are text frames.
-    fn upgrade(self: &Arc<Self>, upgrade: WebSocketUpgrade) -> Response {
+    /// `GET` with `Upgrade: websocket`: a new connection whose messages are text frames, its
+    /// agent serving them as `opening` opened it.
+    fn upgrade(self: &Arc<Self>, upgrade: WebSocketUpgrade, opening: Arc<RequestMeta>) -> Response {
         let Some(slot) = LiveSlot::take(&self.live, self.config.max_connections) else {
             return overloaded();
         };
         let id = SessionId::random();
         let endpoint = Arc::clone(self);
-        let mut response = upgrade.on_upgrade(move |socket| endpoint.serve_socket(socket, slot));
+        let mut response =
+            upgrade.on_upgrade(move |socket| endpoint.serve_socket(socket, slot, opening));
         if let Ok(value) = HeaderValue::from_str(id.as_str()) {
             response.headers_mut().insert(CONNECTION_HEADER, value);
         }
@@ -802,9 +839,14 @@ impl<H: RequestHandler> Endpoint<H> {
     }
 
     /// Serves one WebSocket connection until either side closes it or the server shuts down.
-    async fn serve_socket(self: Arc<Self>, mut socket: WebSocket, _slot: LiveSlot) {
+    async fn serve_socket(
+        self: Arc<Self>,
+        mut socket: WebSocket,
+        _slot: LiveSlot,
+        opening: Arc<RequestMeta>,
+    ) {
         let (agent_end, transport_end) = duplex(PIPE_BYTES);
-        self.spawn_agent(agent_end);
+        self.spawn_agent(agent_end, opening);
         let (output, mut input) = split(transport_end);
         let mut output = BufReader::new(output).lines();
         loop {
@@ -1027,10 +1069,12 @@ async fn post<H: RequestHandler>(
         Ok(Payload::Batch(_)) => return bad_request(NO_BATCHES),
         Err(error) => return refuse(decode_refusal(&error)),
     };
-    match endpoint.named_connection(&parts.headers) {
+    let caller = parts.extensions.get::<Principal>();
+    match endpoint.named_connection(&parts.headers, caller) {
         Ok(connection) => endpoint.accept(&connection, &message, &parts.headers).await,
         Err(Refusal::MissingSession) if is_initialize(&message) => {
-            endpoint.initialize(&message).await
+            let opening = endpoint.opening_request(parts.headers, parts.extensions);
+            endpoint.initialize(&message, opening).await
         }
         Err(refusal) => refuse(refusal),
     }
@@ -1045,11 +1089,15 @@ async fn get<H: RequestHandler>(
     request: HttpRequest,
 ) -> Response {
     if !is_websocket_upgrade(request.headers()) {
-        return endpoint.open_stream(request.headers()).await;
+        let caller = request.extensions().get::<Principal>();
+        return endpoint.open_stream(request.headers(), caller).await;
     }
     let (mut parts, _body) = request.into_parts();
     match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(upgrade) => endpoint.upgrade(upgrade),
+        Ok(upgrade) => {
+            let opening = endpoint.opening_request(parts.headers, parts.extensions);
+            endpoint.upgrade(upgrade, opening)
+        }
         Err(rejection) => rejection.into_response(),
     }
 }
@@ -1058,7 +1106,8 @@ async fn delete<H: RequestHandler>(
     State(endpoint): State<Arc<Endpoint<H>>>,
     request: HttpRequest,
 ) -> Response {
-    endpoint.end_connection(request.headers()).await
+    let caller = request.extensions().get::<Principal>();
+    endpoint.end_connection(request.headers(), caller).await
 }
 
 /// Counts a connection's open stream while it lives, so an open stream keeps it from idling out.

@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use http::HeaderMap;
+use protocols_runtime::hardening::Principal;
 use protocols_runtime::quote::quote;
-use protocols_runtime::{ErrorObject, Peer, PeerError};
+use protocols_runtime::{ErrorObject, Peer, PeerError, RequestMeta};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -132,6 +134,8 @@ pub(crate) struct Arrival {
     pub(crate) input_responses: Map<String, Value>,
     /// 2026-07-28: the state the earlier round sealed, opened and checked.
     pub(crate) request_state: Option<Value>,
+    /// The transport's request: its headers and who the hardening authenticated.
+    pub(crate) request: Arc<RequestMeta>,
 }
 
 /// What every clone of one request's context shares, in one allocation.
@@ -294,6 +298,18 @@ impl RequestContext {
     /// checked to be the server's own for this call.
     pub fn request_state(&self) -> Option<&Value> {
         self.shared.arrival.request_state.as_ref()
+    }
+
+    /// Who the hardening authenticated for this request (its subject, scopes and, for a JWT,
+    /// validated claims); `None` on a public endpoint and over stdio. A task keeps the
+    /// principal of the call that started it.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.shared.arrival.request.principal()
+    }
+
+    /// The headers of the HTTP request this call arrived on; empty over stdio.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.shared.arrival.request.headers
     }
 
     /// The revision the client speaks.

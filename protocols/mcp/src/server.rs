@@ -317,6 +317,7 @@ impl<'a> Call<'a> {
             client_capabilities,
             input_responses,
             request_state: self.state.clone(),
+            request: Arc::clone(self.cx.request_meta()),
         };
         RequestContext::new(
             self.revision,
