@@ -166,6 +166,7 @@ pub fn router_with_push(
 mod tests {
     use futures::StreamExt as _;
     use protocols_a2a::executor::text_part;
+    use protocols_a2a::service::Caller;
     use protocols_a2a::store::Owner;
     use protocols_a2a::v1::types::{
         CancelTaskRequest, Role, SendMessageRequest, SendMessageResponsePayload,
@@ -188,8 +189,8 @@ mod tests {
         }
     }
 
-    fn me() -> Owner {
-        Owner::Anonymous
+    fn me() -> Caller {
+        Caller::anonymous(Owner::Anonymous)
     }
 
     #[tokio::test]
@@ -225,11 +226,14 @@ mod tests {
         assert_eq!(progress.status.state, TaskState::TaskStateWorking);
         let canceled = agent
             .service()
-            .cancel_task(&CancelTaskRequest {
-                id: task.id,
-                metadata: Default::default(),
-                tenant: None,
-            })
+            .cancel_task(
+                &CancelTaskRequest {
+                    id: task.id,
+                    metadata: Default::default(),
+                    tenant: None,
+                },
+                &me(),
+            )
             .unwrap();
         assert_eq!(canceled.status.state, TaskState::TaskStateCanceled);
         let last = events.collect::<Vec<_>>().await.pop().unwrap();

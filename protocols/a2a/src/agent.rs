@@ -1,7 +1,8 @@
 //! The generated A2A 1.0 [`Agent`] trait implemented by [`A2aService`]: each RPC forwards to the
 //! service, its errors become JSON-RPC error objects (carrying their `reason`, so the HTTP+JSON
 //! binding and clients can restore the typed error), and the caller (who owns the tasks it
-//! creates, and whether it authenticated) is the trait's context.
+//! creates and may reach, whether it authenticated, its principal and headers) is the trait's
+//! context.
 
 use futures::StreamExt as _;
 use protocols_runtime::ErrorObject;
@@ -37,7 +38,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: SendMessageRequest,
         cx: &Caller,
     ) -> Result<SendMessageResponse, ErrorObject> {
-        wire(A2aService::send_message(self, params, cx.owner()).await)
+        wire(A2aService::send_message(self, params, cx).await)
     }
 
     async fn send_streaming_message(
@@ -45,59 +46,63 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: SendMessageRequest,
         cx: &Caller,
     ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
-        wire_stream(A2aService::send_streaming_message(self, params, cx.owner()))
+        wire_stream(A2aService::send_streaming_message(self, params, cx))
     }
 
-    async fn get_task(&self, params: GetTaskRequest, _cx: &Caller) -> Result<Task, ErrorObject> {
-        wire(A2aService::get_task(self, &params))
+    async fn get_task(&self, params: GetTaskRequest, cx: &Caller) -> Result<Task, ErrorObject> {
+        wire(A2aService::get_task(self, &params, cx))
     }
 
     async fn list_tasks(
         &self,
         params: Option<ListTasksRequest>,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<ListTasksResponse, ErrorObject> {
-        wire(A2aService::list_tasks(self, &params.unwrap_or_default()))
+        wire(A2aService::list_tasks(
+            self,
+            &params.unwrap_or_default(),
+            cx,
+        ))
     }
 
     async fn cancel_task(
         &self,
         params: CancelTaskRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<Task, ErrorObject> {
-        wire(A2aService::cancel_task(self, &params))
+        wire(A2aService::cancel_task(self, &params, cx))
     }
 
     async fn subscribe_to_task(
         &self,
         params: SubscribeToTaskRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
-        wire_stream(A2aService::subscribe_to_task(self, &params))
+        wire_stream(A2aService::subscribe_to_task(self, &params, cx))
     }
 
     async fn create_task_push_notification_config(
         &self,
         params: TaskPushNotificationConfig,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<TaskPushNotificationConfig, ErrorObject> {
-        wire(self.create_push_config(params))
+        wire(self.create_push_config(params, cx))
     }
 
     async fn get_task_push_notification_config(
         &self,
         params: GetTaskPushNotificationConfigRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<TaskPushNotificationConfig, ErrorObject> {
-        wire(self.get_push_config(&params))
+        wire(self.get_push_config(&params, cx))
     }
 
     async fn list_task_push_notification_configs(
         &self,
         params: ListTaskPushNotificationConfigsRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<ListTaskPushNotificationConfigsResponse, ErrorObject> {
-        wire(self.list_push_configs(&params))
+        wire(self.list_push_configs(&params, cx))
     }
 
     async fn get_extended_agent_card(
@@ -111,8 +116,8 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
     async fn delete_task_push_notification_config(
         &self,
         params: DeleteTaskPushNotificationConfigRequest,
-        _cx: &Caller,
+        cx: &Caller,
     ) -> Result<Empty, ErrorObject> {
-        wire(self.delete_push_config(&params))
+        wire(self.delete_push_config(&params, cx))
     }
 }

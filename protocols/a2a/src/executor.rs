@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::A2aError;
 use crate::push::PushSender;
+use crate::service::Caller;
 use crate::store::TaskStore;
 use crate::v1::types::{
     Artifact, Message, Part, PartContent, Role, StreamResponse, StreamResponsePayload, Task,
@@ -287,12 +288,14 @@ fn not_cancelable(task: &Task) -> A2aError {
     A2aError::task_not_cancelable(&task.id, &task.status.state.to_string())
 }
 
-/// What an executor reports through; bound to one task.
+/// What an executor reports through; bound to one task and to the caller whose message it
+/// runs.
 #[derive(Clone)]
 pub struct TaskUpdater {
     task: Task,
     live: Arc<LiveTasks>,
     cancel: CancellationToken,
+    caller: Caller,
 }
 
 impl std::fmt::Debug for TaskUpdater {
@@ -304,8 +307,24 @@ impl std::fmt::Debug for TaskUpdater {
 }
 
 impl TaskUpdater {
-    pub(crate) fn new(task: Task, live: Arc<LiveTasks>, cancel: CancellationToken) -> Self {
-        Self { task, live, cancel }
+    pub(crate) fn new(
+        task: Task,
+        live: Arc<LiveTasks>,
+        cancel: CancellationToken,
+        caller: Caller,
+    ) -> Self {
+        Self {
+            task,
+            live,
+            cancel,
+            caller,
+        }
+    }
+
+    /// Who sent the message being run: its principal (`caller().principal()`) and request
+    /// headers.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     pub fn task_id(&self) -> &str {

@@ -21,6 +21,7 @@ use protocols_runtime::hardening::{BodyLimit, DEFAULT_MAX_BODY_BYTES, Refusal, r
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::{HttpRoute, MethodSpec};
 use protocols_runtime::sse::encode_event;
+use protocols_runtime::{Profile, RequestMeta};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -29,7 +30,7 @@ use crate::compat::{self, Revision, VERSION_HEADER};
 use crate::dispatch::Outcome;
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
-use crate::server::{A2aServer, routed_peer};
+use crate::server::A2aServer;
 
 /// Query parameters that are numbers or booleans on the wire (everything else is a string).
 const NUMERIC_QUERY: &[&str] = &["historyLength", "pageSize"];
@@ -281,15 +282,10 @@ async fn answer<E: AgentExecutor>(
     for (name, value) in bound {
         params.insert(json_name(&name), Value::String(value));
     }
-    let caller = server
-        .callers
-        .caller_of(
-            spec.name,
-            &parts.headers,
-            &parts.extensions,
-            routed_peer(&parts.extensions),
-        )
-        .await;
+    // The headers and extensions (the principal, the peer's address) are not read again here:
+    // they travel with the caller, to the executor.
+    let request = RequestMeta::new(parts.headers, parts.extensions, &Profile::new());
+    let caller = server.callers.caller_of(spec.name, Arc::new(request)).await;
     let params = if params.is_empty() && spec.params_optional {
         None
     } else {

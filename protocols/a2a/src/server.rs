@@ -10,20 +10,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use std::net::SocketAddr;
-
 use axum::Router;
-use axum::extract::ConnectInfo;
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use protocols_runtime::hardening::{Authenticator, Cacheable, Principal, Refusal, RefusalAnswer};
+use protocols_runtime::hardening::{Authenticator, Cacheable, Refusal, RefusalAnswer};
 use protocols_runtime::http::{HttpConfig, ResponseMode, StreamableHttp};
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::{
     Context, ErrorHead, ErrorObject, Notification, PeerError, Profile, Reply, Request,
-    RequestHandler,
+    RequestHandler, RequestMeta,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -52,40 +49,28 @@ pub(crate) struct CallerCheck {
 impl CallerCheck {
     /// Who is calling `method`: the owner of what it creates (the authenticated subject, else
     /// the peer's address) and, for the extended card only (so only it pays for the check),
-    /// whether it proved who it is.
-    pub(crate) async fn caller_of(
-        &self,
-        method: &str,
-        headers: &HeaderMap,
-        extensions: &http::Extensions,
-        peer: Option<SocketAddr>,
-    ) -> Caller {
-        let owner = Owner::of(extensions.get::<Principal>(), peer);
-        if method == crate::v1::methods::GET_EXTENDED_AGENT_CARD
-            && self.proves(headers, extensions).await
+    /// whether it proved who it is. The request travels with the caller, to the executor.
+    pub(crate) async fn caller_of(&self, method: &str, request: Arc<RequestMeta>) -> Caller {
+        let owner = Owner::of(request.principal(), request.peer_address());
+        let caller = if method == crate::v1::methods::GET_EXTENDED_AGENT_CARD
+            && self.proves(&request).await
         {
             Caller::authenticated(owner)
         } else {
             Caller::anonymous(owner)
-        }
+        };
+        caller.with_request(request)
     }
 
-    async fn proves(&self, headers: &HeaderMap, extensions: &http::Extensions) -> bool {
-        if extensions.get::<Principal>().is_some() {
+    async fn proves(&self, request: &RequestMeta) -> bool {
+        if request.principal().is_some() {
             return true;
         }
         match &self.authenticator {
-            Some(check) => check(headers.clone()).await,
+            Some(check) => check(request.headers.clone()).await,
             None => false,
         }
     }
-}
-
-/// The peer address a routed request's connection info names.
-pub(crate) fn routed_peer(extensions: &http::Extensions) -> Option<SocketAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0)
 }
 
 /// The JSON-RPC binding's head for an error answer: a bound reached is `429`/`503` with
@@ -388,7 +373,7 @@ impl<E: AgentExecutor> RequestHandler for A2aServer<E> {
         };
         let caller = self
             .callers
-            .caller_of(method, cx.headers(), cx.extensions(), cx.peer_address())
+            .caller_of(method, Arc::clone(cx.request_meta()))
             .await;
         match self
             .call(revision, method, request.params.as_deref(), caller)

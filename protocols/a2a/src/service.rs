@@ -1,12 +1,16 @@
 //! The A2A 1.0 operations over a task store and an executor: task lifecycle (create, run,
 //! cancel), reads with history trimming, paginated listing, re-attaching to a running task,
 //! push-notification config CRUD and the extended card. Every binding and revision (JSON-RPC,
-//! HTTP+JSON, 0.3) calls these same methods.
+//! HTTP+JSON, 0.3) calls these same methods, on behalf of a [`Caller`]: a task belongs to its
+//! [`Owner`], and to any other caller it does not exist.
 
 use std::sync::Arc;
 
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
+use http::HeaderMap;
+use protocols_runtime::RequestMeta;
+use protocols_runtime::hardening::Principal;
 
 use crate::card::AgentCards;
 use crate::error::A2aError;
@@ -33,29 +37,51 @@ pub type EventStream = BoxStream<'static, StreamResponse>;
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 pub const MAX_PAGE_SIZE: usize = 100;
 
-/// Who is calling: the owner new tasks are kept for, and whether the caller proved who it is
-/// (the extended card is only for those who did).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who is calling: the owner whose tasks it creates and may reach, whether it proved who it is
+/// (the extended card is only for those who did), and the request it called with (the
+/// principal the hardening authenticated, the headers), which the executor sees too. Cheap to
+/// clone.
+#[derive(Debug, Clone)]
 pub struct Caller {
     owner: Owner,
     authenticated: bool,
+    request: Arc<RequestMeta>,
 }
 
 impl Caller {
-    /// A caller who proved nothing (or whose proof was not asked for).
+    /// A caller who proved nothing (or whose proof was not asked for), with no request (a call
+    /// made in process).
     pub fn anonymous(owner: Owner) -> Self {
         Self {
             owner,
             authenticated: false,
+            request: Arc::default(),
         }
     }
 
     /// A caller an authenticator accepted.
     pub fn authenticated(owner: Owner) -> Self {
         Self {
-            owner,
             authenticated: true,
+            ..Self::anonymous(owner)
         }
+    }
+
+    /// The same caller, calling with `request`.
+    #[must_use]
+    pub fn with_request(mut self, request: Arc<RequestMeta>) -> Self {
+        self.request = request;
+        self
+    }
+
+    /// Who the hardening authenticated; `None` for an anonymous caller.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.request.principal()
+    }
+
+    /// The headers of the request the call came on (empty for a call made in process).
+    pub fn headers(&self) -> &HeaderMap {
+        &self.request.headers
     }
 
     pub fn owner(&self) -> &Owner {
@@ -118,11 +144,11 @@ impl<E: AgentExecutor> A2aService<E> {
     pub async fn send_message(
         &self,
         request: SendMessageRequest,
-        owner: &Owner,
+        caller: &Caller,
     ) -> Result<SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
-        let (task_id, subscription) = self.start_task(request, owner)?;
+        let (task_id, subscription) = self.start_task(request, caller)?;
         if configuration.return_immediately != Some(true) {
             let mut events = event_stream(subscription);
             while events.next().await.is_some() {}
@@ -140,9 +166,9 @@ impl<E: AgentExecutor> A2aService<E> {
     pub fn send_streaming_message(
         &self,
         request: SendMessageRequest,
-        owner: &Owner,
+        caller: &Caller,
     ) -> Result<EventStream, A2aError> {
-        let (_, subscription) = self.start_task(request, owner)?;
+        let (_, subscription) = self.start_task(request, caller)?;
         Ok(event_stream(subscription))
     }
 
@@ -151,12 +177,14 @@ impl<E: AgentExecutor> A2aService<E> {
     fn start_task(
         &self,
         request: SendMessageRequest,
-        owner: &Owner,
+        caller: &Caller,
     ) -> Result<(String, Subscription), A2aError> {
         let message = validate_message(request.message)?;
         let task = match &message.task_id {
-            Some(task_id) if !task_id.is_empty() => self.continue_task(task_id, &message)?,
-            _ => self.create_task(&message, owner)?,
+            Some(task_id) if !task_id.is_empty() => {
+                self.continue_task(task_id, &message, caller)?
+            }
+            _ => self.create_task(&message, caller.owner())?,
         };
         if let Some(config) = request
             .configuration
@@ -169,7 +197,8 @@ impl<E: AgentExecutor> A2aService<E> {
         let mut message = message;
         message.task_id = Some(task.id.clone());
         message.context_id.clone_from(&task.context_id);
-        let updater = TaskUpdater::new(task.clone(), Arc::clone(&self.live), cancel);
+        let updater =
+            TaskUpdater::new(task.clone(), Arc::clone(&self.live), cancel, caller.clone());
         let executor = Arc::clone(&self.executor);
         let live = Arc::clone(&self.live);
         let task_id = task.id.clone();
@@ -207,8 +236,13 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// A follow-up message on a task that is waiting for one.
-    fn continue_task(&self, task_id: &str, message: &Message) -> Result<Task, A2aError> {
-        let task = self.existing_task(task_id)?;
+    fn continue_task(
+        &self,
+        task_id: &str,
+        message: &Message,
+        caller: &Caller,
+    ) -> Result<Task, A2aError> {
+        let task = self.existing_task(task_id, caller)?;
         if is_terminal(task.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is in a terminal state",
@@ -240,13 +274,17 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// `GetTask`.
-    pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
-        let task = self.existing_task(required("id", &request.id)?)?;
+    pub fn get_task(&self, request: &GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
+        let task = self.existing_task(required("id", &request.id)?, caller)?;
         trim_history(task, request.history_length)
     }
 
-    /// `ListTasks`: newest first, `pageToken` from the previous page.
-    pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
+    /// `ListTasks`: the caller's tasks, newest first, `pageToken` from the previous page.
+    pub fn list_tasks(
+        &self,
+        request: &ListTasksRequest,
+        caller: &Caller,
+    ) -> Result<ListTasksResponse, A2aError> {
         let page_size = match request.page_size.map(usize::try_from) {
             None => DEFAULT_PAGE_SIZE,
             Some(Ok(size)) if (1..=MAX_PAGE_SIZE).contains(&size) => size,
@@ -263,6 +301,7 @@ impl<E: AgentExecutor> A2aService<E> {
             })?),
         };
         let filter = TaskFilter {
+            owner: Some(caller.owner().clone()),
             context_id: request.context_id.clone().filter(|c| !c.is_empty()),
             state: request
                 .status
@@ -290,16 +329,25 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// `CancelTask`.
-    pub fn cancel_task(&self, request: &CancelTaskRequest) -> Result<Task, A2aError> {
-        self.live.cancel(required("id", &request.id)?)
+    pub fn cancel_task(
+        &self,
+        request: &CancelTaskRequest,
+        caller: &Caller,
+    ) -> Result<Task, A2aError> {
+        let task_id = required("id", &request.id)?;
+        self.existing_task(task_id, caller)?;
+        self.live.cancel(task_id)
     }
 
     /// `SubscribeToTask`: the task now, then its events; a finished task cannot be subscribed.
     pub fn subscribe_to_task(
         &self,
         request: &SubscribeToTaskRequest,
+        caller: &Caller,
     ) -> Result<EventStream, A2aError> {
-        let subscription = self.live.subscribe(required("id", &request.id)?)?;
+        let task_id = required("id", &request.id)?;
+        self.existing_task(task_id, caller)?;
+        let subscription = self.live.subscribe(task_id)?;
         if is_terminal(subscription.snapshot.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is in a terminal state",
@@ -334,6 +382,7 @@ impl<E: AgentExecutor> A2aService<E> {
     pub fn create_push_config(
         &self,
         config: TaskPushNotificationConfig,
+        caller: &Caller,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let task_id = config
             .task_id
@@ -341,25 +390,30 @@ impl<E: AgentExecutor> A2aService<E> {
             .filter(|id| !id.is_empty())
             .ok_or_else(|| A2aError::missing("taskId"))?;
         self.push_sender()?;
-        self.existing_task(&task_id)?;
+        self.existing_task(&task_id, caller)?;
         self.register_push_config(&task_id, config)
     }
 
-    fn existing_task(&self, task_id: &str) -> Result<Task, A2aError> {
-        self.store()
-            .get(task_id)
-            .ok_or_else(|| A2aError::task_not_found(task_id))
+    /// The task, if it exists and belongs to `caller`: another owner's task gets the error a
+    /// task that never existed gets, so its existence does not leak.
+    fn existing_task(&self, task_id: &str, caller: &Caller) -> Result<Task, A2aError> {
+        let not_found = || A2aError::task_not_found(task_id);
+        if self.store().owner(task_id).as_ref() != Some(caller.owner()) {
+            return Err(not_found());
+        }
+        self.store().get(task_id).ok_or_else(not_found)
     }
 
     /// `GetTaskPushNotificationConfig`.
     pub fn get_push_config(
         &self,
         request: &GetTaskPushNotificationConfigRequest,
+        caller: &Caller,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
         let config_id = required("id", &request.id)?;
-        self.existing_task(task_id)?;
+        self.existing_task(task_id, caller)?;
         // A config that does not exist is not found, as a task would be (spec §3.1.8).
         self.store()
             .push_configs(task_id)
@@ -377,10 +431,11 @@ impl<E: AgentExecutor> A2aService<E> {
     pub fn list_push_configs(
         &self,
         request: &ListTaskPushNotificationConfigsRequest,
+        caller: &Caller,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
-        self.existing_task(task_id)?;
+        self.existing_task(task_id, caller)?;
         Ok(ListTaskPushNotificationConfigsResponse {
             configs: self.store().push_configs(task_id),
             next_page_token: None,
@@ -392,11 +447,12 @@ impl<E: AgentExecutor> A2aService<E> {
     pub fn delete_push_config(
         &self,
         request: &DeleteTaskPushNotificationConfigRequest,
+        caller: &Caller,
     ) -> Result<Empty, A2aError> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
         let config_id = required("id", &request.id)?;
-        self.existing_task(task_id)?;
+        self.existing_task(task_id, caller)?;
         self.store().delete_push_config(task_id, config_id);
         Ok(Empty {})
     }

@@ -1,7 +1,8 @@
 //! Where tasks and their push-notification configs live: the [`TaskStore`] trait and its
 //! bounded in-memory default. The store owns persistence, listing order (most recently updated
 //! first, with an opaque cursor so pages stay stable while new tasks arrive) and the bounds on
-//! what it keeps ([`TaskLimits`]); lifecycle rules are the service's.
+//! what it keeps ([`TaskLimits`]), and remembers each task's [`Owner`]; lifecycle rules, and
+//! who may see a task, are the service's.
 //!
 //! A task whose work has settled (finished, or waiting for input) is kept for
 //! [`TaskLimits::retention`] and may be dropped sooner, oldest first, to make room for new work
@@ -23,7 +24,8 @@ use crate::v1::types::{
     Artifact, Message, Part, PartContent, Task, TaskPushNotificationConfig, TaskState,
 };
 
-/// Who a task belongs to, for the per-owner bounds.
+/// Who a task belongs to: for the per-owner bounds, and for who may see it (to any other owner
+/// it does not exist).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Owner {
     /// An authenticated principal, by subject.
@@ -83,6 +85,8 @@ impl Default for TaskLimits {
 /// What a listing filters on.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
+    /// Only this owner's tasks (`None`: every owner's).
+    pub owner: Option<Owner>,
     pub context_id: Option<String>,
     pub state: Option<TaskState>,
     /// Only tasks whose status changed at or after this instant.
@@ -107,6 +111,9 @@ pub trait TaskStore: Send + Sync + 'static {
     fn insert(&self, task: Task, owner: &Owner) -> Result<(), A2aError>;
 
     fn get(&self, id: &str) -> Option<Task>;
+
+    /// Who a task belongs to; `None` when there is no such task.
+    fn owner(&self, id: &str) -> Option<Owner>;
 
     /// Changes a task in place, atomically; returns the changed task. A change that grows a
     /// task past a bound is refused, unless it ends the task (so every task can finish).
@@ -478,11 +485,16 @@ impl Tables {
     }
 }
 
-fn matches(filter: &TaskFilter, task: &Task) -> bool {
+fn matches(filter: &TaskFilter, entry: &Entry) -> bool {
+    let task = &entry.task;
     filter
-        .context_id
+        .owner
         .as_ref()
-        .is_none_or(|context| task.context_id.as_ref() == Some(context))
+        .is_none_or(|owner| *owner == entry.owner)
+        && filter
+            .context_id
+            .as_ref()
+            .is_none_or(|context| task.context_id.as_ref() == Some(context))
         && filter.state.is_none_or(|state| task.status.state == state)
         && filter.updated_after.is_none_or(|after| {
             task.status
@@ -531,6 +543,12 @@ impl TaskStore for MemoryTaskStore {
             .flatten()
     }
 
+    fn owner(&self, id: &str) -> Option<Owner> {
+        self.with(|tables| tables.tasks.get(id).map(|entry| entry.owner.clone()))
+            .ok()
+            .flatten()
+    }
+
     fn update(&self, id: &str, change: &mut dyn FnMut(&mut Task)) -> Result<Task, A2aError> {
         let now = self.clock.now();
         self.with(|tables| {
@@ -553,7 +571,7 @@ impl TaskStore for MemoryTaskStore {
                 .rev()
                 .filter_map(|(sequence, id)| {
                     let entry = tables.tasks.get(id)?;
-                    matches(filter, &entry.task).then_some((*sequence, &entry.task))
+                    matches(filter, entry).then_some((*sequence, &entry.task))
                 })
                 .collect();
             let total = matching.len();
@@ -713,6 +731,30 @@ mod tests {
         let page = store.list(&filter, None, 10);
         assert_eq!(page.total, 1);
         assert_eq!(page.tasks[0].id, "b");
+    }
+
+    #[test]
+    fn listing_shows_only_the_filters_owner_and_the_store_remembers_each_owner() {
+        let store = MemoryTaskStore::new();
+        let alice = Owner::Subject("alice".into());
+        store.insert(task("a", "c"), &alice).unwrap();
+        store
+            .insert(task("b", "c"), &Owner::Subject("bob".into()))
+            .unwrap();
+        store.insert(task("n", "c"), &ME).unwrap();
+        let listed = |owner: Option<Owner>| {
+            let filter = TaskFilter {
+                owner,
+                ..TaskFilter::default()
+            };
+            let page = store.list(&filter, None, 10);
+            page.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(listed(Some(alice.clone())), ["a"]);
+        assert_eq!(listed(Some(ME)), ["n"]);
+        assert_eq!(listed(None), ["n", "b", "a"]);
+        assert_eq!(store.owner("a"), Some(alice));
+        assert_eq!(store.owner("missing"), None);
     }
 
     #[test]
