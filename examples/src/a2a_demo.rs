@@ -28,7 +28,7 @@ use protocols_a2a::v1::types::Role;
 use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
 use tokio_util::sync::CancellationToken;
 
-use crate::core::{DemoAction, answer_after_question, plan, question_for};
+use crate::core::{DemoAction, WHOAMI, answer_after_question, plan, question_for, whoami};
 
 /// Where the demo serves JSON-RPC, and the prefix of its HTTP+JSON routes.
 pub const JSONRPC_PATH: &str = "/a2a";
@@ -40,7 +40,13 @@ pub struct DemoExecutor;
 
 impl AgentExecutor for DemoExecutor {
     async fn execute(&self, message: Message, updater: TaskUpdater) {
-        if let Err(error) = run(&message_text(&message), &updater).await {
+        let text = message_text(&message);
+        let ran = if text.trim() == WHOAMI {
+            name_the_caller(&updater)
+        } else {
+            run(&text, &updater).await
+        };
+        if let Err(error) = ran {
             tracing::warn!(%error, task = updater.task_id(), "demo task failed");
             let _ = updater.fail(None);
         }
@@ -59,6 +65,14 @@ fn opening_text(updater: &TaskUpdater) -> Option<String> {
         .any(|message| message.role == Role::RoleAgent)
         .then(|| history.first().map(message_text))
         .flatten()
+}
+
+/// `whoami`: an artifact naming the subject that sent the message.
+fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
+    let subject = updater.caller().principal().map(|p| &*p.subject);
+    updater.working(None)?;
+    updater.text_artifact("whoami", whoami(subject))?;
+    updater.complete(None)
 }
 
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {

@@ -16,6 +16,15 @@ pub enum DemoAction {
     },
 }
 
+/// The text (an A2A message's, or the MCP tool's name) that makes the demo name its caller.
+pub const WHOAMI: &str = "whoami";
+
+/// How the demo names its caller: the subject the server authenticated, or `anonymous` on a
+/// server without authentication (and over stdio).
+pub fn whoami(subject: Option<&str>) -> String {
+    format!("subject: {}", subject.unwrap_or("anonymous"))
+}
+
 /// The prefix that makes the demo take its time.
 pub const SLOW_PREFIX: &str = "slow";
 
@@ -61,6 +70,12 @@ mod tests {
     #[test]
     fn plain_text_is_echoed_with_prefix() {
         assert_eq!(plan("hi"), DemoAction::Echo("echo: hi".into()));
+    }
+
+    #[test]
+    fn whoami_names_the_subject_or_anonymous() {
+        assert_eq!(whoami(Some("alice")), "subject: alice");
+        assert_eq!(whoami(None), "subject: anonymous");
     }
 
     #[test]

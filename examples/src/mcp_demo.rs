@@ -26,7 +26,7 @@ use protocols_mcp::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::core::{DemoAction, plan};
+use crate::core::{DemoAction, WHOAMI, plan, whoami};
 
 /// A 1×1 red PNG.
 pub const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -106,6 +106,7 @@ pub fn everything_server() -> Result<McpServer, BuildError> {
         .into_iter()
         .chain(interactive_tools())
         .chain(announce_tools(&this))
+        .chain([whoami_tool()])
         .fold(builder, protocols_mcp::McpServerBuilder::tool);
     let builder = tasks::register(rounds::register(with_resources(builder)));
     let server = with_prompts(builder).completion(complete).build()?;
@@ -148,6 +149,18 @@ fn trigger_tool(
                 let told = server.notify_list_changed(list);
                 Ok(tool_result(vec![text(format!("told {told} client(s)"))]))
             }
+        },
+    )
+}
+
+/// `whoami`: one text item naming the subject the server authenticated for this call.
+fn whoami_tool() -> ToolDefinition {
+    ToolDefinition::new(
+        WHOAMI,
+        "Names the caller: the subject its access token was issued to",
+        |_: NoArguments, cx| {
+            let answer = whoami(cx.principal().map(|principal| &*principal.subject));
+            async move { Ok(tool_result(vec![text(answer)])) }
         },
     )
 }

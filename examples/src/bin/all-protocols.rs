@@ -2,9 +2,13 @@
 //! (Streamable HTTP) and `/sse` (legacy HTTP+SSE), A2A at its JSON-RPC and HTTP+JSON paths with
 //! its agent card, ACP at `/acp` (Streamable HTTP and WebSocket).
 //!
-//! `--listen ADDR` picks the address (default 127.0.0.1:8080). `--stdio acp` instead serves the
-//! ACP demo agent on stdin/stdout, as an editor spawns it. `--allow-private-webhooks` is for
-//! tests only and unsafe anywhere else (see [`Options::allow_private_webhooks`]).
+//! `--listen ADDR` picks the address (default 127.0.0.1:8080). `--auth-jwks URL --auth-issuer ISS
+//! --auth-audience AUD` require a JWT access token from that authorization server on every
+//! route (`--auth-scope` names a scope every token must grant); `--cors-origin` lets a browser
+//! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
+//! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
+//! spawns it. `--allow-private-webhooks` is for tests only and unsafe anywhere else (see
+//! [`Options::allow_private_webhooks`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -14,11 +18,12 @@ use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
 use protocols_mcp::builder::BuildError;
-use protocols_runtime::hardening::HardeningConfig;
+use protocols_runtime::hardening::{AuthPolicy, HardeningConfig, JwtAuthenticator, JwtConfig};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
 
-/// Every protocol's demo on one server.
+/// Every protocol's demo on one server. `--auth-*`, `--cors-origin` and `--trusted-proxy` are
+/// the interface other checks drive, so their names stay.
 #[derive(Debug, Parser)]
 #[command(name = "all-protocols")]
 struct Options {
@@ -26,13 +31,68 @@ struct Options {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// Serve this protocol's demo on stdin/stdout instead (`acp`).
-    #[arg(long, value_name = "PROTOCOL")]
+    #[arg(long, value_name = "PROTOCOL", conflicts_with_all = ["auth_jwks", "cors_origin"])]
     stdio: Option<String>,
     /// UNSAFE, for tests only: let A2A push-notification webhooks target loopback and private
     /// addresses. Off by default, because it lets any caller make this server send requests
     /// to its own host and private network (SSRF).
     #[arg(long)]
     allow_private_webhooks: bool,
+    /// The authorization server's JWKS; with it every route requires a JWT access token.
+    #[arg(long, value_name = "URL", requires_all = ["auth_issuer", "auth_audience"])]
+    auth_jwks: Option<String>,
+    /// The `iss` a token must carry.
+    #[arg(long, value_name = "ISS", requires = "auth_jwks")]
+    auth_issuer: Option<String>,
+    /// This server's resource identifier, which a token's `aud` must name.
+    #[arg(long, value_name = "AUD", requires = "auth_jwks")]
+    auth_audience: Option<String>,
+    /// A scope every token must grant (repeatable).
+    #[arg(long, value_name = "SCOPE", requires = "auth_jwks")]
+    auth_scope: Vec<String>,
+    /// A browser origin allowed to call (repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    cors_origin: Vec<String>,
+    /// A proxy address or network whose Forwarded / X-Forwarded-For is believed (repeatable).
+    #[arg(long, value_name = "ADDR")]
+    trusted_proxy: Vec<String>,
+}
+
+impl Options {
+    /// The hardening these options ask for; a JWKS URL that cannot be served is an error.
+    fn hardening(&self) -> Result<HardeningConfig, String> {
+        let hardening = HardeningConfig::new()
+            .bind_address(self.listen)
+            .cors_origins(self.cors_origin.iter().cloned())
+            .trusted_proxies(self.trusted_proxy.iter().cloned());
+        let (Some(jwks), Some(issuer), Some(audience)) =
+            (&self.auth_jwks, &self.auth_issuer, &self.auth_audience)
+        else {
+            return Ok(hardening);
+        };
+        let config = JwtConfig::new(jwks, issuer, audience);
+        let metadata = config
+            .protected_resource()
+            .scopes_supported(self.auth_scope.iter().cloned());
+        let authenticator = JwtAuthenticator::new(config).map_err(|error| error.to_string())?;
+        Ok(hardening
+            .authenticator(authenticator)
+            .auth_policy(AuthPolicy::RequireScopes(self.auth_scope.clone()))
+            .protected_resource(metadata))
+    }
+
+    /// Where A2A webhooks may point.
+    fn push_policy(&self) -> PushPolicy {
+        PushPolicy {
+            private_targets: if self.allow_private_webhooks {
+                tracing::warn!("A2A webhooks may target loopback and private addresses (unsafe)");
+                PrivateTargets::Allow
+            } else {
+                PrivateTargets::Refuse
+            },
+            ..PushPolicy::default()
+        }
+    }
 }
 
 fn mount_mcp(builder: ServerBuilder) -> Result<ServerBuilder, BuildError> {
@@ -67,16 +127,14 @@ async fn main() -> ExitCode {
         return serve_stdio(protocol).await;
     }
     let address = options.listen;
-    let push = PushPolicy {
-        private_targets: if options.allow_private_webhooks {
-            tracing::warn!("A2A webhooks may target loopback and private addresses (unsafe)");
-            PrivateTargets::Allow
-        } else {
-            PrivateTargets::Refuse
-        },
-        ..PushPolicy::default()
+    let hardening = match options.hardening() {
+        Ok(hardening) => hardening,
+        Err(error) => {
+            eprintln!("all-protocols: {error}");
+            return ExitCode::from(2);
+        }
     };
-    let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
+    let builder = Server::builder().hardening(hardening);
     let builder = match mount_mcp(builder) {
         Ok(builder) => builder,
         Err(error) => {
@@ -84,7 +142,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let builder = mount_acp(mount_a2a(builder, &format!("http://{address}"), push));
+    let builder = mount_acp(mount_a2a(
+        builder,
+        &format!("http://{address}"),
+        options.push_policy(),
+    ));
     let server = match builder.build() {
         Ok(server) => server,
         Err(error) => {
