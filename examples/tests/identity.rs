@@ -427,7 +427,7 @@ async fn a_browser_page_from_a_listed_origin_calls_whoami_and_one_from_an_unlist
     let mcp_url = format!("{audience}/mcp");
     let (listed, mut listed_reports) = page_server(mcp_url.clone(), token.clone()).await;
     let (unlisted, mut unlisted_reports) = page_server(mcp_url, token).await;
-    let _served = protected_at(&issuer, address, &[listed.clone()]).await;
+    let _served = protected_at(&issuer, address, std::slice::from_ref(&listed)).await;
 
     let answer = browse(&chromium, &format!("{listed}/"), &mut listed_reports).await;
     assert_eq!(answer, "subject: erin");
