@@ -52,6 +52,7 @@ fn caller_server() -> McpServer {
             async move { Ok(prompt_result(vec![user_message(text(answer))])) }
         })
         .build()
+        .expect("the caller server's definitions are valid")
 }
 
 struct Running {
