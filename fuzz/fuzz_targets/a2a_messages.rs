@@ -1,32 +1,11 @@
-//! Every generated A2A request, notification and result enum of every revision on any JSON.
-//! Input: a message, `{"method": …, "params": …}` (a `"result"` beside the method is decoded as
-//! that method's result). Claims: decoding never panics; whatever decodes re-encodes to JSON
-//! that decodes, by the same method, to the same message (see `protocols_fuzz`).
+//! Every generated A2A dispatcher of every revision, both sides, requests and
+//! notifications, on any JSON. Input: a message, `{"method": …, "params": …}`. Claims: dispatching
+//! never panics; the params a handler receives re-encode to params that dispatch to the same
+//! handler method unchanged (see `protocols_fuzz::dispatch_round_trips`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use protocols_a2a::generated::{v0_3_0, v1_0_1};
-use protocols_fuzz::{message_round_trips, method_and_result, result_round_trips};
+use protocols_fuzz::{a2a_generated, dispatch_round_trips};
 
-macro_rules! check_every_revision {
-    ($($revision:ident),+) => {
-        fn check(data: &[u8]) {
-            let result = method_and_result(data);
-            $(
-                message_round_trips::<$revision::ClientRequest>(data);
-                message_round_trips::<$revision::ClientNotification>(data);
-                message_round_trips::<$revision::AgentRequest>(data);
-                message_round_trips::<$revision::AgentNotification>(data);
-                if let Some((method, result)) = &result {
-                    result_round_trips::<$revision::ClientResult>(method, result);
-                    result_round_trips::<$revision::AgentResult>(method, result);
-                }
-            )+
-        }
-    };
-}
-
-check_every_revision!(v0_3_0, v1_0_1);
-
-fuzz_target!(|data: &[u8]| check(data));
+fuzz_target!(|data: &[u8]| dispatch_round_trips(a2a_generated::REVISIONS, data));

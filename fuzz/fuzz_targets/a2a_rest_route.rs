@@ -9,7 +9,7 @@
 use http::Method;
 use libfuzzer_sys::fuzz_target;
 use protocols_a2a::rest::Template;
-use protocols_a2a::rest::fuzzing::{Routed, json_name, query, route};
+use protocols_a2a::rest::fuzzing::{Routed, json_name, query, route, served_verbs};
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,13 +26,14 @@ fuzz_target!(|data: &[u8]| {
         .split('/')
         .filter(|segment| !segment.is_empty())
         .collect();
-    let fitting: Vec<(&str, &str)> = protocols_a2a::v1::METHODS
+    // Each fitting row with the verbs it is served with (HTTP verbs are case-sensitive).
+    let fitting: Vec<(&[&str], &str, &str)> = protocols_a2a::v1::METHODS
         .iter()
-        .flat_map(|spec| spec.http)
-        .filter(|row| Template::parse(row.path).matches(&segments).is_some())
-        .map(|row| (row.verb, row.path))
+        .flat_map(|spec| spec.http.iter().map(move |row| (spec, row)))
+        .filter(|(_, row)| Template::parse(row.path).matches(&segments).is_some())
+        .map(|(spec, row)| (served_verbs(spec, row), spec.name, row.path))
         .collect();
-    let of_this_verb = |row_verb: &str| row_verb.eq_ignore_ascii_case(verb.as_str());
+    let serves_this_verb = |served: &[&str]| served.contains(&verb.as_str());
     match route(&verb, &segments) {
         Routed::Unknown => assert!(
             fitting.is_empty(),
@@ -40,13 +41,13 @@ fuzz_target!(|data: &[u8]| {
         ),
         Routed::WrongVerb { allowed } => {
             assert!(
-                !fitting.is_empty() && !fitting.iter().any(|(row_verb, _)| of_this_verb(*row_verb)),
+                !fitting.is_empty() && !fitting.iter().any(|(served, ..)| serves_this_verb(served)),
                 "{verb} {path}: wrong verb, yet {fitting:?} fit"
             );
             assert!(
-                allowed.iter().all(|allowed| fitting
+                allowed
                     .iter()
-                    .any(|(row_verb, _)| row_verb.eq_ignore_ascii_case(allowed))),
+                    .all(|allowed| fitting.iter().any(|(served, ..)| served.contains(allowed))),
                 "{verb} {path}: allowed {allowed:?}, but only {fitting:?} fit"
             );
         }
@@ -57,8 +58,12 @@ fuzz_target!(|data: &[u8]| {
             bound,
         } => {
             assert!(
-                of_this_verb(row_verb),
-                "{verb} {path} routed to {row_verb} {template}"
+                fitting
+                    .iter()
+                    .any(|(served, name, fitting_template)| *name == method
+                        && *fitting_template == template
+                        && serves_this_verb(served)),
+                "{verb} {path} routed to {row_verb} {template}, which does not serve {verb}"
             );
             let parsed = Template::parse(template);
             assert_eq!(parsed.matches(&segments).as_ref(), Some(&bound), "{method}");

@@ -1,33 +1,11 @@
-//! Every generated ACP request, notification and result enum of every revision (the draft ones
-//! included) on any JSON.
-//! Input: a message, `{"method": …, "params": …}` (a `"result"` beside the method is decoded as
-//! that method's result). Claims: decoding never panics; whatever decodes re-encodes to JSON
-//! that decodes, by the same method, to the same message (see `protocols_fuzz`).
+//! Every generated ACP dispatcher of every revision (the draft ones included), both sides, requests and
+//! notifications, on any JSON. Input: a message, `{"method": …, "params": …}`. Claims: dispatching
+//! never panics; the params a handler receives re-encode to params that dispatch to the same
+//! handler method unchanged (see `protocols_fuzz::dispatch_round_trips`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use protocols_acp::generated::{v1, v1_unstable, v2, v2_unstable};
-use protocols_fuzz::{message_round_trips, method_and_result, result_round_trips};
+use protocols_fuzz::{acp_generated, dispatch_round_trips};
 
-macro_rules! check_every_revision {
-    ($($revision:ident),+) => {
-        fn check(data: &[u8]) {
-            let result = method_and_result(data);
-            $(
-                message_round_trips::<$revision::ClientRequest>(data);
-                message_round_trips::<$revision::ClientNotification>(data);
-                message_round_trips::<$revision::AgentRequest>(data);
-                message_round_trips::<$revision::AgentNotification>(data);
-                if let Some((method, result)) = &result {
-                    result_round_trips::<$revision::ClientResult>(method, result);
-                    result_round_trips::<$revision::AgentResult>(method, result);
-                }
-            )+
-        }
-    };
-}
-
-check_every_revision!(v1, v1_unstable, v2, v2_unstable);
-
-fuzz_target!(|data: &[u8]| check(data));
+fuzz_target!(|data: &[u8]| dispatch_round_trips(acp_generated::REVISIONS, data));

@@ -524,6 +524,14 @@ pub mod fuzzing {
         }
     }
 
+    /// The verbs a method-table row is served with.
+    pub fn served_verbs(
+        spec: &protocols_runtime::method::MethodSpec,
+        route: &protocols_runtime::method::HttpRoute,
+    ) -> &'static [&'static str] {
+        super::verbs(spec, route)
+    }
+
     /// A path variable's params name (`task_id` → `taskId`).
     pub fn json_name(proto_name: &str) -> String {
         super::json_name(proto_name)
