@@ -42,6 +42,9 @@
 //! ```
 
 #![forbid(unsafe_code)]
+// No index that can panic is reachable from input: code reads maps and slices with `get`.
+// Unit tests may index (a panic there is a failed test).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod connect;
 mod connections;

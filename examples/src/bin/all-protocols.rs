@@ -10,6 +10,10 @@
 //! spawns it. `--allow-private-webhooks` is for tests only and unsafe anywhere else (see
 //! [`Options::allow_private_webhooks`]).
 
+// No index that can panic is reachable from input: code reads maps and slices with `get`.
+// Unit tests may index (a panic there is a failed test).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 

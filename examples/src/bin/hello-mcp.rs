@@ -1,5 +1,9 @@
 //! The README's ten-line MCP server: one typed tool, served over Streamable HTTP at `/mcp`.
 
+// No index that can panic is reachable from input: code reads maps and slices with `get`.
+// Unit tests may index (a panic there is a failed test).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 use protocols_mcp::content::{text, tool_result};
 use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::{McpServer, ToolDefinition, types::ToolAnnotations};

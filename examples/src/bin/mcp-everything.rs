@@ -3,6 +3,10 @@
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
 //! to `/message`); `--stdio` serves the same over stdin/stdout.
 
+// No index that can panic is reachable from input: code reads maps and slices with `get`.
+// Unit tests may index (a panic there is a failed test).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 

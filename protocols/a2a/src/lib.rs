@@ -9,7 +9,7 @@
 
 // No index that can panic is reachable from input: the glue reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test); generated code is the generator's.
-#![cfg_attr(not(test), warn(clippy::indexing_slicing))]
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod agent;
 pub mod card;
