@@ -22,11 +22,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from soak_load import (  # noqa: E402  (the soak's HTTP/1.1 client, reused)
     A2A_HEADERS,
-    MCP_HEADERS,
-    MCP_VERSION,
     Connection,
     HttpError,
     a2a_message,
+    open_mcp_session,
     rpc,
     sse_events,
 )
@@ -43,14 +42,9 @@ def free_port():
 async def mcp_call(port, answer_kind, started):
     connection = Connection(port)
     try:
-        status, headers, _ = await connection.request("POST", "/mcp", MCP_HEADERS, rpc("initialize", {
-            "protocolVersion": MCP_VERSION, "capabilities": {}, "clientInfo": {"name": "drain", "version": "1"}}))
-        session = headers.get("mcp-session-id")
-        if status != 200 or not session:
+        _, in_session = await open_mcp_session(connection, "drain")
+        if in_session is None:
             return False
-        in_session = dict(MCP_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": MCP_VERSION})
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        await connection.request("POST", "/mcp", in_session, note)
         if answer_kind == "json":
             in_session["Accept"] = "application/json"
         params = {"name": "demo", "arguments": {"text": "slow drain"}}

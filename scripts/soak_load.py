@@ -133,21 +133,31 @@ def a2a_message(text):
     return {"message": {"messageId": f"m-{random.getrandbits(48):x}", "role": "ROLE_USER", "parts": [{"text": text}]}}
 
 
+async def open_mcp_session(connection, client_name):
+    """Initializes an MCP session on `connection` and sends `notifications/initialized`: the
+    initialize status and the headers every later request of the session carries (None when
+    no session was opened)."""
+    status, headers, _ = await connection.request("POST", "/mcp", MCP_HEADERS, rpc("initialize", {
+        "protocolVersion": MCP_VERSION, "capabilities": {}, "clientInfo": {"name": client_name, "version": "1"}}))
+    session = headers.get("mcp-session-id")
+    if status != 200 or not session:
+        return status, None
+    in_session = dict(MCP_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": MCP_VERSION})
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    await connection.request("POST", "/mcp", in_session, note)
+    return status, in_session
+
+
 async def mcp_session(port, stats, started, deadline):
     """A client's whole life: open a session, call tools (JSON and SSE answers), resume a
     stream, delete the session."""
     connection = Connection(port)
     try:
-        status, headers, _ = await connection.request("POST", "/mcp", MCP_HEADERS, rpc("initialize", {
-            "protocolVersion": MCP_VERSION, "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}))
-        session = headers.get("mcp-session-id")
-        if status != 200 or not session:
+        status, in_session = await open_mcp_session(connection, "soak")
+        if in_session is None:
             stats.count(f"mcp initialize {status}")
             return
         stats.count("mcp sessions opened")
-        in_session = dict(MCP_HEADERS, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": MCP_VERSION})
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        await connection.request("POST", "/mcp", in_session, note)
         for call in range(5):
             if time.monotonic() > deadline:
                 break
