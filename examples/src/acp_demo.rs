@@ -346,9 +346,9 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
 
 /// The demo agent at `/acp` over ACP's remote transport (Streamable HTTP and WebSocket at one
 /// endpoint), unhardened: the composing server hardens every protocol's routes once. Its streams
-/// and connections end when `shutdown` fires.
-pub fn router(shutdown: CancellationToken) -> axum::Router {
-    AcpEndpoint::new(server(), RemoteConfig::default())
+/// and connections end when `shutdown` fires; `config` bounds the transport.
+pub fn router(shutdown: CancellationToken, config: RemoteConfig) -> axum::Router {
+    AcpEndpoint::new(server(), config)
         .with_shutdown(shutdown)
         .into_routes("/acp")
 }

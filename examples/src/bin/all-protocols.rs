@@ -7,8 +7,9 @@
 //! route (`--auth-scope` names a scope every token must grant); `--cors-origin` lets a browser
 //! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
-//! spawns it. `--allow-private-webhooks` is for tests only and unsafe anywhere else (see
-//! [`Options::allow_private_webhooks`]).
+//! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
+//! kept (default 30 minutes). `--allow-private-webhooks` is for tests only and unsafe anywhere
+//! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
@@ -16,15 +17,18 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use examples::mcp_demo::everything_server;
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
+use protocols_acp::remote::RemoteConfig;
 use protocols_mcp::builder::BuildError;
 use protocols_runtime::hardening::{AuthPolicy, HardeningConfig, JwtAuthenticator, JwtConfig};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
+use protocols_runtime::session::SessionLimits;
 
 /// Every protocol's demo on one server. `--auth-*`, `--cors-origin` and `--trusted-proxy` are
 /// the interface other checks drive, so their names stay.
@@ -60,6 +64,10 @@ struct Options {
     /// A proxy address or network whose Forwarded / X-Forwarded-For is believed (repeatable).
     #[arg(long, value_name = "ADDR")]
     trusted_proxy: Vec<String>,
+    /// Seconds an unused MCP session or ACP connection lives before it ends and its state is
+    /// freed (a client that never closes its session holds memory this long).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30 * 60)]
+    session_idle: u64,
 }
 
 impl Options {
@@ -85,6 +93,11 @@ impl Options {
             .protected_resource(metadata))
     }
 
+    /// How long an unused MCP session or ACP connection is kept.
+    fn session_idle(&self) -> Duration {
+        Duration::from_secs(self.session_idle)
+    }
+
     /// Where A2A webhooks may point.
     fn push_policy(&self) -> PushPolicy {
         PushPolicy {
@@ -99,11 +112,18 @@ impl Options {
     }
 }
 
-fn mount_mcp(builder: ServerBuilder) -> Result<ServerBuilder, BuildError> {
+fn mount_mcp(builder: ServerBuilder, session_idle: Duration) -> Result<ServerBuilder, BuildError> {
     let server = everything_server()?;
+    let config = HttpConfig {
+        sessions: SessionLimits {
+            idle: session_idle,
+            ..SessionLimits::default()
+        },
+        ..HttpConfig::default()
+    };
     Ok(builder
-        .streamable_http("/mcp", server.clone(), HttpConfig::default())
-        .legacy_sse("/sse", "/message", server, HttpConfig::default()))
+        .streamable_http("/mcp", server.clone(), config.clone())
+        .legacy_sse("/sse", "/message", server, config))
 }
 
 /// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
@@ -115,8 +135,12 @@ fn mount_a2a(builder: ServerBuilder, base_url: &str, push: PushPolicy) -> Server
 
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
 /// its streams and connections ended when the server starts draining.
-fn mount_acp(builder: ServerBuilder) -> ServerBuilder {
-    let routes = acp_demo::router(builder.drain_token());
+fn mount_acp(builder: ServerBuilder, idle_timeout: Duration) -> ServerBuilder {
+    let config = RemoteConfig {
+        idle_timeout,
+        ..RemoteConfig::default()
+    };
+    let routes = acp_demo::router(builder.drain_token(), config);
     builder.routes(routes)
 }
 
@@ -139,18 +163,17 @@ async fn main() -> ExitCode {
         }
     };
     let builder = Server::builder().hardening(hardening);
-    let builder = match mount_mcp(builder) {
+    let builder = match mount_mcp(builder, options.session_idle()) {
         Ok(builder) => builder,
         Err(error) => {
             eprintln!("all-protocols: {error}");
             return ExitCode::FAILURE;
         }
     };
-    let builder = mount_acp(mount_a2a(
-        builder,
-        &format!("http://{address}"),
-        options.push_policy(),
-    ));
+    let builder = mount_acp(
+        mount_a2a(builder, &format!("http://{address}"), options.push_policy()),
+        options.session_idle(),
+    );
     let server = match builder.build() {
         Ok(server) => server,
         Err(error) => {
