@@ -66,7 +66,9 @@ struct Options {
     trusted_proxy: Vec<String>,
     /// Seconds an unused MCP session or ACP connection lives before it ends and its state is
     /// freed (a client that never closes its session holds memory this long).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30 * 60)]
+    /// At least 1: with 0 every session would end before its second request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30 * 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
 }
 
