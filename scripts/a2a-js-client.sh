@@ -33,7 +33,7 @@ base="http://$address"
 if [[ -n "${A2A_SERVER_CMD:-}" ]]; then
     read -r -a server <<<"$A2A_SERVER_CMD"
 else
-    cargo build --quiet -p examples --bin all-protocols
+    cargo build --quiet -p protocols-examples --bin all-protocols
     server=(target/debug/all-protocols --listen)
 fi
 

@@ -23,7 +23,7 @@ BASE="http://$ADDRESS"
 if [[ -n "${A2A_SERVER_CMD:-}" ]]; then
   read -r -a SERVER <<<"$A2A_SERVER_CMD"
 else
-  cargo build --quiet -p examples --bin all-protocols
+  cargo build --quiet -p protocols-examples --bin all-protocols
   SERVER=(target/debug/all-protocols --listen)
 fi
 

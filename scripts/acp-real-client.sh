@@ -16,7 +16,7 @@ if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
 fi
 
 cd "$root"
-cargo build --quiet -p examples --bin all-protocols
+cargo build --quiet -p protocols-examples --bin all-protocols
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 exec "$venv/bin/python" "$root/protocols/acp/tests/python/real_client.py" \
     "$target_dir/debug/all-protocols" --stdio acp

@@ -12,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
 cd "$root"
-cargo build --quiet -p examples --bin all-protocols
+cargo build --quiet -p protocols-examples --bin all-protocols
 cargo build --quiet --locked --manifest-path clients/acp-rust-client/Cargo.toml \
     --target-dir "$target_dir"
 exec "$target_dir/debug/acp-rust-client" "$target_dir/debug/all-protocols" --stdio acp

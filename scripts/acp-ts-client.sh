@@ -26,7 +26,7 @@ if [[ "$(installed_version "$tools/node_modules/@agentclientprotocol/sdk")" != "
 fi
 
 cd "$root"
-cargo build --quiet -p examples --bin all-protocols
+cargo build --quiet -p protocols-examples --bin all-protocols
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 # Node resolves a module's imports from where the module lives, so the client runs beside the
 # SDK it imports.

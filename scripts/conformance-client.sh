@@ -26,7 +26,7 @@ if [[ "$(installed_version "$suite")" != "$CONFORMANCE_VERSION" \
 fi
 export PATH="$node_bin:$PATH"
 
-cargo build --quiet -p examples --bin mcp-conformance-client
+cargo build --quiet -p protocols-examples --bin mcp-conformance-client
 client_bin="$root/target/debug/mcp-conformance-client"
 
 results="$(mktemp -d)"

@@ -41,7 +41,7 @@ install_suite() {
 install_suite "$LEGACY_SUITE"
 install_suite "$SUITE"
 
-cargo build --quiet -p examples --bin mcp-everything
+cargo build --quiet -p protocols-examples --bin mcp-everything
 server_bin="$root/target/debug/mcp-everything"
 
 work="$(mktemp -d)"

@@ -24,4 +24,4 @@ export IDENTITY_PYTHON="$venv/bin/python"
 export IDENTITY_CHROMIUM="$(command -v chromium)"
 export IDENTITY_CLIENTS_REQUIRED=1
 cd "$root"
-cargo test -q -p examples --test identity -- --nocapture --test-threads 2
+cargo test -q -p protocols-examples --test identity -- --nocapture --test-threads 2

@@ -27,10 +27,10 @@ OUT=target/soak
 mkdir -p "$OUT"
 
 if [ "${SOAK_PROFILE:-release}" = debug ]; then
-    cargo build -q -p examples --bin all-protocols
+    cargo build -q -p protocols-examples --bin all-protocols
     binary=target/debug/all-protocols
 else
-    cargo build -q --release -p examples --bin all-protocols
+    cargo build -q --release -p protocols-examples --bin all-protocols
     binary=target/release/all-protocols
 fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -18,11 +18,11 @@ use protocols_mcp::content::{
     audio, blob_contents, embedded_text, image, prompt, prompt_result, read_result, resource,
     resource_template, text, text_contents, tool_result, user_message,
 };
-use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::server::WeakMcpServer;
 use protocols_mcp::{
     Level, ListKind, McpServer, NoArguments, RequestContext, ToolDefinition, ToolError, types,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -40,34 +40,29 @@ const STEP: Duration = Duration::from_millis(50);
 const RECONNECT_AFTER: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct EchoArguments {
     /// The text to send back.
     message: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct AddArguments {
     a: f64,
     b: f64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct Sum {
     sum: f64,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct SamplingArguments {
     /// The prompt to send to the client's model.
     prompt: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct ElicitationArguments {
     /// The message to show the user.
     message: String,
@@ -75,7 +70,6 @@ struct ElicitationArguments {
 
 /// A list a client can be told has changed.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 #[serde(rename_all = "lowercase")]
 enum ChangedList {
     Tools,
@@ -84,14 +78,12 @@ enum ChangedList {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct AnnounceArguments {
     /// Which list changed.
     list: ChangedList,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct DemoArguments {
     /// What to say to the demo agent; text starting with `slow` makes it take its time.
     text: String,

@@ -5,13 +5,12 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 use protocols_mcp::content::{text, tool_result};
-use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::{McpServer, ToolDefinition, types::ToolAnnotations};
 use protocols_runtime::{http::HttpConfig, server::Server};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct Echo {
     text: String,
 }

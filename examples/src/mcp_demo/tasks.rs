@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use protocols_mcp::content::{text, tool_result};
-use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::{
     InputRequests, McpServerBuilder, NoArguments, RequestContext, TaskSupport, ToolDefinition,
     ToolError, types,
 };
 use protocols_runtime::ErrorObject;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -19,14 +19,12 @@ use serde_json::{Value, json};
 const WORK: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct GreetArguments {
     /// Whom to greet.
     name: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct ComputeArguments {
     /// How long the computation takes, in seconds (0 answers at once).
     seconds: f64,
@@ -36,7 +34,6 @@ struct ComputeArguments {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct DeleteArguments {
     /// The file to delete once the user confirms.
     filename: String,

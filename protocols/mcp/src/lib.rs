@@ -1,5 +1,5 @@
 //! MCP for the protocols runtime: typed messages of every pinned revision (under `generated`,
-//! written by `cargo run -p codegen`) and the hand-written glue that serves them all at one
+//! written by `cargo run -p protocols-codegen`) and the hand-written glue that serves them all at one
 //! endpoint — revision negotiation, the stateless 2026-07-28 checks, the wire conversion to the
 //! peer's revision, and the API a server author writes against (tools as async functions,
 //! resources, prompts, completions, and calls back to the client).
@@ -7,11 +7,11 @@
 //! A server with one tool, serving every revision at `/mcp`:
 //!
 //! ```no_run
-//! use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
+//! use protocols_mcp::{McpServer, ToolDefinition, content};
+//! use schemars::JsonSchema;
 //! use protocols_runtime::{hardening::HardeningConfig, http::HttpConfig, server::Server};
 //!
 //! #[derive(serde::Deserialize, JsonSchema)]
-//! #[schemars(crate = "protocols_mcp::schemars")]
 //! struct Echo { message: String }
 //!
 //! #[tokio::main]
@@ -109,6 +109,6 @@ pub use tools::{NoArguments, TaskSupport, ToolDefinition};
 
 /// The 2025-11-25 types handlers read and return.
 pub use generated::v2025_11_25::types;
-/// The schemars (1.x) that tool argument and output types derive `JsonSchema` from; derive
-/// with `#[schemars(crate = "protocols_mcp::schemars")]`.
-pub use schemars1 as schemars;
+/// The schemars (1.x) that tool argument and output types derive `JsonSchema` from: the same
+/// crate as a server's own `schemars = "1"` dependency, so its derive needs no attribute.
+pub use schemars;

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use schemars1::JsonSchema;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -49,7 +49,6 @@ type ToolFn = Arc<
 
 /// Arguments of a tool that takes none.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
-#[schemars(crate = "schemars1")]
 pub struct NoArguments {}
 
 /// One registered tool: what `tools/list` shows and what `tools/call` runs.
@@ -72,7 +71,7 @@ impl std::fmt::Debug for ToolDefinition {
 /// takes from the Rust type's name, which says nothing to a model. MCP wants an object schema
 /// for `inputSchema` and `outputSchema`; [`ToolDefinition::validate`] checks that it is one.
 pub fn schema_of<T: JsonSchema>() -> Value {
-    let schema = schemars1::SchemaGenerator::default().into_root_schema_for::<T>();
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
     let mut value = serde_json::to_value(schema).unwrap_or_else(|_| json!({}));
     if let Value::Object(fields) = &mut value {
         fields.remove("title");
@@ -352,7 +351,6 @@ mod tests {
     use super::*;
 
     #[derive(serde::Deserialize, JsonSchema)]
-    #[schemars(crate = "schemars1")]
     #[allow(dead_code)]
     struct Add {
         a: i64,
@@ -377,7 +375,6 @@ mod tests {
     }
 
     #[derive(serde::Serialize, JsonSchema)]
-    #[schemars(crate = "schemars1")]
     #[allow(dead_code)]
     enum Verdict {
         Yes,

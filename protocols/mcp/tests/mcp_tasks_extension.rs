@@ -16,18 +16,17 @@ use mcp_common::{
     Client, Exchange, Running, call, spawn, stateless_call_declaring, stateless_client,
 };
 use protocols_mcp::content::{text, tool_result};
-use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::{
     McpServer, NoArguments, TaskLimits, TaskStore, TaskSupport, ToolDefinition, ToolError,
 };
 use protocols_runtime::{Clock, SystemClock};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct Wait {
     millis: u64,
 }

@@ -1,10 +1,10 @@
 //! The `echo` tool every MCP benchmark serves (the same one the rmcp comparator serves), so the
 //! load and memory benches measure one server.
 
-use protocols_mcp::{McpServer, ToolDefinition, content, schemars::JsonSchema};
+use protocols_mcp::{McpServer, ToolDefinition, content};
+use schemars::JsonSchema;
 
 #[derive(serde::Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 struct EchoArguments {
     message: String,
 }

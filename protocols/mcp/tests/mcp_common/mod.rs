@@ -15,32 +15,29 @@ use protocols_mcp::content::{
     audio, prompt, prompt_result, read_result, resource, resource_template, text, text_contents,
     tool_result, user_message,
 };
-use protocols_mcp::schemars::JsonSchema;
 use protocols_mcp::{Level, McpServer, NoArguments, Revision, ToolDefinition, ToolError};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::Server;
 use protocols_testkit::{ACCEPT_EITHER, SseReader, json_rpc_post};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 pub struct Echo {
     pub message: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 pub struct Add {
     pub a: f64,
     pub b: f64,
 }
 
 #[derive(Serialize, JsonSchema)]
-#[schemars(crate = "protocols_mcp::schemars")]
 pub struct Sum {
     pub sum: f64,
 }
@@ -187,7 +184,7 @@ fn schema_document(revision: Revision) -> Value {
         .join("schema.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
         panic!(
-            "{}: {error}; run `cargo run -p codegen -- sync`",
+            "{}: {error}; run `cargo run -p protocols-codegen -- sync`",
             path.display()
         )
     });
