@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::errors;
 use crate::generated::v2025_11_25::types;
+use crate::generated::v2026_07_28::methods;
 use crate::logging::Level;
 use crate::revision::Revision;
 use crate::session::ClientCapabilities;
@@ -54,9 +55,9 @@ impl ToolError {
 /// The client capability a server→client request needs.
 pub(crate) fn capability_of(method: &str) -> Option<&'static str> {
     match method {
-        "elicitation/create" => Some("elicitation"),
-        "sampling/createMessage" => Some("sampling"),
-        "roots/list" => Some("roots"),
+        methods::ELICITATION_CREATE => Some("elicitation"),
+        methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        methods::ROOTS_LIST => Some("roots"),
         _ => None,
     }
 }
@@ -88,19 +89,19 @@ impl InputRequests {
     /// Asks the user (`elicitation/create` with these params) under `key`.
     #[must_use]
     pub fn elicit(self, key: impl Into<String>, params: Value) -> Self {
-        self.request(key, "elicitation/create", params)
+        self.request(key, methods::ELICITATION_CREATE, params)
     }
 
     /// Asks the client's model (`sampling/createMessage` with these params) under `key`.
     #[must_use]
     pub fn sample(self, key: impl Into<String>, params: Value) -> Self {
-        self.request(key, "sampling/createMessage", params)
+        self.request(key, methods::SAMPLING_CREATE_MESSAGE, params)
     }
 
     /// Asks the client for its roots under `key`.
     #[must_use]
     pub fn list_roots(self, key: impl Into<String>) -> Self {
-        self.request(key, "roots/list", json!({}))
+        self.request(key, methods::ROOTS_LIST, json!({}))
     }
 
     /// The state the next round starts from ([`RequestContext::request_state`] reads it there).
@@ -260,7 +261,7 @@ impl RequestContext {
         &self,
         key: &str,
     ) -> Result<Option<types::ElicitResult>, ToolError> {
-        self.typed_response(key, "elicitation/create")
+        self.typed_response(key, methods::ELICITATION_CREATE)
     }
 
     /// [`Self::input_response`] read as the answer to a `sampling/createMessage`.
@@ -268,12 +269,12 @@ impl RequestContext {
         &self,
         key: &str,
     ) -> Result<Option<types::CreateMessageResult>, ToolError> {
-        self.typed_response(key, "sampling/createMessage")
+        self.typed_response(key, methods::SAMPLING_CREATE_MESSAGE)
     }
 
     /// [`Self::input_response`] read as the answer to a `roots/list`.
     pub fn roots_response(&self, key: &str) -> Result<Option<types::ListRootsResult>, ToolError> {
-        self.typed_response(key, "roots/list")
+        self.typed_response(key, methods::ROOTS_LIST)
     }
 
     fn typed_response<T: DeserializeOwned>(
@@ -353,7 +354,7 @@ impl RequestContext {
         if let (Some(message), Value::Object(fields)) = (message, &mut params) {
             fields.insert("message".to_owned(), json!(message));
         }
-        self.notify("notifications/progress", params)
+        self.notify(methods::NOTIFICATIONS_PROGRESS, params)
     }
 
     /// Sends a log message when `level` passes the client's level (2026-07-28: only when the
@@ -369,7 +370,7 @@ impl RequestContext {
         if let (Some(logger), Value::Object(fields)) = (logger, &mut params) {
             fields.insert("logger".to_owned(), json!(logger));
         }
-        self.notify("notifications/message", params)
+        self.notify(methods::NOTIFICATIONS_MESSAGE, params)
     }
 
     /// SSE polling: ends the connection this request's answer streams on, telling the client
@@ -391,7 +392,7 @@ impl RequestContext {
         &self,
         params: &P,
     ) -> Result<types::CreateMessageResult, ToolError> {
-        self.ask("sampling/createMessage", params).await
+        self.ask(methods::SAMPLING_CREATE_MESSAGE, params).await
     }
 
     /// Asks the user for input (`elicitation/create`).
@@ -405,12 +406,12 @@ impl RequestContext {
                 self.revision
             )));
         }
-        self.ask("elicitation/create", params).await
+        self.ask(methods::ELICITATION_CREATE, params).await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<types::ListRootsResult, ToolError> {
-        self.ask("roots/list", &json!({})).await
+        self.ask(methods::ROOTS_LIST, &json!({})).await
     }
 
     async fn ask<P: Serialize + ?Sized, T: DeserializeOwned>(

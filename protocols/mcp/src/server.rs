@@ -38,6 +38,7 @@ use crate::request_state::{Binding, StateSeal};
 use crate::revision::Revision;
 use crate::session::{ClientCapabilities, ClientDescription, LiveSessions, McpSession};
 use crate::stateless::{self, RequestHead, params_of};
+use crate::tasks::extension_methods as extension;
 use crate::tasks::{RELATED_TASK, TASKS_EXTENSION, TaskLink, TaskStore, TaskWire, notify_status};
 use crate::tool_index::{TOOL_PAGES_INDEXED, ToolFacts, ToolIndex};
 use crate::tools::TaskSupport;
@@ -47,7 +48,7 @@ use protocols_runtime::quote::quote;
 /// How `notifications/cancelled` names the request it cancels; a cancelled request gets no
 /// answer, as MCP requires.
 pub const CANCELLATION: CancelConvention = CancelConvention {
-    method: "notifications/cancelled",
+    method: v2026_07_28::methods::NOTIFICATIONS_CANCELLED,
     id_field: "requestId",
     reply: CancelReply::Nothing,
 };
@@ -63,11 +64,20 @@ pub const DEFAULT_LISTEN_WINDOW: Duration = Duration::from_secs(300);
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// The methods the tasks extension adds to 2026-07-28.
-const EXTENSION_TASK_METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+const EXTENSION_TASK_METHODS: [&str; 3] = [
+    extension::TASKS_GET,
+    extension::TASKS_UPDATE,
+    extension::TASKS_CANCEL,
+];
 
 /// The requests a 2026-07-28 server may answer with an `InputRequiredResult` (SEP-2322).
 fn takes_input_rounds(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+    matches!(
+        method,
+        v2026_07_28::methods::TOOLS_CALL
+            | v2026_07_28::methods::PROMPTS_GET
+            | v2026_07_28::methods::RESOURCES_READ
+    )
 }
 
 /// How a handler is served beyond what it answers itself.
@@ -155,7 +165,7 @@ impl TaskWatch<'_> {
                 continue;
             }
             task.insert("_meta".to_owned(), self.meta.clone());
-            if let Err(error) = peer.notify("notifications/tasks", &Value::Object(task)) {
+            if let Err(error) = peer.notify(extension::NOTIFICATIONS_TASKS, &Value::Object(task)) {
                 tracing::debug!(%error, "a task change was not delivered to its listener");
             }
         }
@@ -440,7 +450,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             }
         } else if stateless::names_stateless_header(cx.protocol_version())
             || (cx.state().and_then(McpSession::revision).is_none()
-                && request.method == "server/discover")
+                && request.method == v2026_07_28::methods::SERVER_DISCOVER)
         {
             return Err(stateless::missing_meta(
                 head.missing_meta_field().unwrap_or("_meta"),
@@ -453,7 +463,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
 
     async fn answer(&self, request: Request, cx: Context<McpSession>) -> Reply {
         let head = RequestHead::of(&request);
-        if request.method == "initialize"
+        if request.method == v2025_11_25::methods::INITIALIZE
             && !head.names_stateless_version()
             && !stateless::names_stateless_header(cx.protocol_version())
         {
@@ -510,15 +520,20 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let tasks = self.inner.options.tasks.as_ref();
         let stateless = call.revision.is_stateless();
         match (request.method.as_str(), tasks) {
-            ("server/discover", _) => self.discover(call).await,
-            ("subscriptions/listen", _) => self.listen(call).await,
-            ("tools/call", _) => self.call_tool(request, call).await,
-            ("tasks/get" | "tasks/update" | "tasks/cancel", Some(store)) if stateless => {
-                self.extension_task_request(call, store)
-            }
-            ("tasks/get" | "tasks/list" | "tasks/cancel" | "tasks/result", Some(store))
-                if call.revision == Revision::V2025_11_25 =>
-            {
+            (v2026_07_28::methods::SERVER_DISCOVER, _) => self.discover(call).await,
+            (v2026_07_28::methods::SUBSCRIPTIONS_LISTEN, _) => self.listen(call).await,
+            (v2026_07_28::methods::TOOLS_CALL, _) => self.call_tool(request, call).await,
+            (
+                extension::TASKS_GET | extension::TASKS_UPDATE | extension::TASKS_CANCEL,
+                Some(store),
+            ) if stateless => self.extension_task_request(call, store),
+            (
+                v2025_11_25::methods::TASKS_GET
+                | v2025_11_25::methods::TASKS_LIST
+                | v2025_11_25::methods::TASKS_CANCEL
+                | v2025_11_25::methods::TASKS_RESULT,
+                Some(store),
+            ) if call.revision == Revision::V2025_11_25 => {
                 self.task_request(&request.method, call, store).await
             }
             _ => self.dispatch(request, call).await,
@@ -604,22 +619,24 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         };
         if !matches!(
             method,
-            "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe"
+            v2025_11_25::methods::LOGGING_SET_LEVEL
+                | v2025_11_25::methods::RESOURCES_SUBSCRIBE
+                | v2025_11_25::methods::RESOURCES_UNSUBSCRIBE
         ) {
             return;
         }
         let params = call.params();
         let text = |field: &str| params.get(field).and_then(Value::as_str);
         match method {
-            "logging/setLevel" => {
+            v2025_11_25::methods::LOGGING_SET_LEVEL => {
                 if let Some(level) = text("level").and_then(|level| level.parse().ok()) {
                     session.set_log_level(level);
                 }
             }
-            "resources/subscribe" => text("uri")
+            v2025_11_25::methods::RESOURCES_SUBSCRIBE => text("uri")
                 .into_iter()
                 .for_each(|uri| session.subscribe(uri)),
-            "resources/unsubscribe" => text("uri")
+            v2025_11_25::methods::RESOURCES_UNSUBSCRIBE => text("uri")
                 .into_iter()
                 .for_each(|uri| session.unsubscribe(uri)),
             _ => {}
@@ -657,7 +674,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     }
 
     async fn initialize(&self, request: &Request, cx: &Context<McpSession>) -> Reply {
-        let typed: types::InitializeRequestParams = decode("initialize", &params_of(request))?;
+        let typed: types::InitializeRequestParams =
+            decode(v2025_11_25::methods::INITIALIZE, &params_of(request))?;
         let revision = Revision::negotiate(&typed.protocol_version);
         let Some(session) = cx.session() else {
             return Err(ErrorObject::invalid_request("initialize needs a session"));
@@ -674,12 +692,19 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         }
         self.inner.live.add(session);
         insert(&mut result, "protocolVersion", json!(revision.as_str()));
-        raw(&wire::result_for(revision, "initialize", result))
+        raw(&wire::result_for(
+            revision,
+            v2025_11_25::methods::INITIALIZE,
+            result,
+        ))
     }
 
     /// The description a stateless request gets in place of `initialize`.
     async fn describe_for(&self, call: &Call<'_>) -> Result<Value, ErrorObject> {
-        let params = decode("server/discover", &call.client_as_initialize())?;
+        let params = decode(
+            v2026_07_28::methods::SERVER_DISCOVER,
+            &call.client_as_initialize(),
+        )?;
         self.describe(params, &call.context()).await
     }
 
@@ -709,7 +734,11 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         if let Some(instructions) = field("instructions") {
             insert(&mut result, "instructions", instructions);
         }
-        raw(&wire::result_for(call.revision, "server/discover", result))
+        raw(&wire::result_for(
+            call.revision,
+            v2026_07_28::methods::SERVER_DISCOVER,
+            result,
+        ))
     }
 
     /// 2026-07-28: acknowledges the filter, then keeps the stream open for notifications
@@ -727,7 +756,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let stream_meta = json!({ SUBSCRIPTION_ID: call.cx.request_id() });
         let mut acknowledged = wire::notification_for(
             call.revision,
-            "notifications/subscriptions/acknowledged",
+            v2026_07_28::methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
             json!({ "notifications": honoured, "_meta": stream_meta }),
         );
         if let (Some(notifications), Some((ids, _))) =
@@ -735,11 +764,10 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         {
             insert(notifications, "taskIds", json!(ids));
         }
-        if let Err(error) = call
-            .cx
-            .peer()
-            .notify("notifications/subscriptions/acknowledged", &acknowledged)
-        {
+        if let Err(error) = call.cx.peer().notify(
+            v2026_07_28::methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+            &acknowledged,
+        ) {
             return Err(ErrorObject::new(
                 -32603,
                 format!("cannot open the stream: {error}"),
@@ -777,7 +805,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         drop(alive);
         raw(&wire::result_for(
             call.revision,
-            "subscriptions/listen",
+            v2026_07_28::methods::SUBSCRIPTIONS_LISTEN,
             json!({ "_meta": stream_meta }),
         ))
     }
@@ -936,7 +964,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         store: &TaskStore,
         support: TaskSupport,
     ) -> Reply {
-        let params: types::CallToolRequestParams = decode("tools/call", &call.params())?;
+        let params: types::CallToolRequestParams =
+            decode(v2026_07_28::methods::TOOLS_CALL, &call.params())?;
         let refuse = |why: &str| {
             Err(ErrorObject::new(
                 -32601,
@@ -1033,7 +1062,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .map(|params| call.head.params_for_handler(params));
         let mut params: types::CallToolRequestParams =
             serde_json::from_str(text.as_deref().map_or("{}", RawValue::get))
-                .map_err(|error| errors::invalid_params("tools/call", error))?;
+                .map_err(|error| errors::invalid_params(v2026_07_28::methods::TOOLS_CALL, error))?;
         // A 2025-11-25 client's hint: the server alone decides here.
         params.task = None;
         let handler = Arc::clone(&self.inner.handler);
@@ -1055,7 +1084,11 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                     (outcome, _) => {
                         store.forget(&task_id);
                         let result = to_json(&outcome?)?;
-                        raw(&wire::result_for(call.revision, "tools/call", result))
+                        raw(&wire::result_for(
+                            call.revision,
+                            v2026_07_28::methods::TOOLS_CALL,
+                            result,
+                        ))
                     }
                 }
             }
@@ -1099,8 +1132,8 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .as_deref()
             .ok_or_else(|| ErrorObject::invalid_params("taskId is required"))?;
         let mut result = match call.method {
-            "tasks/get" => store.get_detailed(owner, task_id)?,
-            "tasks/update" => {
+            extension::TASKS_GET => store.get_detailed(owner, task_id)?,
+            extension::TASKS_UPDATE => {
                 let params = call.params();
                 let Some(responses) = params.get("inputResponses").and_then(Value::as_object)
                 else {
@@ -1128,13 +1161,13 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             Ok(params.task_id)
         };
         match method {
-            "tasks/get" => raw(&to_json(&store.get(owner, &task_id()?)?)?),
-            "tasks/cancel" => {
+            v2025_11_25::methods::TASKS_GET => raw(&to_json(&store.get(owner, &task_id()?)?)?),
+            v2025_11_25::methods::TASKS_CANCEL => {
                 let task = store.cancel(owner, &task_id()?)?;
                 notify_status(&call.cx.peer().session_wide(), &task);
                 raw(&to_json(&task)?)
             }
-            "tasks/list" => {
+            v2025_11_25::methods::TASKS_LIST => {
                 let cursor = params.get("cursor").and_then(Value::as_str);
                 let (tasks, next) = store.list(owner, cursor)?;
                 let mut result = json!({ "tasks": to_json(&tasks)? });
@@ -1162,17 +1195,21 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     /// Returns how many were told.
     pub fn notify_resource_updated(&self, uri: &str) -> usize {
         let params = json!({ "uri": uri });
-        let sessions =
-            self.broadcast_to_sessions("notifications/resources/updated", &params, |session| {
-                session.is_subscribed(uri)
-            });
-        let listeners =
-            self.broadcast_to_listeners("notifications/resources/updated", &params, |filter| {
+        let sessions = self.broadcast_to_sessions(
+            v2026_07_28::methods::NOTIFICATIONS_RESOURCES_UPDATED,
+            &params,
+            |session| session.is_subscribed(uri),
+        );
+        let listeners = self.broadcast_to_listeners(
+            v2026_07_28::methods::NOTIFICATIONS_RESOURCES_UPDATED,
+            &params,
+            |filter| {
                 filter
                     .get("resourceSubscriptions")
                     .and_then(Value::as_array)
                     .is_some_and(|uris| uris.iter().any(|listed| listed.as_str() == Some(uri)))
-            });
+            },
+        );
         sessions + listeners
     }
 
@@ -1253,9 +1290,9 @@ pub enum ListKind {
 impl ListKind {
     fn method(self) -> &'static str {
         match self {
-            Self::Tools => "notifications/tools/list_changed",
-            Self::Resources => "notifications/resources/list_changed",
-            Self::Prompts => "notifications/prompts/list_changed",
+            Self::Tools => v2026_07_28::methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+            Self::Resources => v2026_07_28::methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+            Self::Prompts => v2026_07_28::methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
         }
     }
 
@@ -1284,7 +1321,7 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
         for request in requests {
             let alone = stateless::is_stateless(request, headers);
             // A stateless `initialize` opens nothing: 2026-07-28 has no such method.
-            if request.method == "initialize" && !alone {
+            if request.method == v2025_11_25::methods::INITIALIZE && !alone {
                 return Unsessioned::Opens;
             }
             stateless &= alone;
@@ -1326,7 +1363,7 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
     /// Marks the session initialized, then hands the notification to the handler's trait
     /// method (cancellation itself is the runtime's).
     async fn notify(&self, notification: Notification, cx: Context<McpSession>) {
-        if notification.method == "notifications/initialized"
+        if notification.method == v2025_11_25::methods::NOTIFICATIONS_INITIALIZED
             && let Some(session) = cx.state()
         {
             session.mark_initialized();

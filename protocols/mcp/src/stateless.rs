@@ -20,8 +20,10 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::errors::{self, codes};
+use crate::generated::v2026_07_28::methods;
 use crate::param_headers;
 use crate::revision::Revision;
+use crate::tasks::extension_methods as extension;
 
 pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -153,9 +155,11 @@ impl<'a> RequestHead<'a> {
     /// request state is bound to).
     pub(crate) fn target(&self, method: &str) -> Option<&str> {
         match method {
-            "tools/call" | "prompts/get" => self.name.as_deref(),
-            "resources/read" => self.uri.as_deref(),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => self.task_id.as_deref(),
+            methods::TOOLS_CALL | methods::PROMPTS_GET => self.name.as_deref(),
+            methods::RESOURCES_READ => self.uri.as_deref(),
+            extension::TASKS_GET | extension::TASKS_UPDATE | extension::TASKS_CANCEL => {
+                self.task_id.as_deref()
+            }
             _ => None,
         }
     }
@@ -432,7 +436,7 @@ pub(crate) fn header_revision(headers: &HeaderMap) -> Result<Option<Revision>, S
 /// header already says so is not read.
 pub(crate) fn is_stateless(request: &Request, headers: &HeaderMap) -> bool {
     names_stateless_header(header(headers, &VERSION_HEADER))
-        || request.method == "server/discover"
+        || request.method == methods::SERVER_DISCOVER
         || RequestHead::of(request).names_stateless_version()
 }
 
@@ -472,7 +476,8 @@ pub(crate) fn admit(messages: &[Message], headers: &HeaderMap) -> Result<(), Rej
         };
         let head = RequestHead::of(request);
         let by_header = names_stateless_header(header(headers, &VERSION_HEADER));
-        if by_header || head.names_stateless_version() || request.method == "server/discover" {
+        if by_header || head.names_stateless_version() || request.method == methods::SERVER_DISCOVER
+        {
             admit_stateless(request, &head, headers)?;
             stateless = true;
         }

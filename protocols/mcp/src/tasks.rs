@@ -22,6 +22,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::errors::{CALLER_FULL, SERVER_FULL};
+use crate::generated::v2025_11_25;
 use crate::generated::v2025_11_25::types::{Task, TaskStatus};
 use protocols_runtime::quote::quote;
 
@@ -30,6 +31,22 @@ pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The identifier of the 2026-07-28 tasks extension (SEP-2663).
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The methods the 2026-07-28 tasks extension (SEP-2663) adds. The extension is not part of the
+/// 2026-07-28 schema, so nothing generates its names: those it shares with 2025-11-25 are that
+/// revision's constants, and only its own two are written here.
+pub(crate) mod extension_methods {
+    use crate::generated::v2025_11_25::methods;
+
+    /// `tasks/get`: the task, its outcome inlined once terminal.
+    pub(crate) const TASKS_GET: &str = methods::TASKS_GET;
+    /// `tasks/update`: answers the task's input requests.
+    pub(crate) const TASKS_UPDATE: &str = "tasks/update";
+    /// `tasks/cancel`: asks the task to stop, and only acknowledges.
+    pub(crate) const TASKS_CANCEL: &str = methods::TASKS_CANCEL;
+    /// `notifications/tasks`: a watched task as it now is, on a `subscriptions/listen` stream.
+    pub(crate) const NOTIFICATIONS_TASKS: &str = "notifications/tasks";
+}
 
 /// The `data` member of a bound's error that says how long to wait (whole seconds); the HTTP
 /// answer repeats it as `Retry-After`.
@@ -182,7 +199,7 @@ pub(crate) struct TaskLink {
 /// `notifications/tasks/status` with the task as it now is (2025-11-25, the handler's own
 /// revision, so nothing is converted). Nobody listening is not an error.
 pub(crate) fn notify_status(peer: &Peer, task: &Task) {
-    if let Err(error) = peer.notify("notifications/tasks/status", task) {
+    if let Err(error) = peer.notify(v2025_11_25::methods::NOTIFICATIONS_TASKS_STATUS, task) {
         tracing::debug!(%error, task = %task.task_id, "task status not delivered");
     }
 }

@@ -52,7 +52,7 @@ pub fn encoded_result_for(
             None => result_for_text(revision, method, result),
         };
     }
-    if method == "tools/list" || !revision.has_every_content_kind() {
+    if method == v2026_07_28::methods::TOOLS_LIST || !revision.has_every_content_kind() {
         return result_for_text(revision, method, result);
     }
     let value: Value = serde_json::from_str(result.get())?;
@@ -72,7 +72,7 @@ pub fn encoded_result_for(
 /// the handler's own `_meta` keys, which the generated 2026-07-28 type (it names one reserved
 /// key) would drop though the schema allows them.
 fn shaped_as_newest_session(revision: Revision, method: &str) -> bool {
-    revision == Revision::V2026_07_28 && method == "tools/call"
+    revision == Revision::V2026_07_28 && method == v2026_07_28::methods::TOOLS_CALL
 }
 
 /// `result` (an object's text) with `"resultType":"complete"` as its first member; `None` when
@@ -158,13 +158,14 @@ struct CacheHint {
 /// asks); a read is fresh every time, since a resource may change without notice.
 fn cache_hint(method: &str) -> Option<CacheHint> {
     match method {
-        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
-            Some(CacheHint {
-                scope: "private",
-                ttl_ms: 60_000,
-            })
-        }
-        "resources/read" => Some(CacheHint {
+        v2026_07_28::methods::TOOLS_LIST
+        | v2026_07_28::methods::PROMPTS_LIST
+        | v2026_07_28::methods::RESOURCES_LIST
+        | v2026_07_28::methods::RESOURCES_TEMPLATES_LIST => Some(CacheHint {
+            scope: "private",
+            ttl_ms: 60_000,
+        }),
+        v2026_07_28::methods::RESOURCES_READ => Some(CacheHint {
             scope: "private",
             ttl_ms: 0,
         }),
@@ -301,7 +302,7 @@ fn unsupported_content_as_text(revision: Revision, fields: &Map<String, Value>) 
 type ToolSchemas = Vec<(Option<Value>, Option<Value>)>;
 
 fn tool_schemas(method: &str, result: &Value) -> ToolSchemas {
-    if method != "tools/list" {
+    if method != v2026_07_28::methods::TOOLS_LIST {
         return Vec::new();
     }
     result

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use protocols_runtime::ErrorObject;
 use serde_json::{Map, Value};
 
+use crate::generated::v2026_07_28::methods;
 use crate::tools::BoxFuture;
 
 /// How many notifications the buffer keeps by default before the oldest make room.
@@ -77,7 +78,7 @@ impl Callbacks {
 
     /// Answers one server request.
     pub(crate) async fn answer(&self, method: String, params: Value) -> Result<Value, ErrorObject> {
-        let is_elicitation = method == "elicitation/create";
+        let is_elicitation = method == methods::ELICITATION_CREATE;
         let schema = is_elicitation.then(|| params.get("requestedSchema").cloned());
         let mut result = (self.answer)(method, params).await?;
         if let Some(Some(schema)) = schema {

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::generated::{v2025_11_25, v2026_07_28};
 use crate::stateless::{METHOD_HEADER, NAME_HEADER};
 
 /// The property keyword naming a header a tool argument is mirrored into.
@@ -130,8 +131,10 @@ pub(crate) fn encode_value(text: &str) -> String {
 /// What `Mcp-Name` repeats for a method: the tool's or prompt's name, the resource's URI.
 fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
     let field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        v2026_07_28::methods::TOOLS_CALL | v2026_07_28::methods::PROMPTS_GET => "name",
+        v2026_07_28::methods::RESOURCES_READ
+        | v2025_11_25::methods::RESOURCES_SUBSCRIBE
+        | v2025_11_25::methods::RESOURCES_UNSUBSCRIBE => "uri",
         _ => return None,
     };
     params?.get(field)?.as_str()
@@ -155,7 +158,7 @@ pub(crate) fn request_headers(
         if let Ok(value) = HeaderValue::from_str(&encode_value(name)) {
             headers.insert(NAME_HEADER, value);
         }
-        if method == "tools/call"
+        if method == v2026_07_28::methods::TOOLS_CALL
             && let Some(tool) = tools.get(name)
         {
             headers.extend(tool.headers_for(params.and_then(|params| params.get("arguments"))));

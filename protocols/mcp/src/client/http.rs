@@ -27,6 +27,7 @@ use super::error::{HttpError, failure, transport_error};
 use super::headers::{ToolHeaders, request_headers, screen_tools};
 use super::{MAX_EVENT_BYTES, client_info, envelope, outcome};
 use crate::context::codes;
+use crate::generated::{v2025_11_25, v2026_07_28};
 use crate::revision::Revision;
 use crate::stateless::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, SESSION_HEADER,
@@ -313,13 +314,16 @@ impl HttpClient {
             state.capabilities = capabilities;
             state.session = None;
         }
-        let first = self.request("server/discover", None).await;
+        let first = self
+            .request(v2026_07_28::methods::SERVER_DISCOVER, None)
+            .await;
         let outcome = match first {
             Err(ClientError::Rejected(error))
                 if error.code == codes::UNSUPPORTED_PROTOCOL_VERSION
                     && supported_in(&error.data).contains(&Revision::V2026_07_28) =>
             {
-                self.request("server/discover", None).await
+                self.request(v2026_07_28::methods::SERVER_DISCOVER, None)
+                    .await
             }
             other => other,
         };
@@ -530,7 +534,9 @@ impl Inner {
             "capabilities": capabilities,
             "clientInfo": client_info(&self.options.client_name, &self.options.client_version),
         });
-        let result = self.request_once("initialize", Some(params)).await?;
+        let result = self
+            .request_once(v2025_11_25::methods::INITIALIZE, Some(params))
+            .await?;
         let negotiated = result
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -545,7 +551,7 @@ impl Inner {
             }
         };
         self.state().revision = Some(negotiated);
-        self.send_notification("notifications/initialized", None)
+        self.send_notification(v2025_11_25::methods::NOTIFICATIONS_INITIALIZED, None)
             .await?;
         if self.options.standalone_stream && negotiated >= Revision::V2025_03_26 {
             let (answered, head) = tokio::sync::oneshot::channel();
@@ -659,7 +665,7 @@ impl Inner {
         }
         let answer = answer?.ok_or_else(|| failure(format!("no answer to {method}")))?;
         let mut result = outcome(&answer)?;
-        if method == "tools/list" && self.stateless() {
+        if method == v2026_07_28::methods::TOOLS_LIST && self.stateless() {
             let tools = screen_tools(&mut result);
             self.state().tools.extend(tools);
         }
@@ -757,12 +763,12 @@ impl Inner {
                 && had_session
                 && self.options.reinitialize_on_404
                 && !reopened
-                && method != "initialize"
+                && method != v2025_11_25::methods::INITIALIZE
             {
                 reopened = true;
                 tracing::debug!("the session is gone (404): opening a new one");
                 self.reopen().await?;
-                if method == "notifications/initialized" {
+                if method == v2025_11_25::methods::NOTIFICATIONS_INITIALIZED {
                     return Ok(None);
                 }
                 continue;

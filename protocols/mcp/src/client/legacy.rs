@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use super::callbacks::Callbacks;
 use super::error::{HttpError, failure, transport_error};
 use super::{MAX_EVENT_BYTES, client_info, envelope_raw, outcome_raw};
+use crate::generated::v2025_11_25::methods;
 use crate::revision::Revision;
 
 /// How long a legacy call waits for its answer on the stream.
@@ -200,8 +201,9 @@ impl LegacySseClient {
             "capabilities": capabilities,
             "clientInfo": client_info("protocols-mcp", env!("CARGO_PKG_VERSION"))
         });
-        let raw = self.call("initialize", to_raw(&params).ok()).await?;
-        self.notify("notifications/initialized", None).await?;
+        let raw = self.call(methods::INITIALIZE, to_raw(&params).ok()).await?;
+        self.notify(methods::NOTIFICATIONS_INITIALIZED, None)
+            .await?;
         serde_json::from_str(raw.get()).map_err(transport_error)
     }
 }

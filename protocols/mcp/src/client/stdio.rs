@@ -15,6 +15,7 @@ use tokio::process::{Child, Command};
 use super::callbacks::Callbacks;
 use super::error::transport_error;
 use super::{client_info, envelope_raw};
+use crate::generated::v2025_11_25::methods;
 use crate::revision::Revision;
 use crate::server::CANCELLATION;
 
@@ -97,8 +98,9 @@ impl StdioClient {
             "capabilities": capabilities,
             "clientInfo": client_info("protocols-mcp", env!("CARGO_PKG_VERSION"))
         });
-        let raw = self.call("initialize", to_raw(&params).ok()).await?;
-        self.notify("notifications/initialized", None).await?;
+        let raw = self.call(methods::INITIALIZE, to_raw(&params).ok()).await?;
+        self.notify(methods::NOTIFICATIONS_INITIALIZED, None)
+            .await?;
         serde_json::from_str(raw.get()).map_err(transport_error)
     }
 
