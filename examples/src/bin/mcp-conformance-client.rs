@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
+use clap::Parser;
 use protocols_mcp::Revision;
 use protocols_mcp::client::oauth::{OAuth, OAuthConfig, OAuthError, Url, UserInteraction};
 use protocols_mcp::client::{AuthFuture, Callbacks, HttpClient, HttpOptions};
@@ -243,18 +244,42 @@ async fn exercise(
     Ok(())
 }
 
-async fn run() -> anyhow::Result<()> {
-    let url = std::env::args()
-        .next_back()
-        .context("usage: mcp-conformance-client <server-url>")?;
-    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
-        .unwrap_or_else(|_| "2025-11-25".to_owned());
-    let revision: Revision = version
+/// The client the official MCP conformance suite drives; the suite sets the environment.
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "The MCP client the official conformance suite drives"
+)]
+struct Arguments {
+    /// The MCP endpoint to connect to (the suite appends it to the command).
+    server_url: String,
+    /// The scenario being run, which decides what the client exercises.
+    #[arg(long, env = "MCP_CONFORMANCE_SCENARIO", default_value = "")]
+    scenario: String,
+    /// The protocol version to open the conversation with.
+    #[arg(
+        long,
+        env = "MCP_CONFORMANCE_PROTOCOL_VERSION",
+        default_value = "2025-11-25"
+    )]
+    protocol_version: String,
+    /// The scenario's JSON context (credentials, the tool calls to make); ignored unless JSON.
+    // It can carry credentials: `--help` must not print it.
+    #[arg(long, env = "MCP_CONFORMANCE_CONTEXT", hide_env_values = true)]
+    context: Option<String>,
+}
+
+async fn run(arguments: Arguments) -> anyhow::Result<()> {
+    let Arguments {
+        server_url: url,
+        scenario,
+        protocol_version,
+        context,
+    } = arguments;
+    let revision: Revision = protocol_version
         .parse()
         .context("MCP_CONFORMANCE_PROTOCOL_VERSION")?;
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
+    let context: Value = context
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
     let mut options =
@@ -280,7 +305,7 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    match run().await {
+    match run(Arguments::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("mcp-conformance-client: {error:#}");

@@ -10,30 +10,24 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use clap::{ArgGroup, Parser};
 use examples::mcp_demo::everything_server;
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::Server;
 use protocols_runtime::stdio::{StdioConfig, serve_stdio};
 
-/// How the server is reached.
-enum Mode {
-    Listen(SocketAddr),
-    Stdio,
-}
-
-fn parse_mode(mut arguments: impl Iterator<Item = String>) -> Result<Mode, String> {
-    match arguments.next().as_deref() {
-        Some("--stdio") => Ok(Mode::Stdio),
-        Some("--listen") => {
-            let address = arguments.next().ok_or("--listen needs an address")?;
-            address
-                .parse()
-                .map(Mode::Listen)
-                .map_err(|error| format!("bad address {address}: {error}"))
-        }
-        _ => Err("usage: mcp-everything (--listen ADDR | --stdio)".to_owned()),
-    }
+/// The MCP demo server with every conformance fixture (the conformance suite's server).
+#[derive(Debug, Parser)]
+#[command(version, about = "The MCP demo server with every conformance fixture")]
+#[command(group(ArgGroup::new("mode").required(true).args(["listen", "stdio"])))]
+struct Arguments {
+    /// Serve Streamable HTTP at /mcp and legacy HTTP+SSE at /sse (messages to /message).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Serve the same over stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
 }
 
 async fn listen(address: SocketAddr) -> std::io::Result<()> {
@@ -54,16 +48,14 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let outcome = match parse_mode(std::env::args().skip(1)) {
-        Ok(Mode::Listen(address)) => listen(address).await,
-        Ok(Mode::Stdio) => match everything_server() {
+    // clap answers --help and a bad command line itself (usage on stderr, exit status 2).
+    let arguments = Arguments::parse();
+    let outcome = match arguments.listen {
+        Some(address) => listen(address).await,
+        None => match everything_server() {
             Ok(server) => serve_stdio(&server, StdioConfig::default()).await,
             Err(error) => Err(std::io::Error::other(error)),
         },
-        Err(usage) => {
-            eprintln!("{usage}");
-            return ExitCode::from(2);
-        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
