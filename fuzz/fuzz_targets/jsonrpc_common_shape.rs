@@ -30,10 +30,9 @@ fuzz_target!(|data: &[u8]| {
     // The whole decoder, reader in front, answers one object exactly as the total decoder does
     // (within the limits it checks before either reader runs).
     if text.trim_ascii_start().starts_with('{') {
-        let limits = DecodeLimits {
-            max_bytes: usize::MAX,
-            max_depth: usize::MAX,
-        };
+        let limits = DecodeLimits::default()
+            .max_bytes(usize::MAX)
+            .max_depth(usize::MAX);
         let whole = decode(data, &limits).map(|payload| match payload {
             Payload::Single(message) => message,
             Payload::Batch(_) => panic!("an object decoded as a batch"),

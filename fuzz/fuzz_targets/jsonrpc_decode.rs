@@ -49,10 +49,7 @@ fuzz_target!(|data: &[u8]| {
 /// The default limits without the size bound: a re-encoded body may be longer than its input
 /// (an escape written out again), and its depth is the input's.
 fn unbounded() -> DecodeLimits {
-    DecodeLimits {
-        max_bytes: usize::MAX,
-        ..DecodeLimits::default()
-    }
+    DecodeLimits::default().max_bytes(usize::MAX)
 }
 
 fn reencodes(message: &Message) {
@@ -141,10 +138,7 @@ fn depth_limit_is_exact(
 
 /// What decodes under tight limits decodes the same under the default ones.
 fn tighter_limits_only_refuse_more(data: &[u8], decoded: &Result<Payload, DecodeError>) {
-    let tight = DecodeLimits {
-        max_bytes: 256,
-        max_depth: 3,
-    };
+    let tight = DecodeLimits::default().max_bytes(256).max_depth(3);
     if let Ok(payload) = decode(data, &tight) {
         assert_eq!(
             format!("{:?}", Ok::<_, DecodeError>(payload)),

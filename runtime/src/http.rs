@@ -60,6 +60,7 @@ pub enum ResponseMode {
 
 /// The transport's configuration.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
     pub response_mode: ResponseMode,
     /// Bounds on each body's JSON; the byte bound applies when no hardening set one.
@@ -112,6 +113,19 @@ impl Default for HttpConfig {
         }
     }
 }
+
+crate::config_setters::config_setters!(HttpConfig {
+    response_mode: ResponseMode,
+    limits: DecodeLimits,
+    sessions: SessionLimits,
+    tail_capacity: usize,
+    streams: StreamPolicy,
+    peer_timeout: Duration,
+    reap_every: Duration,
+    clock: Arc<dyn Clock>,
+    drain: CancellationToken,
+    shutdown: CancellationToken,
+});
 
 /// One protocol served over Streamable HTTP.
 pub struct StreamableHttp<H: RequestHandler> {

@@ -421,12 +421,18 @@ impl Serialize for Message {
 
 /// How far the decoder will go before refusing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeLimits {
     /// The largest body, in bytes.
     pub max_bytes: usize,
     /// The deepest nesting of arrays and objects, counting the outermost as 1.
     pub max_depth: usize,
 }
+
+crate::config_setters::config_setters!(DecodeLimits {
+    max_bytes: usize,
+    max_depth: usize
+});
 
 impl Default for DecodeLimits {
     fn default() -> Self {

@@ -46,6 +46,7 @@
 // Unit tests may index (a panic there is a failed test).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+mod config_setters;
 pub mod connect;
 mod connections;
 mod dispatch;

@@ -235,6 +235,7 @@ impl<S> Session<S> {
 
 /// How long sessions live and how many may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionLimits {
     /// A session unused this long ends.
     pub idle: Duration,
@@ -243,6 +244,12 @@ pub struct SessionLimits {
     /// The most live sessions; opening one more is refused, never made room for by eviction.
     pub max_live: usize,
 }
+
+crate::config_setters::config_setters!(SessionLimits {
+    idle: Duration,
+    absolute: Duration,
+    max_live: usize
+});
 
 impl Default for SessionLimits {
     fn default() -> Self {

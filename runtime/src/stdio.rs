@@ -44,6 +44,7 @@ pub const DEFAULT_STDIO_OUTBOUND_CAPACITY: usize = 1024;
 
 /// How the stdio transport bounds its input and waits on its peer.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct StdioConfig {
     pub limits: DecodeLimits,
     pub peer_timeout: Duration,
@@ -56,6 +57,14 @@ pub struct StdioConfig {
     /// reading what it is sent), and a handler's own message fails as backlogged.
     pub outbound_capacity: usize,
 }
+
+crate::config_setters::config_setters!(StdioConfig {
+    limits: DecodeLimits,
+    peer_timeout: Duration,
+    drain_grace: Duration,
+    max_in_flight: usize,
+    outbound_capacity: usize
+});
 
 impl Default for StdioConfig {
     fn default() -> Self {

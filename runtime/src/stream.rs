@@ -32,6 +32,7 @@ const WORK_RECHECK: Duration = Duration::from_millis(50);
 
 /// How an SSE response behaves over time.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct StreamPolicy {
     /// A comment is sent after this long without an event.
     pub keep_alive: Option<Duration>,
@@ -40,6 +41,8 @@ pub struct StreamPolicy {
     /// The reconnection delay announced to the client.
     pub retry: Option<Duration>,
 }
+
+crate::config_setters::config_setters!(StreamPolicy { keep_alive: Option<Duration>, close_after: Option<Duration>, retry: Option<Duration> });
 
 /// Whether a stream opens with an event carrying its cursor and no data, so a client can
 /// resume even before the first message; the protocol decides (`RequestHandler::primes`).

@@ -116,11 +116,9 @@ impl Server {
         )
         .build()
         .unwrap();
-        let config = HttpConfig {
-            response_mode: ResponseMode::Json,
-            tail_capacity: TAIL_CAPACITY,
-            ..HttpConfig::default()
-        };
+        let config = HttpConfig::default()
+            .response_mode(ResponseMode::Json)
+            .tail_capacity(TAIL_CAPACITY);
         let app = router("/mcp", TestProtocol::new(), config, &hardening);
         let service = app.into_make_service_with_connect_info::<SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, service).await });

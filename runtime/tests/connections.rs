@@ -121,13 +121,8 @@ async fn an_idle_keep_alive_connection_is_served_until_the_idle_timeout_then_clo
 
 #[tokio::test]
 async fn a_stream_with_keep_alives_outlives_the_idle_timeout_and_a_silent_one_does_not() {
-    let keep_alive = HttpConfig {
-        streams: StreamPolicy {
-            keep_alive: Some(IDLE_TIMEOUT / 4),
-            ..StreamPolicy::default()
-        },
-        ..HttpConfig::default()
-    };
+    let keep_alive =
+        HttpConfig::default().streams(StreamPolicy::default().keep_alive(Some(IDLE_TIMEOUT / 4)));
     let server = serve_with_listener(TestProtocol::new(), keep_alive, short_timeouts()).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -140,10 +135,7 @@ async fn a_stream_with_keep_alives_outlives_the_idle_timeout_and_a_silent_one_do
     let (_, later) = events.next_json().await.expect("the stream is still open");
     assert_eq!(later["method"], "later");
 
-    let silent = HttpConfig {
-        streams: StreamPolicy::default(),
-        ..HttpConfig::default()
-    };
+    let silent = HttpConfig::default().streams(StreamPolicy::default());
     let server = serve_with_listener(TestProtocol::new(), silent, short_timeouts()).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;

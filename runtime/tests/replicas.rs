@@ -108,11 +108,9 @@ impl<S: Default + Send + Sync + 'static> SessionStore<S> for ReplicaSessions<S> 
 }
 
 fn config() -> HttpConfig {
-    HttpConfig {
-        tail_capacity: 4_096,
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    }
+    HttpConfig::default()
+        .tail_capacity(4_096)
+        .response_mode(ResponseMode::Sse)
 }
 
 /// One replica on its own listener, with the shared session ids and `events`.

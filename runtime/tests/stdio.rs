@@ -145,13 +145,11 @@ async fn unreadable_lines_are_answered_with_errors_and_the_server_goes_on() {
 
 #[tokio::test]
 async fn an_oversized_line_is_refused_and_the_next_one_served() {
-    let config = StdioConfig {
-        limits: protocols_runtime::jsonrpc::DecodeLimits {
-            max_bytes: 256,
-            max_depth: 16,
-        },
-        ..StdioConfig::default()
-    };
+    let config = StdioConfig::default().limits(
+        protocols_runtime::jsonrpc::DecodeLimits::default()
+            .max_bytes(256)
+            .max_depth(16),
+    );
     let mut peer = Peer::start(config);
     peer.send_json(&request(8, "echo", json!({"big": "x".repeat(1000)})))
         .await;
@@ -213,10 +211,7 @@ async fn a_call_awaiting_the_client_fails_at_end_of_input_instead_of_hanging() {
 
 #[tokio::test]
 async fn a_request_past_the_in_flight_bound_is_answered_as_overloaded_at_once() {
-    let config = StdioConfig {
-        max_in_flight: 2,
-        ..StdioConfig::default()
-    };
+    let config = StdioConfig::default().max_in_flight(2);
     let mut peer = Peer::start(config);
     peer.send_json(&request(20, "slow", json!({}))).await;
     peer.send_json(&request(21, "slow", json!({}))).await;
@@ -245,10 +240,7 @@ async fn a_request_past_the_in_flight_bound_is_answered_as_overloaded_at_once() 
 
 #[tokio::test]
 async fn a_peer_that_does_not_read_gets_a_bounded_queue_and_a_handler_a_backlogged_error() {
-    let config = StdioConfig {
-        outbound_capacity: 4,
-        ..StdioConfig::default()
-    };
+    let config = StdioConfig::default().outbound_capacity(4);
     // A pipe of a few hundred bytes: the writer blocks within a few lines.
     let mut peer = Peer::start_piped(config, 256);
     peer.send_json(&request(30, "notify-then-answer", json!({"count": 10_000})))

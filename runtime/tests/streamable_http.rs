@@ -20,16 +20,15 @@ use serde_json::{Value, json};
 
 /// Sessions idle for 60 s expire on `clock`, reaped every 10 ms of real time.
 fn expiring_after_a_minute_idle(clock: &Arc<ManualClock>) -> HttpConfig {
-    HttpConfig {
-        clock: clock.clone(),
-        sessions: SessionLimits {
-            idle: Duration::from_secs(60),
-            absolute: Duration::from_secs(3600),
-            max_live: 100,
-        },
-        reap_every: Duration::from_millis(10),
-        ..HttpConfig::default()
-    }
+    HttpConfig::default()
+        .clock(clock.clone())
+        .sessions(
+            SessionLimits::default()
+                .idle(Duration::from_secs(60))
+                .absolute(Duration::from_secs(3600))
+                .max_live(100),
+        )
+        .reap_every(Duration::from_millis(10))
 }
 
 #[tokio::test]
@@ -83,10 +82,7 @@ async fn notifications_travel_on_the_request_stream_before_its_answer() {
 
 #[tokio::test]
 async fn json_mode_answers_json_even_when_the_handler_notifies() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Json,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Json);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -105,10 +101,7 @@ async fn json_mode_answers_json_even_when_the_handler_notifies() {
 
 #[tokio::test]
 async fn sse_mode_streams_even_a_plain_answer() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let response = rpc
@@ -253,13 +246,7 @@ async fn an_idle_session_expires_under_the_injected_clock_without_any_delete() {
 
 #[tokio::test]
 async fn the_session_cap_refuses_new_sessions_with_503() {
-    let config = HttpConfig {
-        sessions: SessionLimits {
-            max_live: 2,
-            ..SessionLimits::default()
-        },
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().sessions(SessionLimits::default().max_live(2));
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     rpc.open().await;
@@ -312,11 +299,9 @@ async fn resuming_from_a_malformed_or_unknown_event_id_is_refused_never_an_empty
 
 #[tokio::test]
 async fn resume_from_evicted_event_id_is_refused_with_410() {
-    let config = HttpConfig {
-        tail_capacity: 4,
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .tail_capacity(4)
+        .response_mode(ResponseMode::Sse);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -334,11 +319,9 @@ async fn resume_from_evicted_event_id_is_refused_with_410() {
 #[tokio::test]
 async fn a_stream_dropped_mid_flight_under_load_resumes_with_every_event_exactly_once_in_order() {
     const COUNT: u64 = 2_000;
-    let config = HttpConfig {
-        tail_capacity: 4_096,
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .tail_capacity(4_096)
+        .response_mode(ResponseMode::Sse);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -460,10 +443,7 @@ async fn a_cancellation_from_the_client_stops_the_running_request() {
 
 #[tokio::test]
 async fn the_session_stream_carries_messages_sent_while_answering_json() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Json,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Json);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -485,13 +465,8 @@ async fn the_session_stream_carries_messages_sent_while_answering_json() {
 
 #[tokio::test]
 async fn keep_alive_comments_flow_on_an_idle_stream_and_dispatch_nothing() {
-    let config = HttpConfig {
-        streams: StreamPolicy {
-            keep_alive: Some(Duration::from_millis(20)),
-            ..StreamPolicy::default()
-        },
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .streams(StreamPolicy::default().keep_alive(Some(Duration::from_millis(20))));
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -506,15 +481,14 @@ async fn keep_alive_comments_flow_on_an_idle_stream_and_dispatch_nothing() {
 
 #[tokio::test]
 async fn a_polling_stream_is_closed_by_the_server_with_a_retry_and_resumes() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        streams: StreamPolicy {
-            keep_alive: None,
-            close_after: Some(Duration::from_millis(150)),
-            retry: Some(Duration::from_millis(50)),
-        },
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .response_mode(ResponseMode::Sse)
+        .streams(
+            StreamPolicy::default()
+                .keep_alive(None)
+                .close_after(Some(Duration::from_millis(150)))
+                .retry(Some(Duration::from_millis(50))),
+        );
     let server = serve_handler(TestProtocol::new().priming(), config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -605,13 +579,7 @@ async fn a_session_wide_peer_reaches_the_session_stream_after_the_request_answer
 
 #[tokio::test]
 async fn a_protocol_rejection_keeps_its_status_echoes_the_id_and_stores_no_opening_session() {
-    let config = HttpConfig {
-        sessions: SessionLimits {
-            max_live: 1,
-            ..SessionLimits::default()
-        },
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().sessions(SessionLimits::default().max_live(1));
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let rejected = rpc
@@ -717,10 +685,7 @@ async fn partial_results_stream_as_responses_with_the_request_id_before_the_fina
 
 #[tokio::test]
 async fn an_answer_cut_right_after_its_priming_event_resumes_and_gets_the_answer() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let server = serve_handler(TestProtocol::new().priming(), config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;
@@ -746,10 +711,7 @@ async fn an_answer_cut_right_after_its_priming_event_resumes_and_gets_the_answer
 
 #[tokio::test]
 async fn an_answer_opens_with_its_first_message_when_the_protocol_does_not_prime() {
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let server = serve_protocol(config).await;
     let rpc = Endpoint::of(&server);
     let session = rpc.open().await;

@@ -116,13 +116,7 @@ impl Options {
 
 fn mount_mcp(builder: ServerBuilder, session_idle: Duration) -> Result<ServerBuilder, BuildError> {
     let server = everything_server()?;
-    let config = HttpConfig {
-        sessions: SessionLimits {
-            idle: session_idle,
-            ..SessionLimits::default()
-        },
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().sessions(SessionLimits::default().idle(session_idle));
     Ok(builder
         .streamable_http("/mcp", server.clone(), config.clone())
         .legacy_sse("/sse", "/message", server, config))

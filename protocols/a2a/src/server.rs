@@ -169,11 +169,9 @@ impl<E: AgentExecutor> A2aServer<E> {
     /// The card route, JSON-RPC at `jsonrpc_path` and HTTP+JSON under `rest_path`, unhardened:
     /// mount them with `ServerBuilder::routes` (or wrap them in a `Hardening`).
     pub fn routes(self, jsonrpc_path: &str, rest_path: &str) -> Router {
-        let config = HttpConfig {
-            response_mode: ResponseMode::Auto,
-            shutdown: self.shutdown.clone(),
-            ..HttpConfig::default()
-        };
+        let config = HttpConfig::default()
+            .response_mode(ResponseMode::Auto)
+            .shutdown(self.shutdown.clone());
         let cards = Arc::new(CardDocuments::new(self.service.cards()));
         let rest = crate::rest::routes(self.clone(), rest_path);
         let mut routes = Router::new()

@@ -70,17 +70,16 @@ struct Served {
 
 fn served() -> Result<Served, String> {
     let clock = Arc::new(ManualClock::new());
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        sessions: SessionLimits {
-            idle: IDLE,
-            absolute: Duration::from_secs(24 * 60 * 60),
-            max_live: 1_000_000,
-        },
-        reap_every: Duration::from_millis(5),
-        clock: Arc::clone(&clock) as Arc<dyn Clock>,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .response_mode(ResponseMode::Sse)
+        .sessions(
+            SessionLimits::default()
+                .idle(IDLE)
+                .absolute(Duration::from_secs(24 * 60 * 60))
+                .max_live(1_000_000),
+        )
+        .reap_every(Duration::from_millis(5))
+        .clock(Arc::clone(&clock) as Arc<dyn Clock>);
     let transport = StreamableHttp::new(echo_server(BENCH_SERVER_NAME)?, config);
     let store = transport.store();
     Ok(Served {

@@ -110,10 +110,7 @@ fn sessionless_echo() -> Echo {
 }
 
 fn echo_config(mode: ResponseMode) -> HttpConfig {
-    HttpConfig {
-        response_mode: mode,
-        ..HttpConfig::default()
-    }
+    HttpConfig::default().response_mode(mode)
 }
 
 /// The sessionful echo: sessions expire after [`SESSION_IDLE`] and are reaped every second.
@@ -121,16 +118,15 @@ pub fn runtime_sessions(address: SocketAddr) -> Result<Router, String> {
     let hardening = bench_hardening(address)
         .build()
         .map_err(|error| error.to_string())?;
-    let config = HttpConfig {
-        response_mode: ResponseMode::Json,
-        sessions: SessionLimits {
-            idle: SESSION_IDLE,
-            absolute: Duration::from_secs(3600),
-            max_live: 100_000,
-        },
-        reap_every: Duration::from_secs(1),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default()
+        .response_mode(ResponseMode::Json)
+        .sessions(
+            SessionLimits::default()
+                .idle(SESSION_IDLE)
+                .absolute(Duration::from_secs(3600))
+                .max_live(100_000),
+        )
+        .reap_every(Duration::from_secs(1));
     let echo = Echo {
         profile: Profile::new().with_session_header(SESSION_HEADER),
     };

@@ -106,15 +106,10 @@ fn http_config(mode: Mode) -> HttpConfig {
         Mode::Stateless => ResponseMode::Json,
         Mode::Session => ResponseMode::Sse,
     };
-    HttpConfig {
-        response_mode,
+    HttpConfig::default()
+        .response_mode(response_mode)
         // Room for the idle-session measurement's 10,000 sessions plus its warm-up.
-        sessions: SessionLimits {
-            max_live: 100_000,
-            ..SessionLimits::default()
-        },
-        ..HttpConfig::default()
-    }
+        .sessions(SessionLimits::default().max_live(100_000))
 }
 
 /// Serves the echo tool at `/mcp` with the default hardening, except a rate limit that is
