@@ -6,7 +6,7 @@
 #
 # Each run's corpus is fuzz/corpus/<target>/ (gitignored, kept between runs): the committed seeds
 # (fuzz/seeds/<target>/) are copied in, and for the JSON targets so are the upstream example
-# messages from the gitignored schema cache (fill it with `cargo run -p protocols-codegen -- sync`). A
+# messages from the gitignored schema cache (fill it with `cargo run -p codegen -- sync`). A
 # crash leaves its input in fuzz/artifacts/<target>/; replay it with
 # `cargo fuzz run <target> <file>` from fuzz/ (with RUSTC_BOOTSTRAP=1 and the same flags).
 #

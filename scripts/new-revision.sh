@@ -79,10 +79,10 @@ step "sync from a scratch mirror: the pinned files plus copies under $NEW_DIR"
 mkdir -p "$SCRATCH/mirror/$NEW_DIR"
 cp -R "$ROOT/schema/cache/." "$SCRATCH/mirror/"
 cp -R "$ROOT/schema/cache/$OLD_DIR/." "$SCRATCH/mirror/$NEW_DIR/"
-CODEGEN_SCHEMA_MIRROR="$SCRATCH/mirror" cargo run -q -p protocols-codegen -- sync
+CODEGEN_SCHEMA_MIRROR="$SCRATCH/mirror" cargo run -q -p codegen -- sync
 
 step "generate"
-cargo run -q -p protocols-codegen
+cargo run -q -p codegen
 git add -A
 echo "hand-written lines the revision took (outside generated/):"
 git --no-pager diff --cached --numstat -- . ':(exclude)**/generated/**'
@@ -94,7 +94,7 @@ cargo test -q -p "protocols-$PROTOCOL" --features unstable --test revisions
 
 step "unpin it again: --check reports the module no pin produces"
 git checkout -q -- schema/sources.toml
-if cargo run -q -p protocols-codegen -- --check; then
+if cargo run -q -p codegen -- --check; then
   echo "--check passed with an orphaned module" >&2
   exit 1
 fi

@@ -24,7 +24,7 @@ pub enum CodegenError {
         pointer: String,
         message: String,
     },
-    #[error("{path}: missing from schema/cache; run `cargo run -p protocols-codegen -- sync`")]
+    #[error("{path}: missing from schema/cache; run `cargo run -p codegen -- sync`")]
     Missing { path: String },
     #[error(
         "{path}: not in the mirror {mirror} (named by `--from` or CODEGEN_SCHEMA_MIRROR); \

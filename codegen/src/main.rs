@@ -1,4 +1,4 @@
-//! `cargo run -p protocols-codegen`: regenerates every protocol crate from the pinned schemas;
+//! `cargo run -p codegen`: regenerates every protocol crate from the pinned schemas;
 //! `-- --check` lists stale files instead of writing, `-- --dry-run` prints what a run would
 //! change; `-- sync [--from DIR]` fills the cache (from `$CODEGEN_SCHEMA_MIRROR` when set).
 
@@ -88,7 +88,7 @@ fn run(cli: &Cli) -> Result<ExitCode, CodegenError> {
         for entry in &planned {
             eprintln!("stale: {entry}");
         }
-        eprintln!("run `cargo run -p protocols-codegen` and commit the result");
+        eprintln!("run `cargo run -p codegen` and commit the result");
         return Ok(ExitCode::FAILURE);
     }
     if cli.dry_run {

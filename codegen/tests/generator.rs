@@ -1,5 +1,5 @@
 //! The generator as a whole, on the pinned files in `schema/cache/` (run
-//! `cargo run -p protocols-codegen -- sync` first) and on small broken inputs.
+//! `cargo run -p codegen -- sync` first) and on small broken inputs.
 
 // Test helpers outside `#[test]` fns unwrap too; a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -131,10 +131,7 @@ fn every_definition_type_links_to_its_line_in_the_pinned_upstream_file() {
 fn the_committed_generated_tree_matches_the_pins() {
     let planned = plan(&layout().root, everything());
     let stale: Vec<String> = planned.iter().map(ToString::to_string).collect();
-    assert!(
-        stale.is_empty(),
-        "run `cargo run -p protocols-codegen`: {stale:?}"
-    );
+    assert!(stale.is_empty(), "run `cargo run -p codegen`: {stale:?}");
 }
 
 /// Every protocol crate declares the one feature a draft revision is compiled behind, so any
@@ -193,7 +190,7 @@ fn sync_from_a_mirror_missing_a_file_names_it_and_the_mirror_not_the_cache() {
     assert!(text.starts_with(&sources.files[0].path), "{text}");
     assert!(text.contains(&empty.display().to_string()), "{text}");
     assert!(
-        !text.contains("run `cargo run -p protocols-codegen -- sync`"),
+        !text.contains("run `cargo run -p codegen -- sync`"),
         "{text}"
     );
     std::fs::remove_dir_all(&empty).unwrap();

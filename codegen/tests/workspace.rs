@@ -216,7 +216,7 @@ fn generating_from_an_empty_cache_fails_with_one_line_naming_sync() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("mcp/2025-06-18/schema.json: missing from schema/cache; run `cargo run -p protocols-codegen -- sync`"),
+        stderr.contains("mcp/2025-06-18/schema.json: missing from schema/cache; run `cargo run -p codegen -- sync`"),
         "{stderr}"
     );
 }

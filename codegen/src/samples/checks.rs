@@ -39,7 +39,7 @@ pub fn every_pinned_revision_is_generated(
         .collect();
     assert_eq!(
         generated, pinned,
-        "generated test support differs from the pins; run `cargo run -p protocols-codegen`"
+        "generated test support differs from the pins; run `cargo run -p codegen`"
     );
 }
 

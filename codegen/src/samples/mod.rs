@@ -26,7 +26,7 @@ use crate::sources::{Layout, RevisionSpec, Sources};
 
 /// What a test that needs the schema cache says when it is empty: one line naming the command.
 pub const SYNC_HINT: &str =
-    "the schema cache schema/cache/ is empty: run `cargo run -p protocols-codegen -- sync`";
+    "the schema cache schema/cache/ is empty: run `cargo run -p codegen -- sync`";
 
 /// The workspace layout (schema cache, sources.toml).
 pub fn layout() -> Layout {

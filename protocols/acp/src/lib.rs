@@ -1,5 +1,5 @@
 //! ACP (Agent Client Protocol) on the shared runtime. `generated` holds every revision's types
-//! and method tables (written by `cargo run -p protocols-codegen`); the hand-written glue around it
+//! and method tables (written by `cargo run -p codegen`); the hand-written glue around it
 //! negotiates the version ([`version`]), keeps per-connection state ([`connection`]), serves an
 //! agent ([`agent`]) whose methods call back into the client ([`client_handle`]), keeps each
 //! session's conversation, bounded, for `session/load` to replay ([`history`]), declares ACP's

@@ -1,5 +1,5 @@
 //! MCP for the protocols runtime: typed messages of every pinned revision (under `generated`,
-//! written by `cargo run -p protocols-codegen`) and the hand-written glue that serves them all at one
+//! written by `cargo run -p codegen`) and the hand-written glue that serves them all at one
 //! endpoint — revision negotiation, the stateless 2026-07-28 checks, the wire conversion to the
 //! peer's revision, and the API a server author writes against (tools as async functions,
 //! resources, prompts, completions, and calls back to the client).

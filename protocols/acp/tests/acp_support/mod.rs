@@ -489,7 +489,7 @@ impl Schema {
     fn load_from(path: PathBuf) -> Self {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
             panic!(
-                "{}: {error}; fill the cache with `cargo run -p protocols-codegen -- sync`",
+                "{}: {error}; fill the cache with `cargo run -p codegen -- sync`",
                 path.display()
             )
         });

@@ -184,7 +184,7 @@ fn schema_document(revision: Revision) -> Value {
         .join("schema.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
         panic!(
-            "{}: {error}; run `cargo run -p protocols-codegen -- sync`",
+            "{}: {error}; run `cargo run -p codegen -- sync`",
             path.display()
         )
     });
