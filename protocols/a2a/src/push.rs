@@ -3,12 +3,13 @@
 //! allows them), and delivery of task events to a webhook with bounded retries and a bound on
 //! deliveries in flight (past it an event is not delivered, and the log says so).
 
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use reqwest::Url;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::A2aError;
 use crate::v1::types::{StreamResponse, TaskPushNotificationConfig};
@@ -134,6 +135,76 @@ pub struct PushSender {
     policy: PushPolicy,
     http: reqwest::Client,
     in_flight: Arc<Semaphore>,
+    lanes: Arc<Lanes>,
+}
+
+/// One webhook of one task: its events are delivered in order, one at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LaneKey {
+    tenant: Option<String>,
+    task_id: Option<String>,
+    config_id: Option<String>,
+    url: String,
+}
+
+impl LaneKey {
+    fn of(config: &TaskPushNotificationConfig) -> Self {
+        Self {
+            tenant: config.tenant.clone(),
+            task_id: config.task_id.clone(),
+            config_id: config.id.clone(),
+            url: config.url.clone(),
+        }
+    }
+}
+
+/// An event waiting in its lane, holding its place in the in-flight bound until it is sent.
+struct Queued {
+    config: TaskPushNotificationConfig,
+    event: StreamResponse,
+    _place: OwnedSemaphorePermit,
+}
+
+/// The lanes with a delivery under way. A lane is present exactly while one task drains it, so
+/// an event either joins a running drain or starts one; the lock is never held across a send.
+#[derive(Default)]
+struct Lanes {
+    waiting: Mutex<HashMap<LaneKey, VecDeque<Queued>>>,
+}
+
+impl std::fmt::Debug for Lanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lanes").finish_non_exhaustive()
+    }
+}
+
+/// Whether an event joined a lane already being drained or opened a new one.
+enum Joined {
+    Running,
+    Opened,
+}
+
+impl Lanes {
+    fn join(&self, key: &LaneKey, queued: Queued) -> Joined {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lane) = waiting.get_mut(key) {
+            lane.push_back(queued);
+            return Joined::Running;
+        }
+        waiting.insert(key.clone(), VecDeque::from([queued]));
+        Joined::Opened
+    }
+
+    /// The lane's next event; `None` closes the lane (removing it under the same lock an event
+    /// joining it takes, so no event is left behind).
+    fn next(&self, key: &LaneKey) -> Option<Queued> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let next = waiting.get_mut(key).and_then(VecDeque::pop_front);
+        if next.is_none() {
+            waiting.remove(key);
+        }
+        next
+    }
 }
 
 impl PushSender {
@@ -149,6 +220,7 @@ impl PushSender {
             policy,
             http,
             in_flight,
+            lanes: Arc::default(),
         }
     }
 
@@ -156,9 +228,10 @@ impl PushSender {
         &self.policy
     }
 
-    /// Sends `event` to the config's URL in the background, retrying transient failures;
-    /// when [`PushPolicy::max_in_flight`] deliveries are under way, it is not sent. Whether the
-    /// delivery started.
+    /// Sends `event` to the config's URL in the background, after the events queued before it
+    /// for the same webhook of the same task, retrying transient failures; when
+    /// [`PushPolicy::max_in_flight`] events are queued or under way, it is not sent. Whether the
+    /// delivery was accepted.
     pub fn spawn_delivery(
         &self,
         config: TaskPushNotificationConfig,
@@ -171,18 +244,30 @@ impl PushSender {
             );
             return false;
         };
-        let sender = self.clone();
-        tokio::spawn(async move {
-            if let Err(error) = sender.deliver(&config, &event).await {
+        let key = LaneKey::of(&config);
+        let queued = Queued {
+            config,
+            event,
+            _place: place,
+        };
+        if let Joined::Opened = self.lanes.join(&key, queued) {
+            let sender = self.clone();
+            tokio::spawn(async move { sender.drain(&key).await });
+        }
+        true
+    }
+
+    /// Delivers a lane's events one after another until it is empty.
+    async fn drain(&self, key: &LaneKey) {
+        while let Some(queued) = self.lanes.next(key) {
+            if let Err(error) = self.deliver(&queued.config, &queued.event).await {
                 tracing::warn!(
-                    url = %protocols_runtime::quote(&config.url),
+                    url = %protocols_runtime::quote(&queued.config.url),
                     %error,
                     "push notification not delivered"
                 );
             }
-            drop(place);
-        });
-        true
+        }
     }
 
     /// Sends `event` once per attempt until a 2xx; a 4xx other than 408/429 is final.
@@ -302,6 +387,135 @@ mod tests {
         };
         assert!(sender.spawn_delivery(config.clone(), event.clone()));
         assert!(!sender.spawn_delivery(config, event));
+    }
+
+    fn message_event(message_id: &str) -> StreamResponse {
+        StreamResponse {
+            payload: crate::v1::types::StreamResponsePayload::Message(crate::v1::types::Message {
+                message_id: message_id.to_owned(),
+                ..crate::v1::types::Message::default()
+            }),
+        }
+    }
+
+    /// A webhook receiver that holds each answer for `hold` and records, per request, which
+    /// message it carried and whether an earlier request was still unanswered when it came.
+    async fn slow_receiver(
+        hold: Duration,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<(String, bool)>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let (seen, arrivals) = tokio::sync::mpsc::unbounded_channel();
+        let unanswered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let seen = seen.clone();
+                let unanswered = Arc::clone(&unanswered);
+                tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            let read = socket.read(&mut chunk).await.unwrap();
+                            if read == 0 {
+                                return;
+                            }
+                            buffer.extend_from_slice(&chunk[..read]);
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .map_or(0, |value| value.trim().parse().unwrap());
+                        while buffer.len() < end + 4 + length {
+                            let read = socket.read(&mut chunk).await.unwrap();
+                            assert!(read > 0, "body cut short");
+                            buffer.extend_from_slice(&chunk[..read]);
+                        }
+                        let body: serde_json::Value =
+                            serde_json::from_slice(&buffer[end + 4..end + 4 + length]).unwrap();
+                        buffer.drain(..end + 4 + length);
+                        let overlapped =
+                            unanswered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0;
+                        let id = body["message"]["messageId"].as_str().unwrap().to_owned();
+                        seen.send((id, overlapped)).unwrap();
+                        tokio::time::sleep(hold).await;
+                        unanswered.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        socket
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                            .await
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        (url, arrivals)
+    }
+
+    #[tokio::test]
+    async fn one_webhooks_events_arrive_one_at_a_time_in_the_order_they_were_sent() {
+        let sender = PushSender::new(PushPolicy {
+            private_targets: PrivateTargets::Allow,
+            ..PushPolicy::default()
+        });
+        let (url, mut arrivals) = slow_receiver(Duration::from_millis(30)).await;
+        let config = TaskPushNotificationConfig {
+            url,
+            task_id: Some("task-1".into()),
+            ..TaskPushNotificationConfig::default()
+        };
+        let sent: Vec<String> = (0..6).map(|n| format!("event-{n}")).collect();
+        for id in &sent {
+            assert!(sender.spawn_delivery(config.clone(), message_event(id)));
+        }
+        let mut received = Vec::new();
+        for _ in &sent {
+            let (id, overlapped) = tokio::time::timeout(Duration::from_secs(10), arrivals.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                !overlapped,
+                "{id} was sent before the previous event was answered"
+            );
+            received.push(id);
+        }
+        assert_eq!(received, sent);
+        // Every lane closes once drained, so nothing is kept per finished webhook.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(sender.lanes.waiting.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn different_webhooks_are_delivered_side_by_side() {
+        let sender = PushSender::new(PushPolicy {
+            private_targets: PrivateTargets::Allow,
+            ..PushPolicy::default()
+        });
+        let (url, mut arrivals) = slow_receiver(Duration::from_secs(2)).await;
+        for task in ["task-a", "task-b"] {
+            let config = TaskPushNotificationConfig {
+                url: url.clone(),
+                task_id: Some(task.into()),
+                ..TaskPushNotificationConfig::default()
+            };
+            assert!(sender.spawn_delivery(config, message_event(task)));
+        }
+        let mut overlaps = 0;
+        for _ in 0..2 {
+            let (_, overlapped) = tokio::time::timeout(Duration::from_secs(10), arrivals.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            overlaps += usize::from(overlapped);
+        }
+        assert_eq!(
+            overlaps, 1,
+            "the second task's event waited for the first's"
+        );
     }
 
     #[test]
