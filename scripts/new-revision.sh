@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Adds a revision the way README's "Adding a spec revision" says, end to end, in a scratch clone:
 # pins a copy of the newest pinned revision of a protocol under a new name (as a draft), syncs it
-# from a scratch mirror, generates, counts the hand-written lines it took (the pin only), builds
-# and tests the protocol crate with the new revision (its revisions tests cover it with no new
-# test code), then unpins it and shows `--check` reporting the orphaned module. Not run in CI: it
-# compiles the crate. Usage: scripts/new-revision.sh [mcp|acp|a2a] [NEW-REVISION]
+# from a scratch mirror, generates, makes the one hand edit the glue's compiler demands (MCP: the
+# new revision's arm in `wire::codec`, how its messages are written; every other list is the
+# generated `Revision`), counts the hand-written lines it took outside `generated/` and
+# `schema/`, builds and tests the protocol crate with the new revision (its revisions tests
+# cover it with no new test code; for MCP a tool call at every stateless revision is answered),
+# then unpins it and shows `--check` reporting the orphaned module. Not run in CI: it compiles
+# the crate. Usage: scripts/new-revision.sh [mcp|acp|a2a] [NEW-REVISION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -83,14 +86,36 @@ CODEGEN_SCHEMA_MIRROR="$SCRATCH/mirror" cargo run -q -p codegen -- sync
 
 step "generate"
 cargo run -q -p codegen
+if [ "$PROTOCOL" = mcp ]; then
+  step "the hand edit the compiler demands: the $MODULE arm of wire::codec (a draft's is gated)"
+  # After the codec's last module arm, the same arm for the new module.
+  awk -v module="$MODULE" -v variant="V${MODULE#v}" '
+    { lines[NR] = $0 }
+    /^ *Revision::V[A-Za-z0-9_]* => through!\(v[A-Za-z0-9_]*\),$/ { last = NR }
+    END {
+      for (i = 1; i <= NR; i++) {
+        print lines[i]
+        if (i == last) {
+          indent = lines[i]; sub(/[^ ].*$/, "", indent)
+          print indent "#[cfg(feature = \"unstable\")]"
+          print indent "Revision::" variant " => through!(" module "),"
+        }
+      }
+    }' protocols/mcp/src/wire.rs > "$SCRATCH/wire.rs"
+  mv "$SCRATCH/wire.rs" protocols/mcp/src/wire.rs
+fi
 git add -A
-echo "hand-written lines the revision took (outside generated/):"
-git --no-pager diff --cached --numstat -- . ':(exclude)**/generated/**'
+echo "hand-written lines the revision took (outside generated/ and schema/):"
+git --no-pager diff --cached --numstat -- . ':(exclude)**/generated/**' ':(exclude)schema/**'
 
 step "build and test protocols-$PROTOCOL with the new revision"
 cargo build -q -p "protocols-$PROTOCOL"
 cargo clippy -q -p "protocols-$PROTOCOL" --features unstable -- -D warnings
 cargo test -q -p "protocols-$PROTOCOL" --features unstable --test revisions
+if [ "$PROTOCOL" = mcp ]; then
+  cargo test -q -p protocols-mcp --features unstable --test mcp_trait \
+    every_listed_stateless_revision_answers_a_tool_call_as_it_defines_one
+fi
 
 step "unpin it again: --check reports the module no pin produces"
 git checkout -q -- schema/sources.toml

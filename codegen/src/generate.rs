@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::emit::{Revision, emit_revision, header, revision_label, type_names};
@@ -257,6 +257,7 @@ fn mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
         let draft = spec.feature().is_some();
         drafts.push(quote! { #gate Self::#variant => #draft, });
     }
+    let count = revision_count(specs);
     let macros = revision_macros(specs)?;
     let module_doc = format!(
         " Generated {upper} revision modules, one per pinned revision, and [`Revision`], the list \
@@ -272,12 +273,16 @@ fn mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
         #(#modules)*
 
         #[doc = #enum_doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Revision { #(#variants)* }
 
         impl Revision {
-            /// Every generated revision, in `schema/sources.toml` order.
-            pub const ALL: &'static [Self] = &[#(#all)*];
+            /// How many revisions this build has (a draft one counts only with the feature).
+            pub const COUNT: usize = #count;
+
+            /// Every generated revision, in `schema/sources.toml` order, which is also the
+            /// derived order: a revision compares greater than every one pinned before it.
+            pub const ALL: [Self; Self::COUNT] = [#(#all)*];
 
             /// The revision as the protocol spells it (the module's `REVISION`).
             pub const fn as_str(self) -> &'static str {
@@ -317,6 +322,18 @@ fn mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
         path: modules_dir(protocol).join("mod.rs"),
         contents: formatted(MOD_HEADER, tokens, "mod.rs")?,
     })
+}
+
+/// `Revision::COUNT`: the stable revisions, plus the drafts when the draft feature is on, so
+/// `ALL` can be an array (iterated by value) in every feature set.
+fn revision_count(specs: &[&RevisionSpec]) -> TokenStream {
+    let drafts = specs.iter().filter(|spec| spec.feature().is_some()).count();
+    let stable = Literal::usize_unsuffixed(specs.len() - drafts);
+    if drafts == 0 {
+        return quote! { #stable };
+    }
+    let drafts = Literal::usize_unsuffixed(drafts);
+    quote! { #stable + if cfg!(feature = #DRAFT_FEATURE) { #drafts } else { 0 } }
 }
 
 /// `match_revision!(revision, module => body)`: a `match` over `Revision` whose every arm

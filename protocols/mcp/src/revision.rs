@@ -1,19 +1,13 @@
-//! The MCP revisions this crate serves and the rules that differ between them: which one an
-//! `initialize` negotiates, which accept JSON-RPC batches, which carry the version header, and
-//! which is stateless. One place for each rule, so the handler never compares date strings.
+//! The rules that differ between MCP revisions: which one an `initialize` negotiates, which
+//! accept JSON-RPC batches, which carry the version header, and which is stateless. One place
+//! for each rule, so the handler never compares date strings. The list of revisions itself is
+//! the generated [`Revision`] (one variant per revision pinned in `schema/sources.toml`, oldest
+//! first); the rules here are written against its order, so a newly pinned revision takes the
+//! rules of the newest one before it without an edit here.
 
-use std::fmt;
 use std::str::FromStr;
 
-/// One MCP protocol revision, oldest first (the derived order is chronological).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Revision {
-    V2024_11_05,
-    V2025_03_26,
-    V2025_06_18,
-    V2025_11_25,
-    V2026_07_28,
-}
+pub use crate::generated::Revision;
 
 /// The version string is not a revision this crate serves.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -21,30 +15,14 @@ pub enum Revision {
 pub struct UnsupportedRevision(pub String);
 
 impl Revision {
-    /// Every served revision, oldest first.
-    pub const ALL: [Self; 5] = [
-        Self::V2024_11_05,
-        Self::V2025_03_26,
-        Self::V2025_06_18,
-        Self::V2025_11_25,
-        Self::V2026_07_28,
-    ];
-
     /// The newest revision with an `initialize` handshake; what the handler's types are from.
     pub const NEWEST_SESSION: Self = Self::V2025_11_25;
 
     /// What a request without a version header is assumed to speak (per 2025-06-18).
     pub const ASSUMED_WITHOUT_HEADER: Self = Self::V2025_03_26;
 
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::V2024_11_05 => "2024-11-05",
-            Self::V2025_03_26 => "2025-03-26",
-            Self::V2025_06_18 => "2025-06-18",
-            Self::V2025_11_25 => "2025-11-25",
-            Self::V2026_07_28 => "2026-07-28",
-        }
-    }
+    /// The first revision whose requests stand alone; every later one keeps that.
+    const FIRST_STATELESS: Self = Self::V2026_07_28;
 
     /// The revision an `initialize` offering `offered` gets: the offered one when it is a
     /// session revision we serve, otherwise the newest session revision (the client then
@@ -56,15 +34,15 @@ impl Revision {
         }
     }
 
-    /// Whether this revision opens a session with `initialize` (all but the stateless one).
+    /// Whether this revision opens a session with `initialize` (all but the stateless ones).
     pub const fn has_initialize(self) -> bool {
         !self.is_stateless()
     }
 
     /// Whether every request stands alone, carrying its version and client capabilities in
-    /// `_meta` (2026-07-28).
+    /// `_meta` (from 2026-07-28).
     pub const fn is_stateless(self) -> bool {
-        matches!(self, Self::V2026_07_28)
+        self.is_from(Self::FIRST_STATELESS)
     }
 
     /// Whether a JSON-RPC batch is allowed: only 2025-03-26 had them.
@@ -72,46 +50,59 @@ impl Revision {
         matches!(self, Self::V2025_03_26)
     }
 
-    /// Whether HTTP requests after initialization carry `MCP-Protocol-Version`.
+    /// Whether HTTP requests after initialization carry `MCP-Protocol-Version` (from
+    /// 2025-06-18).
     pub const fn has_version_header(self) -> bool {
-        matches!(
-            self,
-            Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28
-        )
+        self.is_from(Self::V2025_06_18)
     }
 
-    /// Whether results carry `resultType` (2026-07-28).
+    /// Whether results carry `resultType` (the stateless revisions).
     pub const fn has_result_type(self) -> bool {
         self.is_stateless()
     }
 
-    /// Whether the client may be asked to fill in a form (`elicitation/create`).
+    /// Whether the client may be asked to fill in a form (`elicitation/create`, from
+    /// 2025-06-18).
     pub const fn has_elicitation(self) -> bool {
-        matches!(
-            self,
-            Self::V2025_06_18 | Self::V2025_11_25 | Self::V2026_07_28
-        )
+        self.is_from(Self::V2025_06_18)
     }
 
     /// Whether content may be audio (from 2025-03-26).
-    pub fn has_audio_content(self) -> bool {
-        self >= Self::V2025_03_26
+    pub const fn has_audio_content(self) -> bool {
+        self.is_from(Self::V2025_03_26)
     }
 
     /// Whether content may be a resource link (from 2025-06-18).
-    pub fn has_resource_links(self) -> bool {
-        self >= Self::V2025_06_18
+    pub const fn has_resource_links(self) -> bool {
+        self.is_from(Self::V2025_06_18)
     }
 
     /// Whether every content kind the handler's revision has exists here, so content passes
     /// through unchanged.
-    pub fn has_every_content_kind(self) -> bool {
+    pub const fn has_every_content_kind(self) -> bool {
         self.has_audio_content() && self.has_resource_links()
     }
 
-    /// Whether progress notifications carry a `message`.
+    /// Whether progress notifications carry a `message` (all after 2024-11-05).
     pub const fn has_progress_message(self) -> bool {
         !matches!(self, Self::V2024_11_05)
+    }
+
+    /// Whether tasks are the experimental `tasks/*` methods of 2025-11-25 (the only revision
+    /// that had them).
+    pub const fn has_experimental_tasks(self) -> bool {
+        matches!(self, Self::V2025_11_25)
+    }
+
+    /// Whether tasks are served as the tasks extension (the stateless revisions).
+    pub const fn has_tasks_extension(self) -> bool {
+        self.is_stateless()
+    }
+
+    /// Whether this revision is `first` or pinned after it: the derived order, in a form
+    /// `const fn`s can use (a fieldless enum's discriminants follow its variants).
+    const fn is_from(self, first: Self) -> bool {
+        self as u8 >= first as u8
     }
 
     /// The version strings, oldest first (what `-32022` lists as supported).
@@ -123,20 +114,11 @@ impl Revision {
     }
 }
 
-impl fmt::Display for Revision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl FromStr for Revision {
     type Err = UnsupportedRevision;
 
     fn from_str(text: &str) -> Result<Self, UnsupportedRevision> {
-        Self::ALL
-            .into_iter()
-            .find(|revision| revision.as_str() == text)
-            .ok_or_else(|| UnsupportedRevision(text.to_owned()))
+        Self::from_text(text).ok_or_else(|| UnsupportedRevision(text.to_owned()))
     }
 }
 

@@ -31,7 +31,7 @@ use crate::builder::{McpServerBuilder, Registry};
 use crate::context::{Arrival, InputRequests, RequestContext, capability_of};
 use crate::errors;
 use crate::generated::v2025_11_25::{self as handler_revision, Server, types};
-use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2025_11_25, v2026_07_28};
+use crate::generated::{v2025_11_25, v2026_07_28};
 use crate::logging::Level;
 use crate::param_headers;
 use crate::request_state::{Binding, StateSeal};
@@ -239,14 +239,7 @@ impl<H> McpServer<H> {
 
 /// Whether `revision`'s method table has `method` as a client→server request.
 fn in_method_table(revision: Revision, method: &str) -> bool {
-    let table = match revision {
-        Revision::V2024_11_05 => v2024_11_05::METHODS,
-        Revision::V2025_03_26 => v2025_03_26::METHODS,
-        Revision::V2025_06_18 => v2025_06_18::METHODS,
-        Revision::V2025_11_25 => v2025_11_25::METHODS,
-        Revision::V2026_07_28 => v2026_07_28::METHODS,
-    };
-    table.iter().any(|spec| {
+    revision.methods().iter().any(|spec| {
         spec.name == method
             && spec.direction.from_client()
             && spec.direction != Direction::ServerToClient
@@ -533,7 +526,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 | v2025_11_25::methods::TASKS_CANCEL
                 | v2025_11_25::methods::TASKS_RESULT,
                 Some(store),
-            ) if call.revision == Revision::V2025_11_25 => {
+            ) if call.revision.has_experimental_tasks() => {
                 self.task_request(&request.method, call, store).await
             }
             _ => self.dispatch(request, call).await,
@@ -909,12 +902,14 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             let arguments = params.get("arguments").and_then(Value::as_object);
             param_headers::check(&facts.headers, arguments, call.cx.headers())?;
         }
-        match (call.revision, tasks, facts.task_support) {
-            (Revision::V2025_11_25, Some(store), support) => {
+        match (tasks, facts.task_support) {
+            (Some(store), support) if call.revision.has_experimental_tasks() => {
                 self.call_tool_experimental(request, call, store, support)
                     .await
             }
-            (Revision::V2026_07_28, Some(store), support) if support != TaskSupport::Forbidden => {
+            (Some(store), support)
+                if call.revision.has_tasks_extension() && support != TaskSupport::Forbidden =>
+            {
                 self.call_tool_extension(request, call, store, support)
                     .await
             }

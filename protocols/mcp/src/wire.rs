@@ -10,7 +10,7 @@
 use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
-use crate::generated::{v2024_11_05, v2025_03_26, v2025_06_18, v2026_07_28};
+use crate::generated::v2026_07_28;
 use crate::revision::Revision;
 
 /// Which kind of message a value is the payload of.
@@ -106,25 +106,6 @@ fn result_for_text(
     to_raw_value(&result_for(revision, method, value))
 }
 
-/// Decodes `value` into the revision's generated result type for `method` and encodes that
-/// as text; `None` when the revision has no such method or the value does not fit it.
-fn reencode_to_text(revision: Revision, method: &str, value: Value) -> Option<Box<RawValue>> {
-    macro_rules! through {
-        ($module:ident) => {
-            $module::ServerResult::decode_result(method, value)
-                .ok()
-                .and_then(|typed| to_raw_value(&typed).ok())
-        };
-    }
-    match revision {
-        Revision::V2024_11_05 => through!(v2024_11_05),
-        Revision::V2025_03_26 => through!(v2025_03_26),
-        Revision::V2025_06_18 => through!(v2025_06_18),
-        Revision::V2025_11_25 => to_raw_value(&value).ok(),
-        Revision::V2026_07_28 => through!(v2026_07_28),
-    }
-}
-
 /// The fields a revision adds to every result: 2026-07-28's `resultType`, and its cache hints
 /// on the results a client may reuse.
 fn with_result_fields(revision: Revision, method: &str, result: Value) -> Value {
@@ -204,6 +185,79 @@ fn convert(revision: Revision, payload: Payload, method: &str, value: Value) -> 
     }
 }
 
+/// How one revision's messages are re-expressed: each function decodes a value into the
+/// revision's generated type for `method` and encodes it again (`None`: the revision has no such
+/// method, or for `result_text` the value does not fit it either).
+#[derive(Clone, Copy)]
+struct Codec {
+    /// A result, encoded as text.
+    result_text: fn(&str, Value) -> Option<Box<RawValue>>,
+    /// A result, notification params or request params, encoded as a value.
+    reencode: fn(Payload, &str, Value) -> Option<Result<Value, String>>,
+}
+
+/// The [`Codec`] of a revision whose generated module is `$module`.
+macro_rules! through {
+    ($module:ident) => {{
+        use crate::generated::$module as module;
+        Codec {
+            result_text: |method, value| {
+                module::ServerResult::decode_result(method, value)
+                    .ok()
+                    .and_then(|typed| to_raw_value(&typed).ok())
+            },
+            reencode: |payload, method, value| {
+                let outcome = match payload {
+                    Payload::Result => module::ServerResult::decode_result(method, value)
+                        .map(|typed| serde_json::to_value(typed).map_err(|e| e.to_string())),
+                    Payload::Notification => {
+                        module::ServerNotification::from_method(method, Some(value))
+                            .map(|typed| params_or_empty(typed.params()))
+                    }
+                    Payload::Request => module::ServerRequest::from_method(method, Some(value))
+                        .map(|typed| params_or_empty(typed.params())),
+                };
+                match outcome {
+                    Ok(converted) => Some(converted),
+                    Err(protocols_runtime::method::DispatchError::UnknownMethod) => None,
+                    Err(error) => Some(Err(error.to_string())),
+                }
+            },
+        }
+    }};
+}
+
+/// The one place a newly pinned revision must be named by hand: how its messages are written
+/// (the compiler demands an arm). The handler's own revision writes them as they are.
+fn codec(revision: Revision) -> Codec {
+    match revision {
+        Revision::V2024_11_05 => through!(v2024_11_05),
+        Revision::V2025_03_26 => through!(v2025_03_26),
+        Revision::V2025_06_18 => through!(v2025_06_18),
+        Revision::V2025_11_25 => AS_WRITTEN,
+        Revision::V2026_07_28 => through!(v2026_07_28),
+    }
+}
+
+/// The handler's revision: its values are already what the wire carries.
+const AS_WRITTEN: Codec = Codec {
+    result_text: |_, value| to_raw_value(&value).ok(),
+    reencode: |_, _, value| Some(Ok(value)),
+};
+
+/// A message's re-encoded params, `{}` where it has none.
+fn params_or_empty(params: Result<Option<Value>, serde_json::Error>) -> Result<Value, String> {
+    params
+        .map(|params| params.unwrap_or_else(|| json!({})))
+        .map_err(|e| e.to_string())
+}
+
+/// Decodes `value` into the revision's generated result type for `method` and encodes that
+/// as text; `None` when the revision has no such method or the value does not fit it.
+fn reencode_to_text(revision: Revision, method: &str, value: Value) -> Option<Box<RawValue>> {
+    (codec(revision).result_text)(method, value)
+}
+
 /// Decodes `value` into the revision's generated type for `method` and encodes it again.
 /// `None` when the revision has no such method.
 fn reencode(
@@ -212,43 +266,7 @@ fn reencode(
     method: &str,
     value: Value,
 ) -> Option<Result<Value, String>> {
-    macro_rules! through {
-        ($module:ident) => {{
-            use $module as module;
-            let outcome = match payload {
-                Payload::Result => module::ServerResult::decode_result(method, value)
-                    .map(|typed| serde_json::to_value(typed).map_err(|e| e.to_string())),
-                Payload::Notification => {
-                    module::ServerNotification::from_method(method, Some(value)).map(|typed| {
-                        typed
-                            .params()
-                            .map(|params| params.unwrap_or_else(|| json!({})))
-                            .map_err(|e| e.to_string())
-                    })
-                }
-                Payload::Request => {
-                    module::ServerRequest::from_method(method, Some(value)).map(|typed| {
-                        typed
-                            .params()
-                            .map(|params| params.unwrap_or_else(|| json!({})))
-                            .map_err(|e| e.to_string())
-                    })
-                }
-            };
-            match outcome {
-                Ok(converted) => Some(converted),
-                Err(protocols_runtime::method::DispatchError::UnknownMethod) => None,
-                Err(error) => Some(Err(error.to_string())),
-            }
-        }};
-    }
-    match revision {
-        Revision::V2024_11_05 => through!(v2024_11_05),
-        Revision::V2025_03_26 => through!(v2025_03_26),
-        Revision::V2025_06_18 => through!(v2025_06_18),
-        Revision::V2025_11_25 => Some(Ok(value)),
-        Revision::V2026_07_28 => through!(v2026_07_28),
-    }
+    (codec(revision).reencode)(payload, method, value)
 }
 
 /// Content kinds a revision lacks, re-expressed as text so the message still says what it

@@ -142,17 +142,30 @@ async fn session_tour(url: String, revision: Revision) {
     assert!(client.check_all(&Schemas::new(revision)) >= 5);
 }
 
-fn stateless(id: i64, method: &str, mut params: Value) -> Value {
+fn stateless(id: i64, method: &str, params: Value) -> Value {
+    stateless_at(Revision::V2026_07_28, id, method, params)
+}
+
+fn stateless_at(revision: Revision, id: i64, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/protocolVersion": revision.as_str(),
         "io.modelcontextprotocol/clientCapabilities": {},
     });
     call(id, method, params)
 }
 
 fn stateless_client(url: String, method: &str, name: Option<&str>) -> Client {
+    stateless_client_at(Revision::V2026_07_28, url, method, name)
+}
+
+fn stateless_client_at(
+    revision: Revision,
+    url: String,
+    method: &str,
+    name: Option<&str>,
+) -> Client {
     let mut client = Client::new(url);
-    client.version_header = Some("2026-07-28".to_owned());
+    client.version_header = Some(revision.as_str().to_owned());
     client
         .extra_headers
         .push(("mcp-method".to_owned(), method.to_owned()));
@@ -207,5 +220,36 @@ async fn a_hand_written_trait_implementation_is_served_to_every_revision_and_con
     );
     for client in [&discover, &list, &invoke] {
         client.check_all(&schemas);
+    }
+}
+
+/// A newly pinned stateless revision is served with no test code: every one `Revision::ALL`
+/// lists answers a `tools/call` written as it defines one (`scripts/new-revision.sh` runs this).
+#[tokio::test]
+async fn every_listed_stateless_revision_answers_a_tool_call_as_it_defines_one() {
+    let running = spawn(McpServer::new(Lookup::default())).await;
+    let stateless_revisions: Vec<Revision> = Revision::ALL
+        .into_iter()
+        .filter(|revision| revision.is_stateless())
+        .collect();
+    assert!(!stateless_revisions.is_empty());
+    for revision in stateless_revisions {
+        let invoke =
+            stateless_client_at(revision, running.url("/mcp"), "tools/call", Some("lookup"));
+        let called = invoke
+            .post(stateless_at(
+                revision,
+                1,
+                "tools/call",
+                json!({"name": "lookup", "arguments": {"key": "k"}}),
+            ))
+            .await;
+        let result = &called.answer(1)["result"];
+        assert_eq!(result["resultType"], "complete", "{revision}");
+        assert_eq!(
+            result["content"][0]["text"],
+            format!("k looked up over MCP {revision}")
+        );
+        assert!(invoke.check_all(&Schemas::new(revision)) >= 1, "{revision}");
     }
 }

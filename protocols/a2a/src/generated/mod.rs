@@ -5,7 +5,7 @@
 pub mod v0_3_0;
 pub mod v1_0_1;
 /// Every generated A2A revision, in `schema/sources.toml` order; a draft one exists only with the `unstable` feature. A `match` on it, or [`match_revision!`], makes the compiler point at every place a newly pinned revision needs handling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Revision {
     /// `0.3.0` (module [`v0_3_0`]).
     V0_3_0,
@@ -13,8 +13,11 @@ pub enum Revision {
     V1_0_1,
 }
 impl Revision {
-    /// Every generated revision, in `schema/sources.toml` order.
-    pub const ALL: &'static [Self] = &[Self::V0_3_0, Self::V1_0_1];
+    /// How many revisions this build has (a draft one counts only with the feature).
+    pub const COUNT: usize = 2;
+    /// Every generated revision, in `schema/sources.toml` order, which is also the
+    /// derived order: a revision compares greater than every one pinned before it.
+    pub const ALL: [Self; Self::COUNT] = [Self::V0_3_0, Self::V1_0_1];
     /// The revision as the protocol spells it (the module's `REVISION`).
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -10,7 +10,7 @@ pub mod v1_unstable;
 #[cfg(feature = "unstable")]
 pub mod v2_unstable;
 /// Every generated ACP revision, in `schema/sources.toml` order; a draft one exists only with the `unstable` feature. A `match` on it, or [`match_revision!`], makes the compiler point at every place a newly pinned revision needs handling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Revision {
     /// `v1` (module [`v1`]).
     V1,
@@ -25,8 +25,11 @@ pub enum Revision {
     V2Unstable,
 }
 impl Revision {
-    /// Every generated revision, in `schema/sources.toml` order.
-    pub const ALL: &'static [Self] = &[
+    /// How many revisions this build has (a draft one counts only with the feature).
+    pub const COUNT: usize = 1 + if cfg!(feature = "unstable") { 3 } else { 0 };
+    /// Every generated revision, in `schema/sources.toml` order, which is also the
+    /// derived order: a revision compares greater than every one pinned before it.
+    pub const ALL: [Self; Self::COUNT] = [
         Self::V1,
         #[cfg(feature = "unstable")]
         Self::V2,

@@ -8,7 +8,7 @@ pub mod v2025_06_18;
 pub mod v2025_11_25;
 pub mod v2026_07_28;
 /// Every generated MCP revision, in `schema/sources.toml` order; a draft one exists only with the `unstable` feature. A `match` on it, or [`match_revision!`], makes the compiler point at every place a newly pinned revision needs handling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Revision {
     /// `2024-11-05` (module [`v2024_11_05`]).
     V2024_11_05,
@@ -22,8 +22,11 @@ pub enum Revision {
     V2026_07_28,
 }
 impl Revision {
-    /// Every generated revision, in `schema/sources.toml` order.
-    pub const ALL: &'static [Self] = &[
+    /// How many revisions this build has (a draft one counts only with the feature).
+    pub const COUNT: usize = 5;
+    /// Every generated revision, in `schema/sources.toml` order, which is also the
+    /// derived order: a revision compares greater than every one pinned before it.
+    pub const ALL: [Self; Self::COUNT] = [
         Self::V2024_11_05,
         Self::V2025_03_26,
         Self::V2025_06_18,

@@ -273,13 +273,7 @@ impl Schemas {
         if method == "tools/call" && result.get("task").is_some() {
             return "CreateTaskResult".to_owned();
         }
-        let table = match self.revision {
-            Revision::V2024_11_05 => protocols_mcp::generated::v2024_11_05::METHODS,
-            Revision::V2025_03_26 => protocols_mcp::generated::v2025_03_26::METHODS,
-            Revision::V2025_06_18 => protocols_mcp::generated::v2025_06_18::METHODS,
-            Revision::V2025_11_25 => protocols_mcp::generated::v2025_11_25::METHODS,
-            Revision::V2026_07_28 => protocols_mcp::generated::v2026_07_28::METHODS,
-        };
+        let table = self.revision.methods();
         let rust = table
             .iter()
             .find(|spec| spec.name == method)
