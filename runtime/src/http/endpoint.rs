@@ -3,27 +3,26 @@
 //! again in the protocol's own terms when its profile has them.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::Request as HttpRequest;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, HeaderValue, Method, header};
+use http::{HeaderValue, Method};
 use tracing::Instrument;
 
 use super::post::serve_post;
 use super::{StreamableHttp, refuse};
 use crate::handler::RequestHandler;
-use crate::hardening::{BodyLimit, Refusal, RefusalAnswer, Refused};
+use crate::hardening::{Admitted, AdmittedService, Refusal, RefusalAnswer, Refused};
 
 /// The methods the endpoint serves, as its `405` names them (`GET` answers `HEAD` too).
 const ALLOWED_METHODS: &str = "POST,GET,HEAD,DELETE";
 
-/// The transport as one tower service that routes by method itself, for
-/// [`Hardening::endpoint`]: hardened that way it is a single boxed route, where a
-/// `MethodRouter` behind `Router::layer` is three (a service box cloned and a future boxed at
-/// each), and a `POST`'s work is boxed once here.
+/// The transport as one service that routes by method itself, for
+/// [`Hardening::harden`](crate::hardening::Hardening::harden): hardened that way it is a
+/// single boxed route, where a `MethodRouter` behind `Router::layer` is three (a service box
+/// cloned and a future boxed at each), and a `POST`'s work is boxed once here.
 pub(crate) struct Endpoint<H: RequestHandler>(pub(super) Arc<StreamableHttp<H>>);
 
 impl<H: RequestHandler> Clone for Endpoint<H> {
@@ -37,6 +36,8 @@ impl<H: RequestHandler> Clone for Endpoint<H> {
 pub(crate) type EndpointFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Infallible>> + Send>>;
 
+/// The transport as a plain route ([`StreamableHttp::into_routes`]): admitted by the
+/// router-wide layers when it runs behind them.
 impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
     type Response = Response;
     type Error = Infallible;
@@ -50,39 +51,24 @@ impl<H: RequestHandler> tower::Service<HttpRequest> for Endpoint<H> {
     }
 
     fn call(&mut self, request: HttpRequest) -> EndpointFuture {
-        crate::hardening::SharedService::serve(self, request)
+        let admitted = Admitted::behind_layers(&request, self.0.config.limits.max_bytes);
+        self.answer(request, admitted)
     }
 }
 
-impl<H: RequestHandler> crate::hardening::SharedService for Endpoint<H> {
+impl<H: RequestHandler> AdmittedService for Endpoint<H> {
     type Future = EndpointFuture;
 
-    fn serve(&self, request: HttpRequest) -> EndpointFuture {
-        self.answer(request, None)
-    }
-
-    fn serve_within(
-        &self,
-        request: HttpRequest,
-        limit: BodyLimit,
-        peer: SocketAddr,
-    ) -> EndpointFuture {
-        self.answer(request, Some(HandedDown { limit, peer }))
-    }
-
-    fn answer_json_with(&self, headers: &HeaderMap) {
-        // Taken only when it labels an answer with this profile's media type.
-        if headers.get(header::CONTENT_TYPE) == Some(&self.0.content_type) {
-            let _first_offer_kept = self.0.json_answer.set(headers.clone());
-        }
+    fn serve(&self, request: HttpRequest, admitted: Admitted) -> EndpointFuture {
+        self.answer(request, admitted)
     }
 }
 
 impl<H: RequestHandler> Endpoint<H> {
     /// Answers by method, the transport's refusals in the protocol's terms when its profile
     /// has its own ([`crate::Profile::with_refusal_answers`]).
-    fn answer(&self, request: HttpRequest, handed: Option<HandedDown>) -> EndpointFuture {
-        let answer = self.answer_by_method(request, handed);
+    fn answer(&self, request: HttpRequest, admitted: Admitted) -> EndpointFuture {
+        let answer = self.answer_by_method(request, admitted);
         match self.0.handler.profile().refusal_answers() {
             None => answer,
             Some(answers) => Box::pin(async move {
@@ -93,16 +79,15 @@ impl<H: RequestHandler> Endpoint<H> {
         }
     }
 
-    /// A POST's body is read within the limit `handed` down with it, or else within the limit
-    /// its [`BodyLimit`] extension names, or else the transport's own.
-    fn answer_by_method(&self, request: HttpRequest, handed: Option<HandedDown>) -> EndpointFuture {
+    /// A POST's body is read within the limit it was admitted with.
+    fn answer_by_method(&self, request: HttpRequest, admitted: Admitted) -> EndpointFuture {
         if *request.method() != Method::POST {
             return self.answer_other(&request);
         }
         let span = tracing::debug_span!("post", session = tracing::field::Empty);
         let started = {
             let _entered = span.enter();
-            self.0.start_post(request, handed)
+            self.0.start_post(request, admitted)
         };
         match started {
             Ok(start) => Box::pin(serve_post(Arc::clone(&self.0), start).instrument(span)),
@@ -147,14 +132,6 @@ fn reanswer_refusal(
     }
 }
 
-/// What a server that owns its listener hands a directly mounted transport with each request,
-/// rather than as request extensions.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct HandedDown {
-    pub(super) limit: BodyLimit,
-    pub(super) peer: SocketAddr,
-}
-
 /// A response ready at once, as an [`EndpointFuture`].
 fn answered(response: Response) -> EndpointFuture {
     Box::pin(std::future::ready(Ok(response)))
@@ -162,7 +139,7 @@ fn answered(response: Response) -> EndpointFuture {
 
 #[cfg(test)]
 mod tests {
-    use http::StatusCode;
+    use http::{StatusCode, header};
 
     use super::*;
     use crate::http::HttpConfig;
@@ -211,29 +188,42 @@ mod tests {
             .unwrap()
     }
 
+    /// An answer served through `hardening`'s one endpoint for `endpoint`.
+    async fn served_hardened(endpoint: Endpoint<Echo>, mut request: HttpRequest) -> Response {
+        // The default hardening admits loopback names only.
+        request
+            .headers_mut()
+            .insert(header::HOST, HeaderValue::from_static("localhost"));
+        let hardening = crate::hardening::HardeningConfig::default()
+            .build()
+            .unwrap();
+        let Ok(answer) = hardening.harden(endpoint).serve(request, None).await;
+        answer
+    }
+
     #[tokio::test]
-    async fn a_json_answer_is_built_with_the_header_map_a_direct_hardening_offers() {
-        use crate::hardening::SharedService as _;
+    async fn a_hardened_json_answer_carries_its_media_type_and_the_security_headers_alone() {
         let endpoint = echo_endpoint(crate::handler::Profile::new());
         let security = crate::hardening::SecurityHeaders::default()
             .parse()
             .unwrap();
-        endpoint.answer_json_with(security.json_answer());
-        let Ok(answer) = endpoint.serve(echo_post("application/json")).await;
+        let mut expected = http::HeaderMap::new();
+        expected.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        security.stamp(&mut expected);
+        let answer = served_hardened(endpoint, echo_post("application/json")).await;
         assert_eq!(answer.status(), StatusCode::OK);
-        assert_eq!(answer.headers(), security.json_answer());
+        assert_eq!(answer.headers(), &expected);
     }
 
     #[tokio::test]
-    async fn an_offered_header_map_labelling_another_media_type_is_not_taken() {
-        use crate::hardening::SharedService as _;
+    async fn an_unhardened_json_answer_of_another_media_type_carries_that_type_alone() {
+        use tower::ServiceExt as _;
         const MEDIA_TYPE: &str = "application/vnd.test+json";
         let endpoint = echo_endpoint(crate::handler::Profile::new().with_media_type(MEDIA_TYPE));
-        let security = crate::hardening::SecurityHeaders::default()
-            .parse()
-            .unwrap();
-        endpoint.answer_json_with(security.json_answer());
-        let Ok(answer) = endpoint.serve(echo_post(MEDIA_TYPE)).await;
+        let Ok(answer) = endpoint.oneshot(echo_post(MEDIA_TYPE)).await;
         assert_eq!(answer.status(), StatusCode::OK);
         let names: Vec<_> = answer.headers().keys().collect();
         assert_eq!(names, [header::CONTENT_TYPE]);
@@ -242,9 +232,12 @@ mod tests {
 
     #[test]
     fn a_posts_boxed_future_fits_the_allocators_small_size_classes() {
-        use crate::hardening::SharedService as _;
         let endpoint = echo_endpoint(crate::handler::Profile::new());
-        let serving = endpoint.serve(echo_post("application/json"));
+        let admitted = Admitted {
+            body_limit: crate::hardening::BodyLimit(1024),
+            peer: None,
+        };
+        let serving = endpoint.serve(echo_post("application/json"), admitted);
         // glibc serves blocks up to 1,032 bytes from its per-thread cache; a larger box takes
         // the slow path on every request.
         let size = std::mem::size_of_val(&*serving);

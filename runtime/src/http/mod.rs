@@ -18,13 +18,13 @@ mod post;
 mod session;
 mod stream;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderValue, header};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use endpoint::{Endpoint, EndpointFuture};
@@ -132,11 +132,6 @@ pub struct StreamableHttp<H: RequestHandler> {
     reaper: LazyReaper,
     /// The profile's media type as a header value, parsed once.
     content_type: HeaderValue,
-    /// The header map a plain JSON answer is built with, once a hardening serving this
-    /// transport directly has offered one carrying its security headers: the guard then finds
-    /// them in place. A transport hardened more than once keeps the first offer; the guard
-    /// stamps any answer it does not recognise as usual.
-    json_answer: OnceLock<HeaderMap>,
 }
 
 impl<H: RequestHandler> std::fmt::Debug for StreamableHttp<H> {
@@ -182,7 +177,6 @@ impl<H: RequestHandler> StreamableHttp<H> {
             events,
             reaper: LazyReaper::new(),
             content_type,
-            json_answer: OnceLock::new(),
         }
     }
 
@@ -191,7 +185,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         Arc::clone(&self.store)
     }
 
-    /// The transport as one service, for [`Hardening::endpoint`].
+    /// The transport as one service, for [`Hardening::harden`].
     pub(crate) fn into_endpoint(self) -> Endpoint<H> {
         Endpoint(Arc::new(self))
     }
@@ -210,8 +204,10 @@ pub fn router<H: RequestHandler>(
     config: HttpConfig,
     hardening: &Hardening,
 ) -> Router {
-    let endpoint = hardening.endpoint(path, StreamableHttp::new(handler, config).into_endpoint());
-    hardening.wrap(Router::new()).merge(endpoint)
+    let endpoint = hardening.harden(StreamableHttp::new(handler, config).into_endpoint());
+    hardening
+        .wrap(Router::new())
+        .merge(Router::new().route_service(path, endpoint))
 }
 
 /// A refusal echoing the request id when it is known. Out of line, as every refusal is: the

@@ -12,13 +12,12 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::endpoint::HandedDown;
 use super::negotiate::{Accepts, Framed, choose_framing, is_media_type};
 use super::session::Resolved;
 use super::{Denial, StreamableHttp, record_session, refuse, served};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
-use crate::hardening::{BodyLimit, Refusal, read_body};
+use crate::hardening::{Admitted, Refusal, read_body};
 use crate::header_scan::find_two;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
@@ -158,7 +157,7 @@ pub(super) fn serve_post<H: RequestHandler>(
         let (answer, opening) = {
             let admitted = match transport.admit_post(read, limit, meta, framing) {
                 Ok(admitted) => admitted,
-                Err(refused) => return Ok(refused),
+                Err(refused) => return Ok(*refused),
             };
             let opening = admitted.resolved.opening().cloned();
             (transport.answer_of(admitted), opening)
@@ -183,7 +182,7 @@ pub(super) fn serve_post<H: RequestHandler>(
 
 /// A `POST`'s body once decoded, resolved to its session and admitted (an opening session
 /// stored): what every answer is made from.
-pub(super) struct Admitted<S> {
+pub(super) struct AdmittedBody<S> {
     body: Inbound,
     pub(super) resolved: Resolved<S>,
     meta: Arc<RequestMeta>,
@@ -202,26 +201,26 @@ enum Answer<S> {
     Other(BoxFuture<'static, Response>),
 }
 
-/// A `POST` refused before anything ran. Out of line, as every refusal is: the path a served
-/// request takes stays short.
+/// A `POST` refused before anything ran, boxed so the admitted body's result stays small. Out
+/// of line, as every refusal is: the path a served request takes stays short.
 #[cold]
 #[inline(never)]
-fn refused_post(refusal: Refusal, id: Option<&RequestId>) -> Response {
-    refuse(refusal, id)
+fn refused_post(refusal: Refusal, id: Option<&RequestId>) -> Box<Response> {
+    Box::new(refuse(refusal, id))
 }
 
 /// A body that did not decode.
 #[cold]
 #[inline(never)]
-fn undecoded(error: &DecodeError) -> Response {
-    refuse(decode_refusal(error), error.request_id())
+fn undecoded(error: &DecodeError) -> Box<Response> {
+    refused_post(decode_refusal(error), error.request_id())
 }
 
 /// A request the transport or the protocol would not serve.
 #[cold]
 #[inline(never)]
-fn denied(denial: Denial, id: Option<&RequestId>) -> Response {
-    denial.into_response(id)
+fn denied(denial: Denial, id: Option<&RequestId>) -> Box<Response> {
+    Box::new(denial.into_response(id))
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
@@ -230,7 +229,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     pub(super) fn start_post(
         &self,
         request: HttpRequest,
-        handed: Option<HandedDown>,
+        admitted: Admitted,
     ) -> Result<PostStart, Refusal> {
         self.reaper.ensure::<H::Session, _>(
             &self.store,
@@ -253,13 +252,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
             return Err(Refusal::NotAcceptable);
         };
-        let limit = handed
-            .map(|handed| handed.limit)
-            .or_else(|| parts.extensions.get::<BodyLimit>().copied())
-            .map_or(self.config.limits.max_bytes, |limit| limit.0);
+        let limit = admitted.body_limit.0;
         let meta = RequestMeta::new(parts.headers, parts.extensions, profile);
-        let meta = match handed {
-            Some(handed) => meta.with_peer_address(handed.peer),
+        let meta = match admitted.peer {
+            Some(peer) => meta.with_peer_address(peer),
             None => meta,
         };
         let meta = Arc::new(meta);
@@ -279,7 +275,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         limit: usize,
         meta: Arc<RequestMeta>,
         framing: Framed,
-    ) -> Result<Admitted<H::Session>, Response> {
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
         let bytes = read.map_err(|refusal| refused_post(refusal, None))?;
         let body = self
             .decode_inbound(&bytes, limit)
@@ -298,7 +294,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         {
             return Err(refused_post(Refusal::Overloaded, body.echo_id()));
         }
-        Ok(Admitted {
+        Ok(AdmittedBody {
             body,
             resolved,
             meta,
@@ -308,8 +304,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// The answer an admitted body is owed: a single request framed as JSON inline, any other
     /// body as the boxed future of [`Self::answer_rare`].
-    fn answer_of(self: &Arc<Self>, admitted: Admitted<H::Session>) -> Answer<H::Session> {
-        let Admitted {
+    fn answer_of(self: &Arc<Self>, admitted: AdmittedBody<H::Session>) -> Answer<H::Session> {
+        let AdmittedBody {
             body,
             resolved,
             meta,
@@ -325,7 +321,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             },
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => body,
         };
-        Arc::clone(self).answer_rare_boxed(Admitted {
+        Arc::clone(self).answer_rare_boxed(AdmittedBody {
             body,
             resolved,
             meta,
@@ -336,7 +332,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
     /// The boxed future of a rarer body ([`Self::answer_rare`]), built out of line so the
     /// common path's code stays short.
     #[inline(never)]
-    fn answer_rare_boxed(self: Arc<Self>, admitted: Admitted<H::Session>) -> Answer<H::Session> {
+    fn answer_rare_boxed(
+        self: Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+    ) -> Answer<H::Session> {
         Answer::Other(Box::pin(self.answer_rare(admitted)))
     }
 
@@ -372,8 +371,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
     /// answers that may stream.
-    async fn answer_rare(self: Arc<Self>, admitted: Admitted<H::Session>) -> Response {
-        let Admitted {
+    async fn answer_rare(self: Arc<Self>, admitted: AdmittedBody<H::Session>) -> Response {
+        let AdmittedBody {
             body,
             resolved,
             meta,
@@ -496,22 +495,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         response
     }
 
+    /// A JSON answer with room for the media type alone: the hardening stamps an answer
+    /// carrying nothing else by replacing its map with a prepared copy.
     fn json_response(&self, bytes: Bytes) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        *response.headers_mut() = match self.json_answer.get() {
-            Some(prepared) => prepared.clone(),
-            None => self.media_type_only(),
-        };
-        response
-    }
-
-    /// Room for the media type alone: the hardening stamps an answer carrying nothing else by
-    /// replacing its map with a prepared copy.
-    #[inline(never)]
-    fn media_type_only(&self) -> HeaderMap {
         let mut headers = HeaderMap::with_capacity(1);
         headers.insert(header::CONTENT_TYPE, self.content_type.clone());
-        headers
+        *response.headers_mut() = headers;
+        response
     }
 
     pub(super) fn json_answers(
