@@ -6,7 +6,7 @@
 //! in-flight requests and answer streams until the drain deadline, then end what is left.
 //!
 //! A request for a mounted transport's exact path goes straight to that transport's hardened
-//! service; everything else goes through the axum router, which holds the same mounts. The
+//! endpoint; everything else goes through the axum router, which holds the same endpoints. The
 //! router would clone the matched route's boxed service, box its future and record the matched
 //! path for every request; a transport that owns its path outright needs none of that. The
 //! peer's address goes down the direct path as a plain value; only a request for the router
@@ -39,24 +39,33 @@ use tower::ServiceExt as _;
 use tower::util::Oneshot;
 
 use crate::connections::{Connections, ListenerConfig, Metered, Tracked, Verdict};
-use crate::hardening::{HardenedFuture, HardenedShared, SharedService};
+use crate::hardening::{AdmittedService, HardenedEndpoint, HardenedFuture};
 use crate::http::EndpointFuture;
 
-/// A mounted transport hardened as a whole, called through `&self`.
-pub(crate) trait DirectRoute: Send + Sync {
-    fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<EndpointFuture>;
+/// A mounted transport's one hardened endpoint, type-erased: the router holds it as the route
+/// at the mount's path, and a server that owns its listener dispatches that path to it.
+pub(crate) trait MountedEndpoint: Send + Sync {
+    /// Screens, admits and answers a request from `peer`, when the server knows it.
+    fn serve(&self, request: Request, peer: Option<SocketAddr>) -> HardenedFuture<EndpointFuture>;
+
+    /// The endpoint as the route at `path`, for the router.
+    fn route(&self, path: &str) -> Router;
 }
 
-impl<S: SharedService<Future = EndpointFuture>> DirectRoute for HardenedShared<S> {
-    fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<EndpointFuture> {
-        HardenedShared::serve(self, request, peer)
+impl<S: AdmittedService<Future = EndpointFuture>> MountedEndpoint for HardenedEndpoint<S> {
+    fn serve(&self, request: Request, peer: Option<SocketAddr>) -> HardenedFuture<EndpointFuture> {
+        HardenedEndpoint::serve(self, request, peer)
+    }
+
+    fn route(&self, path: &str) -> Router {
+        Router::new().route_service(path, self.clone())
     }
 }
 
 /// A transport served at exactly `path`.
 pub(crate) struct DirectMount {
     pub(crate) path: Box<str>,
-    pub(crate) route: Box<dyn DirectRoute>,
+    pub(crate) endpoint: Arc<dyn MountedEndpoint>,
 }
 
 impl DirectMount {
@@ -81,7 +90,7 @@ impl App {
     fn serve(&self, request: Request, peer: SocketAddr) -> AppFuture {
         let path = request.uri().path();
         match self.direct.iter().find(|mount| *mount.path == *path) {
-            Some(mount) => Either::Left(mount.route.serve(request, peer)),
+            Some(mount) => Either::Left(mount.endpoint.serve(request, Some(peer))),
             None => self.route(request, peer),
         }
     }

@@ -27,26 +27,22 @@ use crate::handler::RequestHandler;
 use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
 use crate::legacy::LegacySse;
-use crate::listen::{App, DirectMount, DirectRoute, Lifecycle};
+use crate::listen::{App, DirectMount, Lifecycle, MountedEndpoint};
 use crate::session::SessionStore;
 use crate::tail::EventStore;
 
-/// A Streamable HTTP transport mounted at a path. It is hardened as one route of its own
-/// ([`Hardening::endpoint`]) rather than through the router-wide layers, and again whenever
-/// the hardening is rebuilt for the address actually bound; every hardening of it serves the
-/// same transport (the same sessions).
+/// A Streamable HTTP transport mounted at a path. It is hardened as one endpoint of its own
+/// ([`Hardening::harden`]) rather than through the router-wide layers, and again whenever the
+/// hardening is rebuilt for the address actually bound; every hardening of it serves the same
+/// transport (the same sessions).
 #[derive(Clone)]
 struct Mount {
     path: String,
-    harden: Arc<HardenAt>,
-    direct: Arc<HardenDirect>,
+    harden: Arc<HardenMount>,
 }
 
-/// Hardens a mounted transport at a path.
-type HardenAt = dyn Fn(&Hardening, &str) -> Router + Send + Sync;
-
-/// Hardens a mounted transport for a server that dispatches to it without the router.
-type HardenDirect = dyn Fn(&Hardening) -> Box<dyn DirectRoute> + Send + Sync;
+/// Hardens a mounted transport as the one endpoint the router and the listener both call.
+type HardenMount = dyn Fn(&Hardening) -> Arc<dyn MountedEndpoint> + Send + Sync;
 
 impl std::fmt::Debug for Mount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,7 +52,14 @@ impl std::fmt::Debug for Mount {
     }
 }
 
-/// The whole app: the routes wrapped in the hardening, and each mount hardened as its own route.
+/// Each mount hardened once, as the endpoint both the router and a server's own listener call.
+struct Hardened {
+    router: Router,
+    endpoints: Vec<(String, Arc<dyn MountedEndpoint>)>,
+}
+
+/// The whole app: the routes wrapped in the hardening, and each mount hardened as its own
+/// endpoint, routed at its path.
 ///
 /// A mount owns its path outright, so a second mount or a caller's route at that path is a
 /// conflict: axum reports it only by panicking, which is turned into an error here so that
@@ -65,7 +68,7 @@ fn assemble(
     hardening: &Hardening,
     routes: Router,
     mounts: &[Mount],
-) -> Result<Router, HardeningError> {
+) -> Result<Hardened, HardeningError> {
     let mut seen = std::collections::HashSet::new();
     if let Some(mount) = mounts
         .iter()
@@ -73,12 +76,19 @@ fn assemble(
     {
         return Err(HardeningError::RouteConflict(mount.path.clone()));
     }
+    let endpoints: Vec<_> = mounts
+        .iter()
+        .map(|mount| (mount.path.clone(), (mount.harden)(hardening)))
+        .collect();
     let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        mounts.iter().fold(hardening.wrap(routes), |app, mount| {
-            app.merge((mount.harden)(hardening, &mount.path))
-        })
+        endpoints
+            .iter()
+            .fold(hardening.wrap(routes), |app, (path, endpoint)| {
+                app.merge(endpoint.route(path))
+            })
     }));
-    merged.map_err(|_| HardeningError::RouteConflict(mounts_named(mounts)))
+    let router = merged.map_err(|_| HardeningError::RouteConflict(mounts_named(mounts)))?;
+    Ok(Hardened { router, endpoints })
 }
 
 /// The mounted paths, for an error that cannot tell which of them conflicted.
@@ -163,11 +173,9 @@ impl ServerBuilder {
 
     fn mount<H: RequestHandler>(mut self, path: &str, transport: StreamableHttp<H>) -> Self {
         let endpoint = transport.into_endpoint();
-        let shared = endpoint.clone();
         self.mounts.push(Mount {
             path: path.to_owned(),
-            harden: Arc::new(move |hardening, path| hardening.endpoint(path, endpoint.clone())),
-            direct: Arc::new(move |hardening| Box::new(hardening.shared(shared.clone()))),
+            harden: Arc::new(move |hardening| Arc::new(hardening.harden(endpoint.clone()))),
         });
         self
     }
@@ -221,7 +229,7 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, HardeningError> {
         let hardening = self.hardening.clone().build()?;
         Ok(Server {
-            router: assemble(&hardening, self.routes.clone(), &self.mounts)?,
+            router: assemble(&hardening, self.routes.clone(), &self.mounts)?.router,
             routes: self.routes,
             mounts: self.mounts,
             hardening: self.hardening,
@@ -324,11 +332,11 @@ impl Server {
         let hardening = self
             .hardened_for(address)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
-        let router = assemble(&hardening, self.routes, &self.mounts)
+        let hardened = assemble(&hardening, self.routes, &self.mounts)
             .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidInput, error))?;
         let app = App {
-            direct: direct_mounts(&hardening, &self.mounts),
-            router,
+            direct: direct_mounts(hardened.endpoints),
+            router: hardened.router,
         };
         let lifecycle = Lifecycle {
             config: self.listener,
@@ -411,16 +419,13 @@ impl Server {
 
 /// The mounts a server dispatches to by path equality ([`assemble`] has already refused two
 /// mounts at one path); the router still holds them all, for any path it alone can match.
-fn direct_mounts(hardening: &Hardening, mounts: &[Mount]) -> Box<[DirectMount]> {
-    if !hardening.dispatches_directly() {
-        return Box::default();
-    }
-    mounts
-        .iter()
-        .filter(|mount| DirectMount::is_literal(&mount.path))
-        .map(|mount| DirectMount {
-            path: mount.path.as_str().into(),
-            route: (mount.direct)(hardening),
+fn direct_mounts(endpoints: Vec<(String, Arc<dyn MountedEndpoint>)>) -> Box<[DirectMount]> {
+    endpoints
+        .into_iter()
+        .filter(|(path, _)| DirectMount::is_literal(path))
+        .map(|(path, endpoint)| DirectMount {
+            path: path.into(),
+            endpoint,
         })
         .collect()
 }

@@ -28,9 +28,9 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, Request};
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
-use http::HeaderMap;
 use tokio::time::Sleep;
 use tower::{Layer, Service, ServiceExt as _};
+use tower_http::cors::CorsLayer;
 
 use super::origin::SiteCheck;
 use super::proxy::TrustedProxies;
@@ -407,107 +407,197 @@ where
 {
     let admission = Arc::clone(admission);
     Either::Right(Box::pin(async move {
-        match admission.admit(&mut request).await {
-            Ok(()) => inner.oneshot(request).await,
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0);
+        match admission.admit(&mut request, peer).await {
+            Ok(()) => {
+                admission.bound(&mut request);
+                inner.oneshot(request).await
+            }
             Err(refusal) => Ok(refusal.into_response()),
         }
     }))
 }
 
-/// A service answering through a shared reference: a server holding it calls it without
-/// cloning it per request, as a tower `Service` (which takes `&mut self`) would need.
-pub(crate) trait SharedService: Clone + Send + Sync + 'static {
-    type Future: Future<Output = Result<Response, Infallible>> + Send + Unpin + 'static;
-
-    /// Answers a request whose body limit, if any, travels as its [`BodyLimit`] extension.
-    fn serve(&self, request: Request) -> Self::Future;
-
-    /// Answers a request from `peer` whose body is read within `limit`, both handed over
-    /// directly rather than as request extensions (the first insert allocates the map, and each
-    /// is looked up again).
-    fn serve_within(&self, request: Request, limit: BodyLimit, peer: SocketAddr) -> Self::Future;
-
-    /// Offers the header map a plain JSON answer may be built with: its media type and the
-    /// security headers, which the guard then finds in place and does not stamp again.
-    fn answer_json_with(&self, headers: &HeaderMap);
+/// What admission hands a hardened endpoint with each request it admits: the body limit (from
+/// the hardening's one [`Admission`], never looked up again) and the caller's address when the
+/// server knows it (a trusted proxy's already replaced by the client it forwarded for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Admitted {
+    pub(crate) body_limit: BodyLimit,
+    pub(crate) peer: Option<SocketAddr>,
 }
 
-/// A shared service behind both hardening services, callable through `&self`: what a server
-/// that owns its listener dispatches a mounted transport to, sparing the router's per-request
-/// route clone. It enforces exactly what `Guard(Admit(service))` does.
-pub(crate) struct HardenedShared<S> {
+impl Admitted {
+    /// What a service mounted behind the router-wide layers ([`super::Hardening::wrap`]) is
+    /// admitted with: the [`BodyLimit`] extension [`Admit`] hands down, or `unhardened` when no
+    /// hardening runs; the peer stays in the request's `ConnectInfo`.
+    pub(crate) fn behind_layers(request: &Request, unhardened: usize) -> Self {
+        let body_limit = request
+            .extensions()
+            .get::<BodyLimit>()
+            .copied()
+            .unwrap_or(BodyLimit(unhardened));
+        Self {
+            body_limit,
+            peer: None,
+        }
+    }
+}
+
+/// A service a [`HardenedEndpoint`] admits requests to, called through `&self` with the
+/// [`Admitted`] value rather than request extensions (the first insert allocates the map, and
+/// each is looked up again).
+pub(crate) trait AdmittedService: Clone + Send + Sync + 'static {
+    type Future: Future<Output = Result<Response, Infallible>> + Send + Unpin + 'static;
+
+    fn serve(&self, request: Request, admitted: Admitted) -> Self::Future;
+}
+
+/// One transport endpoint behind the whole hardening: what [`Guard`], CORS and [`Admit`]
+/// enforce, in that order, as one service. Both the axum router (as the route at the mount's
+/// path) and a server that owns its listener (dispatching the path to it directly) call
+/// [`Self::serve`]; cloning it, as the router does per request, is one reference count.
+pub(crate) struct HardenedEndpoint<S>(Arc<Hardened<S>>);
+
+struct Hardened<S> {
     policy: Arc<GuardPolicy>,
     admission: Arc<Admission>,
+    cors: Option<CorsLayer>,
     service: S,
 }
 
-/// What a [`HardenedShared`] returns.
-pub(crate) type HardenedFuture<F> = GuardFuture<AdmitFuture<F>>;
-
-impl<S: SharedService> HardenedShared<S> {
-    pub(crate) fn new(policy: Arc<GuardPolicy>, admission: Arc<Admission>, service: S) -> Self {
-        service.answer_json_with(policy.headers.json_answer());
-        Self {
-            policy,
-            admission,
-            service,
-        }
-    }
-
-    /// What `Guard(Admit(service))` does for a request from `peer`, spelt out rather than
-    /// through [`guard`] and [`admitted_or_refused`]: their closures would each take a copy of
-    /// the request.
-    pub(crate) fn serve(&self, request: Request, peer: SocketAddr) -> HardenedFuture<S::Future> {
-        let peer = match &self.policy.proxies {
-            Some(proxies) => proxies.client(request.headers(), peer),
-            None => peer,
-        };
-        let occupancy = match self.policy.screen(&request) {
-            Ok(occupancy) => occupancy,
-            Err(refusal) => return refused(&self.policy, refusal),
-        };
-        let answer = if self.admission.authenticates() {
-            self.authenticate_then_serve(request, peer)
-        } else {
-            match self.admission.charge_peer(peer) {
-                Ok(()) => Either::Left(self.service.serve_within(
-                    request,
-                    self.admission.body_limit,
-                    peer,
-                )),
-                Err(refusal) => refused_admission(refusal),
-            }
-        };
-        GuardFuture::answering(&self.policy, occupancy, answer)
-    }
-
-    /// The path that awaits an authenticator, as the router's: the peer travels as the
-    /// `ConnectInfo` extension, where a failed login's charge and the handler both find it.
-    #[inline(never)]
-    fn authenticate_then_serve(
-        &self,
-        mut request: Request,
-        peer: SocketAddr,
-    ) -> AdmitFuture<S::Future> {
-        request.extensions_mut().insert(ConnectInfo(peer));
-        admit_later(&self.admission, request, ServeOnce(self.service.clone()))
+impl<S> Clone for HardenedEndpoint<S> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
     }
 }
 
-/// A [`SharedService`] as a tower service, for the path that awaits an authenticator.
-#[derive(Clone)]
-struct ServeOnce<S>(S);
+/// What a [`HardenedEndpoint`] returns.
+pub(crate) type HardenedFuture<F> = GuardFuture<AdmitFuture<F>>;
 
-impl<S: SharedService> Service<Request> for ServeOnce<S> {
+impl<S: AdmittedService> HardenedEndpoint<S> {
+    pub(crate) fn new(
+        policy: Arc<GuardPolicy>,
+        admission: Arc<Admission>,
+        cors: Option<CorsLayer>,
+        service: S,
+    ) -> Self {
+        Self(Arc::new(Hardened {
+            policy,
+            admission,
+            cors,
+            service,
+        }))
+    }
+
+    /// Screens, admits and answers a request from `peer` (when the server knows it), spelt
+    /// out rather than through [`guard`] and [`admitted_or_refused`]: their closures would each
+    /// take a copy of the request.
+    pub(crate) fn serve(
+        &self,
+        request: Request,
+        peer: Option<SocketAddr>,
+    ) -> HardenedFuture<S::Future> {
+        let hardened = &*self.0;
+        let peer = match (&hardened.policy.proxies, peer) {
+            (Some(proxies), Some(peer)) => Some(proxies.client(request.headers(), peer)),
+            (_, peer) => peer,
+        };
+        let occupancy = match hardened.policy.screen(&request) {
+            Ok(occupancy) => occupancy,
+            Err(refusal) => return refused(&hardened.policy, refusal),
+        };
+        let answer = if hardened.admission.authenticates() || hardened.cors.is_some() {
+            self.admit_later(request, peer)
+        } else {
+            match hardened.admission.charge_caller(request.extensions(), peer) {
+                Ok(()) => Either::Left(hardened.service.serve(request, hardened.admitted(peer))),
+                Err(refusal) => refused_admission(refusal),
+            }
+        };
+        GuardFuture::answering(&hardened.policy, occupancy, answer)
+    }
+
+    /// The path that waits: for CORS (which answers a preflight before admission and names
+    /// the allowed origin on every answer) or for an authenticator.
+    #[inline(never)]
+    fn admit_later(&self, request: Request, peer: Option<SocketAddr>) -> AdmitFuture<S::Future> {
+        let admitting = Admitting {
+            endpoint: self.clone(),
+            peer,
+        };
+        match &self.0.cors {
+            Some(cors) => Either::Right(Box::pin(cors.layer(admitting).oneshot(request))),
+            None => Either::Right(Box::pin(admitting.admit(request))),
+        }
+    }
+}
+
+impl<S> Hardened<S> {
+    fn admitted(&self, peer: Option<SocketAddr>) -> Admitted {
+        Admitted {
+            body_limit: self.admission.body_limit,
+            peer,
+        }
+    }
+}
+
+/// The endpoint as the route the axum router holds at its path: the peer is the request's
+/// `ConnectInfo`, as axum's own server leaves it.
+impl<S: AdmittedService> Service<Request> for HardenedEndpoint<S> {
     type Response = Response;
     type Error = Infallible;
-    type Future = S::Future;
+    type Future = HardenedFuture<S::Future>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request) -> S::Future {
-        self.0.serve(request)
+    fn call(&mut self, request: Request) -> Self::Future {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0);
+        self.serve(request, peer)
+    }
+}
+
+/// Admission that waits, then the endpoint's service; a tower service so that CORS can sit
+/// in front of it.
+#[derive(Clone)]
+struct Admitting<S> {
+    endpoint: HardenedEndpoint<S>,
+    peer: Option<SocketAddr>,
+}
+
+impl<S: AdmittedService> Admitting<S> {
+    async fn admit(self, mut request: Request) -> Result<Response, Infallible> {
+        let hardened = &*self.endpoint.0;
+        match hardened.admission.admit(&mut request, self.peer).await {
+            Ok(()) => {
+                hardened
+                    .service
+                    .serve(request, hardened.admitted(self.peer))
+                    .await
+            }
+            Err(refusal) => Ok(refusal.into_response()),
+        }
+    }
+}
+
+impl<S: AdmittedService> Service<Request> for Admitting<S> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> ResponseFuture {
+        Box::pin(self.clone().admit(request))
     }
 }

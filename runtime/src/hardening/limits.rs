@@ -189,15 +189,21 @@ impl RateKey {
     /// a server-wide one, so they are not charged (and the limiter says so once).
     pub(crate) fn of(extensions: &Extensions) -> Option<Self> {
         let peer = extensions.get::<ConnectInfo<SocketAddr>>();
-        // A request from the server's own listener carries the peer's address and nothing
-        // else: only another extension can be a principal, so without one it is not looked for.
-        let others = extensions.len() - usize::from(peer.is_some());
-        if others > 0
+        Self::of_caller(extensions, peer.map(|info| info.0))
+    }
+
+    /// [`Self::of`] for a caller whose address `peer` is handed over beside the request.
+    pub(crate) fn of_caller(extensions: &Extensions, peer: Option<SocketAddr>) -> Option<Self> {
+        // A request from the server's own listener carries no extension but perhaps the peer's
+        // address: only another extension can be a principal, so without one it is not looked
+        // for.
+        let connect_info = usize::from(extensions.get::<ConnectInfo<SocketAddr>>().is_some());
+        if extensions.len() > connect_info
             && let Some(principal) = extensions.get::<Principal>()
         {
             return Some(Self::subject(principal));
         }
-        peer.map(|info| Self::Peer(info.0.ip()))
+        peer.map(|peer| Self::Peer(peer.ip()))
     }
 
     pub(crate) fn subject(principal: &Principal) -> Self {

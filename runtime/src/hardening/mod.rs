@@ -7,9 +7,10 @@
 //! [`wrap`](Hardening::wrap) puts the layers around a transport router in the only order that
 //! keeps the guarantees: authentication runs before any route (and so before any session
 //! lookup), and the security headers are stamped outermost, so the framework's own 404/405 and
-//! every refusal carry them. A Streamable HTTP transport is hardened by the same two services
-//! as one route of its own ([`Hardening::endpoint`], used by the composition), which spares it
-//! the boxed service and future each `Router::layer` level adds per request.
+//! every refusal carry them. A Streamable HTTP transport is hardened as one endpoint
+//! ([`Hardening::harden`]) doing what those layers do, in the same order, as one service: the
+//! router mounts it at its path and a server that owns its listener calls it directly, with
+//! one admission value ([`Admitted`]) handing it the body limit and the caller's address.
 
 mod auth;
 mod cors;
@@ -31,7 +32,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use http::{HeaderValue, StatusCode, header};
+use http::{Extensions, HeaderValue, StatusCode, header};
 use tower::Layer as _;
 
 pub use auth::{
@@ -54,7 +55,7 @@ pub(crate) use security_headers::response_headers;
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
 pub use guard::Cacheable;
 use guard::{AdmitLayer, GuardLayer, GuardPolicy, InFlight};
-pub(crate) use guard::{HardenedFuture, HardenedShared, SharedService};
+pub(crate) use guard::{Admitted, AdmittedService, HardenedEndpoint, HardenedFuture};
 use limits::{RateKey, RateLimiter};
 use origin::SiteCheck;
 use security_headers::refuse_unknown_path;
@@ -406,11 +407,12 @@ impl Admission {
         self.gate.is_some()
     }
 
-    /// Authenticates, then charges the caller's bucket. A failed authentication is charged to
-    /// the peer's bucket, so guessing tokens is rate limited too.
-    async fn admit(&self, request: &mut Request) -> Result<(), Refusal> {
+    /// Authenticates, then charges the caller's bucket (`peer`, when the server knows it, for
+    /// an anonymous caller). A failed authentication is charged to the peer's bucket, so
+    /// guessing tokens is rate limited too.
+    async fn admit(&self, request: &mut Request, peer: Option<SocketAddr>) -> Result<(), Refusal> {
         let Some(gate) = &self.gate else {
-            return self.charge_and_bound(request);
+            return self.charge_caller(request.extensions(), peer);
         };
         match gate.admit(request.headers()).await {
             Ok(principal) => {
@@ -419,46 +421,54 @@ impl Admission {
                 // extensions it is about to join.
                 charge_with(&self.subject_rate, || Some(RateKey::subject(&principal)))?;
                 request.extensions_mut().insert(principal);
-                self.bound(request);
                 Ok(())
             }
             Err(refusal) => {
-                self.charge(request)?;
+                self.charge_caller(request.extensions(), peer)?;
                 Err(refusal)
             }
         }
     }
 
-    /// The rate charge and the body limit: all admission asks of an authenticated or public caller.
+    /// The rate charge and the body limit: all admission asks of a public caller behind the
+    /// router-wide layers.
     fn charge_and_bound(&self, request: &mut Request) -> Result<(), Refusal> {
         self.charge(request)?;
         self.bound(request);
         Ok(())
     }
 
-    /// Hands the routes the body limit.
+    /// Hands the routes behind the router-wide layers the body limit.
     fn bound(&self, request: &mut Request) {
         request.extensions_mut().insert(self.body_limit);
     }
 
-    /// Charges the caller [`RateKey::of`] finds in the request, to its subject's bucket or its
-    /// address's.
+    /// Charges the caller of a request that carries its peer as `ConnectInfo`.
     fn charge(&self, request: &Request) -> Result<(), Refusal> {
+        self.charge_key(|| RateKey::of(request.extensions()))
+    }
+
+    /// Charges a caller whose address `peer` is handed over beside its request.
+    fn charge_caller(
+        &self,
+        extensions: &Extensions,
+        peer: Option<SocketAddr>,
+    ) -> Result<(), Refusal> {
+        self.charge_key(|| RateKey::of_caller(extensions, peer))
+    }
+
+    /// Charges the caller `key` finds, to its subject's bucket or its address's; the key is
+    /// only worked out when a limit is set.
+    fn charge_key(&self, key: impl FnOnce() -> Option<RateKey>) -> Result<(), Refusal> {
         if self.subject_rate.is_none() && self.peer_rate.is_none() {
             return Ok(());
         }
-        match RateKey::of(request.extensions()) {
+        match key() {
             Some(subject @ RateKey::Subject(_)) => {
                 charge_with(&self.subject_rate, || Some(subject))
             }
             anonymous => charge_with(&self.peer_rate, || anonymous),
         }
-    }
-
-    /// Charges an anonymous caller to the address its connection came from, handed over by a
-    /// server that owns its listener: no extension is inserted for it, nor looked up.
-    fn charge_peer(&self, peer: SocketAddr) -> Result<(), Refusal> {
-        charge_with(&self.peer_rate, || Some(RateKey::Peer(peer.ip())))
     }
 }
 
@@ -527,40 +537,13 @@ impl Hardening {
         public.fallback_service((guard, cors.clone()).layer(unknown_path))
     }
 
-    /// One transport endpoint at `path`, behind the same two services [`wrap`](Self::wrap) puts
-    /// around each route, in the same order, but mounted as a single route: the service is
-    /// boxed once rather than once per `Router::layer` level, each level cloning its box and
-    /// boxing its future on every request. Merge it into a router [`wrap`](Self::wrap) returned,
-    /// which brings the metadata route and the hardened unknown-path fallback.
-    pub(crate) fn endpoint<S>(&self, path: &str, service: S) -> Router
-    where
-        S: tower::Service<Request, Response = Response, Error = Infallible>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + Unpin + 'static,
-    {
-        let admitted = AdmitLayer(Arc::clone(&self.admission)).layer(service);
-        let guard = GuardLayer(Arc::clone(&self.guard));
-        match &self.cors {
-            Some(cors) => Router::new().route_service(path, guard.layer(cors.layer(admitted))),
-            None => Router::new().route_service(path, guard.layer(admitted)),
-        }
-    }
-
-    /// Whether a server that owns its listener may dispatch a mount's path straight to
-    /// [`shared`](Self::shared): not with CORS, whose layer only the router's routes carry.
-    pub(crate) fn dispatches_directly(&self) -> bool {
-        self.cors.is_none()
-    }
-
-    /// `service` behind the same two services [`Self::endpoint`] puts around it, called
-    /// through `&self` by a server that dispatches to it directly.
-    pub(crate) fn shared<S: SharedService>(&self, service: S) -> HardenedShared<S> {
-        HardenedShared::new(
+    /// `service` behind the whole hardening as one endpoint, which the router mounts at its
+    /// path and a server that owns its listener dispatches that path to.
+    pub(crate) fn harden<S: AdmittedService>(&self, service: S) -> HardenedEndpoint<S> {
+        HardenedEndpoint::new(
             Arc::clone(&self.guard),
             Arc::clone(&self.admission),
+            self.cors.clone(),
             service,
         )
     }
@@ -582,8 +565,8 @@ impl Hardening {
         self.guard.http1_refusal(&Refusal::TooManyConnections)
     }
 
-    /// The body limit handed to routes (per request as a [`BodyLimit`] extension, except to a
-    /// mount a server dispatches to directly, which is handed it as an argument).
+    /// The body limit admission hands on: to a hardened endpoint with each request it admits,
+    /// to the other routes as a [`BodyLimit`] extension.
     pub fn max_body_bytes(&self) -> usize {
         self.admission.body_limit.0
     }

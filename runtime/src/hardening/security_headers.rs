@@ -137,52 +137,12 @@ impl ParsedSecurityHeaders {
     /// one exact-sized copy costs less than six inserts into a map sized past the allocator's
     /// small-size cache, and holds the same headers. (A copy is not used for other responses:
     /// their own headers would have to be appended to its exact-sized storage.)
-    ///
-    /// A copy of [`Self::json_answer`] a transport answered with, untouched since, already
-    /// carries every header and is left as it is.
     pub(crate) fn stamp(&self, headers: &mut HeaderMap) {
-        if self.is_json_answer_copy(headers) {
-            return;
-        }
         if carries_only_json_media_type(headers) {
             *headers = self.json_answer.clone();
         } else {
             self.stamp_one_by_one(headers);
         }
-    }
-
-    /// The header map a plain JSON answer can be built with: its media type and every security
-    /// header, ready to send as it is.
-    pub(crate) fn json_answer(&self) -> &HeaderMap {
-        &self.json_answer
-    }
-
-    /// Whether `headers` holds exactly the prepared JSON answer's headers, in its order, each
-    /// value sharing the prepared one's storage (as a copy's does). Comparing where a value's
-    /// bytes live rather than the bytes keeps this a few instructions a header; a map that
-    /// merely holds equal text is stamped in full instead, with the same result.
-    fn is_json_answer_copy(&self, headers: &HeaderMap) -> bool {
-        if headers.len() != self.headers.len() + 1 {
-            return false;
-        }
-        // The prepared map is the media type followed by `self.headers`, whose values it
-        // shares; walking a slice beside the map costs less than walking a second map.
-        let mut own = headers.iter();
-        if !own
-            .next()
-            .is_some_and(|(name, value)| *name == header::CONTENT_TYPE && *value == JSON)
-        {
-            return false;
-        }
-        for (prepared_name, prepared_value) in self.headers.iter() {
-            let Some((name, value)) = own.next() else {
-                return false;
-            };
-            if name != prepared_name || !std::ptr::eq(value.as_bytes(), prepared_value.as_bytes()) {
-                return false;
-            }
-        }
-        true
     }
 
     /// Inserts each header into `headers`; out of line, so the common JSON answer's path
@@ -492,31 +452,30 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_of_the_prepared_json_answer_is_sent_as_is_and_an_altered_copy_is_stamped_again() {
+    fn a_full_json_answer_is_sent_as_is_and_an_altered_one_is_stamped_again() {
         let parsed = SecurityHeaders::default().parse().unwrap();
         let answer_with = |headers: HeaderMap| {
             let mut response = Response::new(Body::from("{}"));
             *response.headers_mut() = headers;
             response
         };
-        let copy = stamped_by(&parsed, answer_with(parsed.json_answer().clone()));
+        let copy = stamped_by(&parsed, answer_with(parsed.json_answer.clone()));
         assert_eq!(
             header_list(&copy),
             header_list(&stamped_by(&parsed, json_only()))
         );
         // A policy header a handler overwrote in the copy is put back.
-        let mut altered = parsed.json_answer().clone();
+        let mut altered = parsed.json_answer.clone();
         altered.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
         let altered = stamped_by(&parsed, answer_with(altered));
         assert_eq!(altered.headers()[header::CACHE_CONTROL], "no-store");
         assert_security_headers(&altered);
-        // Equal text in storage of its own is not taken for a copy, and still ends up right.
-        let mut retyped = parsed.json_answer().clone();
+        // Equal text in storage of its own still ends up right.
+        let mut retyped = parsed.json_answer.clone();
         retyped.insert(
             header::X_FRAME_OPTIONS,
             HeaderValue::from_str("DENY").unwrap(),
         );
-        assert!(!parsed.is_json_answer_copy(&retyped));
         assert_security_headers(&stamped_by(&parsed, answer_with(retyped)));
     }
 

@@ -1,0 +1,131 @@
+//! A `POST` answered as an SSE stream: the request's own resumable stream, primed for a
+//! session, run on its own task once something streams, or answered as JSON after all when
+//! nothing did and the framing allows it.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use tracing::Instrument;
+
+use super::StreamableHttp;
+use super::negotiate::Framed;
+use super::post::{Inbound, run_all};
+use super::served;
+use super::session::Resolved;
+use crate::handler::{RequestHandler, RequestMeta};
+use crate::jsonrpc::{Message, Response as RpcResponse};
+use crate::peer::Route;
+use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
+use crate::tail::{EventStream, EventTail, Start};
+
+impl<H: RequestHandler> StreamableHttp<H> {
+    pub(super) async fn answer_streaming(
+        self: Arc<Self>,
+        body: Inbound,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Response {
+        let tail: Arc<dyn EventStream> = match resolved.session() {
+            Some(session) => session.open_request_stream(),
+            // Without a session nobody can resume it, so it stays out of the store.
+            None => EventTail::new(1, self.config.tail_capacity),
+        };
+        // Only a session's stream can be resumed, so only it is primed.
+        let priming = match resolved.session() {
+            Some(session)
+                if self
+                    .handler
+                    .primes_answer_streams(&meta.headers, session.state()) =>
+            {
+                Priming::Primed
+            }
+            _ => Priming::Unprimed,
+        };
+        let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
+        // Only a session's stream can be resumed, so only then may the handler release it.
+        if resolved.session().is_some() {
+            scope.peer = scope.peer.with_request_stream(Arc::clone(&tail));
+        }
+        let batch = body.batch;
+        let served = served(resolved.session());
+        let transport = Arc::clone(&self);
+        let work_tail = Arc::clone(&tail);
+        let mut subscription = tail.subscribe(Start::Beginning);
+        // Boxed once, here: the handler's future is large, and a task copies the future it is
+        // given several times on the way in and again at each change of its stage.
+        let mut work = Box::pin(async move {
+            let answers = run_all(&transport.handler, body, scope).await;
+            transport.settle_opening(resolved.opening(), &answers);
+            answers
+        });
+        if matches!(framing, Framed::Auto | Framed::SseOrRefusal) {
+            tokio::select! {
+                biased;
+                answers = &mut work => {
+                    let refused = !answers.is_empty() && answers.iter().all(RpcResponse::is_error);
+                    if tail.is_untouched() && (framing == Framed::Auto || refused) {
+                        // Nothing was streamed: the stream closes unused and the answer is JSON.
+                        drop(subscription);
+                        tail.close();
+                        return self.json_answers(batch, answers, served);
+                    }
+                    publish_answers(tail.as_ref(), answers);
+                }
+                () = subscription.changed() => {
+                    spawn_stream_work(work_tail, work);
+                }
+            }
+        } else {
+            spawn_stream_work(work_tail, work);
+        }
+        sse_response(
+            subscription,
+            Vec::new(),
+            Framing::Resumable,
+            self.answer_stops(),
+            &self.config.streams,
+            priming,
+        )
+    }
+
+    /// An answer stream carries what a request is owed: it finishes during a drain, and ends
+    /// only at the drain deadline.
+    fn answer_stops(&self) -> Stops {
+        Stops {
+            session: None,
+            drain: Drain::Finish,
+            shutdown: Some(self.config.shutdown.clone()),
+        }
+    }
+}
+
+fn publish_answers(tail: &dyn EventStream, answers: Vec<RpcResponse>) {
+    for answer in answers {
+        if tail.publish(Message::Response(answer).to_bytes()).is_err() {
+            tracing::debug!("an answer's stream closed before the answer");
+        }
+    }
+    tail.close();
+}
+
+/// Runs a request stream's work on its own task; the stream is closed however the work ends
+/// (a panicking handler included), so no reader waits forever.
+fn spawn_stream_work(
+    tail: Arc<dyn EventStream>,
+    work: impl Future<Output = Vec<RpcResponse>> + Send + 'static,
+) {
+    struct CloseOnDrop(Arc<dyn EventStream>);
+    impl Drop for CloseOnDrop {
+        fn drop(&mut self) {
+            self.0.close();
+        }
+    }
+    tokio::spawn(
+        async move {
+            let closer = CloseOnDrop(tail);
+            publish_answers(closer.0.as_ref(), work.await);
+        }
+        .in_current_span(),
+    );
+}

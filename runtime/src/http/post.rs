@@ -1,0 +1,551 @@
+//! `POST` answering: the head's checks, the body read within its limit and decoded, its session
+//! resolved and the request admitted before anything runs, then the answer: one request as
+//! plain JSON in the `POST`'s own future, anything else (notifications, batches, streams) boxed.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request as HttpRequest;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+
+use super::negotiate::{Accepts, Framed, choose_framing, is_media_type};
+use super::session::Resolved;
+use super::{Denial, StreamableHttp, record_session, refuse, served};
+use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
+use crate::handler::{RequestHandler, RequestMeta, Served};
+use crate::hardening::{Admitted, Refusal, read_body};
+use crate::header_scan::find_two;
+use crate::jsonrpc::{
+    DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
+    Response as RpcResponse, batch_to_bytes, decode,
+};
+use crate::peer::{Peer, Route};
+use crate::session::Session;
+
+/// A decoded body: its valid messages, and the invalid entries of a batch.
+pub(super) struct Inbound {
+    pub(super) messages: Messages,
+    pub(super) invalid: Vec<InvalidMessage>,
+    pub(super) batch: bool,
+}
+
+/// A body's valid messages: a single message held inline (the common case, no allocation), or
+/// a batch's.
+pub(super) enum Messages {
+    One(Message),
+    Many(Vec<Message>),
+}
+
+impl Messages {
+    pub(super) fn as_slice(&self) -> &[Message] {
+        match self {
+            Self::One(message) => std::slice::from_ref(message),
+            Self::Many(messages) => messages,
+        }
+    }
+}
+
+impl IntoIterator for Messages {
+    type Item = Message;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Message>, std::vec::IntoIter<Message>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, many) = match self {
+            Self::One(message) => (Some(message), Vec::new()),
+            Self::Many(messages) => (None, messages),
+        };
+        one.into_iter().chain(many)
+    }
+}
+
+impl Inbound {
+    fn from_payload(payload: Payload) -> Self {
+        match payload {
+            Payload::Single(message) => Self {
+                messages: Messages::One(message),
+                invalid: Vec::new(),
+                batch: false,
+            },
+            Payload::Batch(entries) => {
+                let (mut messages, mut invalid) = (Vec::new(), Vec::new());
+                for entry in entries {
+                    match entry {
+                        Ok(message) => messages.push(message),
+                        Err(error) => invalid.push(error),
+                    }
+                }
+                Self {
+                    messages: Messages::Many(messages),
+                    invalid,
+                    batch: true,
+                }
+            }
+        }
+    }
+
+    /// The body's request when it is a single request (not a batch); the body itself otherwise.
+    fn into_single_request(self) -> Result<Request, Self> {
+        match self {
+            Self {
+                messages: Messages::One(Message::Request(request)),
+                batch: false,
+                ..
+            } => Ok(request),
+            other => Err(other),
+        }
+    }
+
+    pub(super) fn has_requests(&self) -> bool {
+        self.messages
+            .as_slice()
+            .iter()
+            .any(|message| matches!(message, Message::Request(_)))
+    }
+
+    /// The id a refusal of the whole body echoes: the single request's.
+    pub(super) fn echo_id(&self) -> Option<&RequestId> {
+        match (self.batch, self.messages.as_slice().first()) {
+            (false, Some(Message::Request(request))) => Some(&request.id),
+            _ => None,
+        }
+    }
+}
+
+/// The refusal a body that did not decode is owed.
+pub(crate) fn decode_refusal(error: &DecodeError) -> Refusal {
+    match error {
+        DecodeError::TooLarge { .. } => Refusal::BodyTooLarge,
+        DecodeError::NotJson | DecodeError::InvalidUtf8 | DecodeError::TooDeep { .. } => {
+            Refusal::ParseError
+        }
+        DecodeError::EmptyBatch | DecodeError::Invalid(_) => Refusal::InvalidRequest,
+    }
+}
+
+/// A `POST` whose head passed the transport's checks: what its body is read and answered with.
+pub(super) struct PostStart {
+    body: Body,
+    limit: usize,
+    meta: Arc<RequestMeta>,
+    framing: Framed,
+}
+
+/// A `POST`'s work once its head passed, one path for every body: read it, admit it
+/// ([`StreamableHttp::admit_post`]), answer it ([`StreamableHttp::answer_of`]), then name the
+/// session it opened. While reading it holds only the transport, the request's metadata and
+/// the body (the head was taken apart before); a single request answered as JSON is then
+/// awaited here rather than through further layers, so the state each request boxes is little
+/// more than its handler's own future, built and moved once.
+pub(super) fn serve_post<H: RequestHandler>(
+    transport: Arc<StreamableHttp<H>>,
+    start: PostStart,
+) -> impl Future<Output = Result<Response, Infallible>> + Send {
+    let PostStart {
+        body,
+        limit,
+        meta,
+        framing,
+    } = start;
+    async move {
+        let read = read_body(body, limit).await;
+        // In a block of its own, so what was admitted is gone before the answer is awaited,
+        // and does not stay beside it in this future's state.
+        let (answer, opening) = {
+            let admitted = match transport.admit_post(read, limit, meta, framing) {
+                Ok(admitted) => admitted,
+                Err(refused) => return Ok(*refused),
+            };
+            let opening = admitted.resolved.opening().cloned();
+            (transport.answer_of(admitted), opening)
+        };
+        let mut response = match answer {
+            Answer::One { request, scope } => {
+                let served = served(scope.session.as_ref());
+                let mut answering =
+                    std::pin::pin!(answer_request(&transport.handler, request, scope));
+                let answer = answering.as_mut().await;
+                let outcome = answering.outcome();
+                transport.finish_one(answer, opening.as_ref(), outcome, served)
+            }
+            Answer::Other(answer) => answer.await,
+        };
+        if let Some(session) = &opening {
+            transport.name_opened_session(&mut response, session);
+        }
+        Ok(response)
+    }
+}
+
+/// A `POST`'s body once decoded, resolved to its session and admitted (an opening session
+/// stored): what every answer is made from.
+pub(super) struct AdmittedBody<S> {
+    body: Inbound,
+    pub(super) resolved: Resolved<S>,
+    meta: Arc<RequestMeta>,
+    framing: Framed,
+}
+
+/// How an admitted body is answered.
+// `One` is much the largest, and the common case: it lives only until its parts are moved
+// into the request's future, and boxing it would cost the allocation this path avoids.
+#[allow(clippy::large_enum_variant)]
+enum Answer<S> {
+    /// A single request answered as plain JSON, run in the `POST`'s own future.
+    One { request: Request, scope: Scope<S> },
+    /// Anything else, boxed (a body without requests, a batch, an answer that may stream):
+    /// its larger state stays out of the common request's.
+    Other(BoxFuture<'static, Response>),
+}
+
+/// A `POST` refused before anything ran, boxed so the admitted body's result stays small. Out
+/// of line, as every refusal is: the path a served request takes stays short.
+#[cold]
+#[inline(never)]
+fn refused_post(refusal: Refusal, id: Option<&RequestId>) -> Box<Response> {
+    Box::new(refuse(refusal, id))
+}
+
+/// A body that did not decode.
+#[cold]
+#[inline(never)]
+fn undecoded(error: &DecodeError) -> Box<Response> {
+    refused_post(decode_refusal(error), error.request_id())
+}
+
+/// A request the transport or the protocol would not serve.
+#[cold]
+#[inline(never)]
+fn denied(denial: Denial, id: Option<&RequestId>) -> Box<Response> {
+    Box::new(denial.into_response(id))
+}
+
+impl<H: RequestHandler> StreamableHttp<H> {
+    /// The checks a `POST`'s head must pass before its body is read; the head is taken apart
+    /// here, so what the body's reading holds on to is small.
+    pub(super) fn start_post(
+        &self,
+        request: HttpRequest,
+        admitted: Admitted,
+    ) -> Result<PostStart, Refusal> {
+        self.reaper.ensure::<H::Session, _>(
+            &self.store,
+            &self.config.clock,
+            self.config.reap_every,
+        );
+        let (parts, body) = request.into_parts();
+        let profile = self.handler.profile();
+        let [content_type, accept] =
+            find_two(&parts.headers, [&header::CONTENT_TYPE, &header::ACCEPT]);
+        if !is_media_type(content_type.first, profile.media_type()) {
+            return Err(Refusal::UnsupportedMediaType);
+        }
+        let accepts = Accepts::from_first(
+            accept.first,
+            accept.repeated,
+            &parts.headers,
+            profile.media_type(),
+        );
+        let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
+            return Err(Refusal::NotAcceptable);
+        };
+        let limit = admitted.body_limit.0;
+        let meta = RequestMeta::new(parts.headers, parts.extensions, profile);
+        let meta = match admitted.peer {
+            Some(peer) => meta.with_peer_address(peer),
+            None => meta,
+        };
+        let meta = Arc::new(meta);
+        Ok(PostStart {
+            body,
+            limit,
+            meta,
+            framing,
+        })
+    }
+
+    /// Decodes a read body, resolves its session and admits it, before anything runs; only an
+    /// admitted opening is stored, so a refused one leaves nothing behind.
+    fn admit_post(
+        &self,
+        read: Result<Bytes, Refusal>,
+        limit: usize,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
+        let bytes = read.map_err(|refusal| refused_post(refusal, None))?;
+        let body = self
+            .decode_inbound(&bytes, limit)
+            .map_err(|error| undecoded(&error))?;
+        let resolved = self
+            .resolve_post_session(&meta.headers, &body)
+            .map_err(|refusal| refused_post(refusal, body.echo_id()))?;
+        if let Some(session) = resolved.session() {
+            record_session(session.id());
+        }
+        if let Err(denial) = self.admit_inbound(&meta.headers, &body, &resolved) {
+            return Err(denied(denial, body.echo_id()));
+        }
+        if let Resolved::Opening(session) = &resolved
+            && self.store.insert(Arc::clone(session)).is_err()
+        {
+            return Err(refused_post(Refusal::Overloaded, body.echo_id()));
+        }
+        Ok(AdmittedBody {
+            body,
+            resolved,
+            meta,
+            framing,
+        })
+    }
+
+    /// The answer an admitted body is owed: a single request framed as JSON inline, any other
+    /// body as the boxed future of [`Self::answer_rare`].
+    fn answer_of(self: &Arc<Self>, admitted: AdmittedBody<H::Session>) -> Answer<H::Session> {
+        let AdmittedBody {
+            body,
+            resolved,
+            meta,
+            framing,
+        } = admitted;
+        let body = match framing {
+            Framed::Json => match body.into_single_request() {
+                Ok(request) => {
+                    let scope = self.scope(&resolved, meta, Self::side_route(&resolved));
+                    return Answer::One { request, scope };
+                }
+                Err(body) => body,
+            },
+            Framed::Sse | Framed::Auto | Framed::SseOrRefusal => body,
+        };
+        Arc::clone(self).answer_rare_boxed(AdmittedBody {
+            body,
+            resolved,
+            meta,
+            framing,
+        })
+    }
+
+    /// The boxed future of a rarer body ([`Self::answer_rare`]), built out of line so the
+    /// common path's code stays short.
+    #[inline(never)]
+    fn answer_rare_boxed(
+        self: Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+    ) -> Answer<H::Session> {
+        Answer::Other(Box::pin(self.answer_rare(admitted)))
+    }
+
+    /// Decodes a read body within the body limit in force.
+    fn decode_inbound(&self, bytes: &[u8], limit: usize) -> Result<Inbound, DecodeError> {
+        let limits = DecodeLimits {
+            max_bytes: limit,
+            ..self.config.limits
+        };
+        decode(bytes, &limits).map(Inbound::from_payload)
+    }
+
+    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
+    /// owed none, `500` when its handler panicked); an opening that answered only errors is
+    /// forgotten.
+    fn finish_one(
+        &self,
+        answer: Option<RpcResponse>,
+        opening: Option<&Arc<Session<H::Session>>>,
+        outcome: Outcome,
+        served: Served,
+    ) -> Response {
+        self.settle_opening(opening, answer.as_slice());
+        let mut response = match answer {
+            Some(answer) => self.single_answer(&answer, served),
+            None => StatusCode::ACCEPTED.into_response(),
+        };
+        if outcome == Outcome::Panicked {
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        }
+        response
+    }
+
+    /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
+    /// answers that may stream.
+    async fn answer_rare(self: Arc<Self>, admitted: AdmittedBody<H::Session>) -> Response {
+        let AdmittedBody {
+            body,
+            resolved,
+            meta,
+            framing,
+        } = admitted;
+        if !body.has_requests() && body.invalid.is_empty() {
+            self.take_without_answer(body.messages, &resolved, meta)
+                .await;
+            return StatusCode::ACCEPTED.into_response();
+        }
+        match framing {
+            Framed::Json => self.answer_batch(body, &resolved, meta).await,
+            Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
+                self.answer_streaming(body, resolved, meta, framing).await
+            }
+        }
+    }
+
+    /// The checks a resolved request passes before anything runs: the batch policy, a readable
+    /// version header, and the protocol's own admission.
+    fn admit_inbound(
+        &self,
+        headers: &HeaderMap,
+        body: &Inbound,
+        resolved: &Resolved<H::Session>,
+    ) -> Result<(), Denial> {
+        let state = resolved.session().map(|session| session.state());
+        if body.batch && !self.handler.accepts_batch(headers, state) {
+            return Err(Denial::Refused(Refusal::InvalidRequest));
+        }
+        if let Some(name) = self.handler.profile().version_header()
+            && headers
+                .get(name)
+                .is_some_and(|value| value.to_str().is_err())
+        {
+            return Err(Denial::Refused(Refusal::MalformedHeader(
+                "protocol version",
+            )));
+        }
+        self.handler
+            .admit(body.messages.as_slice(), headers, state)
+            .map_err(Denial::Rejected)
+    }
+
+    pub(super) fn scope(
+        &self,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        route: Route,
+    ) -> Scope<H::Session> {
+        let session = resolved.session().cloned();
+        let conversation = session
+            .as_ref()
+            .map(|session| Arc::clone(session.conversation()));
+        Scope {
+            peer: Peer::new(
+                route,
+                conversation.clone(),
+                self.config.peer_timeout,
+                self.handler.profile().cancellation().copied(),
+            )
+            .with_session_route(Self::side_route(resolved)),
+            session,
+            conversation,
+            meta,
+        }
+    }
+
+    /// Where a handler's own messages go when the answer is plain JSON.
+    pub(super) fn side_route(resolved: &Resolved<H::Session>) -> Route {
+        resolved.session().map_or(Route::Nowhere, |session| {
+            Route::Tail(session.standalone_stream())
+        })
+    }
+
+    async fn take_without_answer(
+        &self,
+        messages: Messages,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+    ) {
+        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        for message in messages {
+            serve_message(&self.handler, message, scope.clone()).await;
+        }
+    }
+
+    /// A batch answered as one JSON array (a single request is answered by [`serve_post`]).
+    async fn answer_batch(
+        &self,
+        body: Inbound,
+        resolved: &Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+    ) -> Response {
+        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        let answers = run_all(&self.handler, body, scope).await;
+        self.settle_opening(resolved.opening(), &answers);
+        self.json_response(batch_to_bytes(
+            &answers
+                .into_iter()
+                .map(Message::Response)
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    /// One request's answer as the whole JSON response, with the head the profile declares
+    /// for its error as served (200 otherwise).
+    fn single_answer(&self, answer: &RpcResponse, served: Served) -> Response {
+        let mut response = self.json_response(answer.to_bytes());
+        if let Err(error) = answer.outcome()
+            && let Some(head) = self.handler.profile().error_head(error, served)
+        {
+            *response.status_mut() = head.status;
+            if let Some(seconds) = head.retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+        }
+        response
+    }
+
+    /// A JSON answer with room for the media type alone: the hardening stamps an answer
+    /// carrying nothing else by replacing its map with a prepared copy.
+    fn json_response(&self, bytes: Bytes) -> Response {
+        let mut response = Response::new(Body::from(bytes));
+        let mut headers = HeaderMap::with_capacity(1);
+        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
+        *response.headers_mut() = headers;
+        response
+    }
+
+    pub(super) fn json_answers(
+        &self,
+        batch: bool,
+        answers: Vec<RpcResponse>,
+        served: Served,
+    ) -> Response {
+        match (batch, answers.as_slice()) {
+            (false, [single]) => self.single_answer(single, served),
+            (_, []) => StatusCode::ACCEPTED.into_response(),
+            _ => self.json_response(batch_to_bytes(
+                &answers
+                    .into_iter()
+                    .map(Message::Response)
+                    .collect::<Vec<_>>(),
+            )),
+        }
+    }
+}
+
+/// Runs every message of a body concurrently; returns the answers owed, invalid entries first.
+pub(super) async fn run_all<H: RequestHandler>(
+    handler: &H,
+    body: Inbound,
+    scope: Scope<H::Session>,
+) -> Vec<RpcResponse> {
+    let mut answers: Vec<RpcResponse> = body
+        .invalid
+        .iter()
+        .map(InvalidMessage::to_response)
+        .collect();
+    if body.batch {
+        let served = futures::future::join_all(
+            body.messages
+                .into_iter()
+                .map(|message| serve_message(handler, message, scope.clone())),
+        )
+        .await;
+        answers.extend(served.into_iter().flatten());
+    } else if let Some(message) = body.messages.into_iter().next() {
+        // Not a batch: exactly one message, served with the scope itself rather than a clone.
+        answers.extend(serve_message(handler, message, scope).await);
+    }
+    answers
+}
