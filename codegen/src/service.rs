@@ -25,6 +25,10 @@
 //!   the result decoded as the type of the method it answers) and per notification. The
 //!   runtime's `Peer` implements `RpcClient`, so the same proxy makes server→client calls from
 //!   inside a handler; the protocol crates implement it over their client transports.
+//! - **Features.** Every protocol crate has a `server` and a `client` feature, and each item is
+//!   compiled with the one whose side uses it: a side's trait and dispatchers with that side's
+//!   feature (`server` for the server or agent, `client` for the client), its proxy with the
+//!   caller's. Types and method tables need neither.
 
 use std::collections::BTreeSet;
 
@@ -35,12 +39,26 @@ use crate::emit::{Revision, TypedRow};
 use crate::error::{CodegenError, Result};
 use crate::model::{Direction, MethodKind};
 
+/// The protocol crates' feature that compiles the serving side (a server or an agent).
+const SERVER_FEATURE: &str = "server";
+/// The protocol crates' feature that compiles the client side.
+const CLIENT_FEATURE: &str = "client";
+
+/// `#[cfg(feature = "…")]` for one of the protocol crates' side features.
+fn feature_gate(feature: &str) -> TokenStream {
+    quote! { #[cfg(feature = #feature)] }
+}
+
 /// One side that receives calls: its trait name and the rows it answers.
 struct ReceivingSide<'a> {
     /// `Server`, `Client` or `Agent`.
     name: &'static str,
     /// The other side, which sends these calls (for docs).
     sender: &'static str,
+    /// The crate feature of the side that implements this trait (`server` or `client`).
+    implementer: &'static str,
+    /// The crate feature of the side that calls it through the proxy.
+    caller: &'static str,
     requests: Vec<&'a TypedRow<'a>>,
     notifications: Vec<&'a TypedRow<'a>>,
 }
@@ -96,9 +114,15 @@ pub fn emit_service(revision: &Revision<'_>) -> Result<TokenStream> {
         if side.requests.is_empty() && side.notifications.is_empty() {
             continue;
         }
-        out.push(handler_trait(&side, &revision.label));
-        out.push(request_dispatcher(&side));
-        out.push(notification_dispatcher(&side));
+        // Each of the three is one item, so one gate in front of it compiles it with its side.
+        let serving = feature_gate(side.implementer);
+        for item in [
+            handler_trait(&side, &revision.label),
+            request_dispatcher(&side),
+            notification_dispatcher(&side),
+        ] {
+            out.push(quote! { #serving #item });
+        }
         out.push(remote_proxy(&side, &revision.label));
     }
     Ok(quote! { #(#out)* })
@@ -114,6 +138,10 @@ fn receiving_sides<'a>(revision: &'a Revision<'a>) -> Result<Vec<ReceivingSide<'
     ]
     .into_iter()
     .map(|(name, sender, direction)| {
+        let (implementer, caller) = match direction {
+            Direction::ServerToClient => (CLIENT_FEATURE, SERVER_FEATURE),
+            Direction::ClientToServer | Direction::Both => (SERVER_FEATURE, CLIENT_FEATURE),
+        };
         let received: Vec<&TypedRow<'_>> = revision
             .bound_rows()
             .filter(|rpc| rpc.row.direction == direction || rpc.row.direction == Direction::Both)
@@ -125,6 +153,8 @@ fn receiving_sides<'a>(revision: &'a Revision<'a>) -> Result<Vec<ReceivingSide<'
         Ok(ReceivingSide {
             name,
             sender,
+            implementer,
+            caller,
             requests,
             notifications,
         })
@@ -396,13 +426,16 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
             }
         }
     });
+    let calling = feature_gate(side.caller);
     quote! {
         #[doc = #doc]
+        #calling
         #[derive(Debug, Clone)]
         pub struct #name<T> {
             transport: T,
         }
 
+        #calling
         impl<T> #name<T> {
             /// A proxy calling through `transport`.
             pub fn new(transport: T) -> Self {
@@ -415,6 +448,7 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
             }
         }
 
+        #calling
         impl<T: ::protocols_runtime::method::RpcClient> #name<T> {
             #(#requests)*
             #(#notifications)*

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+#[cfg(feature = "server")]
 use axum::extract::ConnectInfo;
 use http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
@@ -381,11 +382,21 @@ impl RequestMeta {
     /// connect info). `None` when the server knows no address (stdio, a router served without
     /// connect info).
     pub fn peer_address(&self) -> Option<SocketAddr> {
-        self.peer_address.or_else(|| {
-            self.extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|info| info.0)
-        })
+        self.peer_address.or_else(|| self.connect_info())
+    }
+
+    /// The address axum's `ConnectInfo` extension carries; only a server inserts one.
+    #[cfg(feature = "server")]
+    fn connect_info(&self) -> Option<SocketAddr> {
+        self.extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0)
+    }
+
+    /// Without the `server` feature nothing inserts a `ConnectInfo` extension.
+    #[cfg(not(feature = "server"))]
+    fn connect_info(&self) -> Option<SocketAddr> {
+        None
     }
 
     /// Who the hardening authenticated; `None` on a public endpoint and over stdio.

@@ -5,6 +5,11 @@
 //! method: a protocol crate implements [`RequestHandler`] and declares what differs in its
 //! [`Profile`].
 //!
+//! The `server` feature (default) adds serving: [`http`], [`legacy`], [`server`], [`stream`]
+//! and the hardening layers, with axum, hyper's server side and tower. Without it the crate
+//! is the serde-and-tokio core a client or a types-only user needs: [`jsonrpc`], [`method`],
+//! [`sse`], [`session`], [`peer`], [`connect`] and [`stdio`].
+//!
 //! ```no_run
 //! use protocols_runtime::http::HttpConfig;
 //! use protocols_runtime::server::Server;
@@ -42,29 +47,46 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Without `server`, a few crate-private pieces of the shared core that only the HTTP transports
+// call (the SSE route of a peer, owed-work holds, the lazy session reaper) have no caller; a cfg
+// on each would thread the feature through the core, so the lint is relaxed for that build only
+// (the all-features clippy run still checks them).
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod config_setters;
 pub mod connect;
+#[cfg(feature = "server")]
 mod connections;
 mod dispatch;
 pub mod handler;
 pub mod hardening;
+#[cfg(feature = "server")]
 mod header_scan;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod http;
 pub mod jsonrpc;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod legacy;
+#[cfg(feature = "server")]
 mod listen;
 pub mod method;
 mod panic_boundary;
 pub mod peer;
 pub mod quote;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
 pub mod session;
 pub mod sse;
 pub mod stdio;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod stream;
 pub mod tagged;
 pub mod tail;

@@ -13,12 +13,12 @@ use protocols_runtime::sse::SseDecoder;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use crate::binding::Template;
 use crate::card::{
     HTTP_JSON_BINDING, JSONRPC_BINDING, LEGACY_PROTOCOL_VERSION, PROTOCOL_VERSION, WELL_KNOWN_PATH,
 };
 use crate::compat::VERSION_HEADER;
 use crate::error::A2aError;
-use crate::rest::Template;
 use crate::v1::types::AgentCard;
 
 /// The largest SSE event a client accepts.
@@ -294,7 +294,7 @@ impl RestTransport {
             })?;
         // The specification's verb (SubscribeToTask is a POST), where it differs from the
         // annotation's.
-        let verb = crate::rest::verbs(spec, route)
+        let verb = crate::binding::verbs(spec, route)
             .first()
             .copied()
             .unwrap_or(route.verb);

@@ -9,8 +9,11 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "server")]
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
+#[cfg(feature = "server")]
+use http::{HeaderValue, header};
 use protocols_runtime::ErrorObject;
 use protocols_runtime::hardening::Refusal;
 use protocols_runtime::quote;
@@ -337,6 +340,7 @@ impl A2aError {
     }
 
     /// The response of the HTTP+JSON binding in `revision`'s error shape.
+    #[cfg(feature = "server")]
     pub fn into_rest_response(self, revision: crate::compat::Revision) -> Response {
         let (body, media_type) = match revision {
             crate::compat::Revision::V1 => (self.to_rest_body(), crate::A2A_JSON_MEDIA_TYPE),
@@ -374,6 +378,7 @@ const fn refusal_code(refusal: &Refusal) -> i64 {
     }
 }
 
+#[cfg(feature = "server")]
 impl IntoResponse for A2aError {
     fn into_response(self) -> Response {
         self.into_rest_response(crate::compat::Revision::V1)

@@ -2,7 +2,8 @@
 //! RFD: `Acp-Connection-Id` names the connection `initialize` opens, `Acp-Session-Id` the ACP
 //! session a request is about, `Acp-Protocol-Version` the negotiated version), how requests
 //! in flight are cancelled (`$/cancel_request`, answered with -32800), and ACP's own error for a
-//! session it does not know (-32002, Resource not found).
+//! session it does not know (-32002, Resource not found), and its framing of a message as one
+//! line, which the serving and the client transports share.
 
 use http::{HeaderMap, HeaderName};
 use protocols_runtime::handler::Profile;
@@ -67,6 +68,20 @@ pub fn session_header_conflict(messages: &[Message], headers: &HeaderMap) -> Opt
             .is_some_and(|session_id| session_id != header)
     });
     conflicts.then(|| ErrorObject::invalid_request("Acp-Session-Id disagrees with the params"))
+}
+
+/// `text` as one newline-terminated line.
+pub(crate) fn one_line(text: &str) -> Vec<u8> {
+    text.bytes()
+        .map(|byte| {
+            if matches!(byte, b'\n' | b'\r') {
+                b' '
+            } else {
+                byte
+            }
+        })
+        .chain(std::iter::once(b'\n'))
+        .collect()
 }
 
 #[cfg(test)]

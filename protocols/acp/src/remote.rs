@@ -45,7 +45,9 @@ use tokio::sync::{OwnedMutexGuard, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::profile::{CANCEL_REQUEST, CONNECTION_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::profile::{
+    CANCEL_REQUEST, CONNECTION_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER, one_line,
+};
 use crate::version::Revision;
 
 /// Methods that open or attach a session: answered on the connection-scoped stream, since the
@@ -891,20 +893,6 @@ const GOING_AWAY: u16 = 1001;
 async fn write_line(input: &mut WriteHalf<DuplexStream>, text: &str) -> bool {
     let line = one_line(text);
     input.write_all(&line).await.is_ok() && input.flush().await.is_ok()
-}
-
-/// `text` as one newline-terminated line.
-pub(crate) fn one_line(text: &str) -> Vec<u8> {
-    text.bytes()
-        .map(|byte| {
-            if matches!(byte, b'\n' | b'\r') {
-                b' '
-            } else {
-                byte
-            }
-        })
-        .chain(std::iter::once(b'\n'))
-        .collect()
 }
 
 /// The session a client message's params name.

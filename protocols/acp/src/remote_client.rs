@@ -491,7 +491,7 @@ async fn bridge(mut socket: Socket, end: DuplexStream, observer: Option<WireObse
             frame = socket.next() => match frame {
                 Some(Ok(WsMessage::Text(text))) => {
                     observe(WireDirection::FromAgent, text.as_str());
-                    let line = crate::remote::one_line(text.as_str());
+                    let line = crate::profile::one_line(text.as_str());
                     if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
                         break;
                     }

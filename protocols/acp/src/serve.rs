@@ -1,7 +1,8 @@
 //! Adapters from the generated handler traits to [`AcpService`]: one per revision and side, so
 //! an agent (or a client) is written as typed methods receiving the runtime's
 //! `Context<AcpConnection>` (through which [`crate::AcpContext`] reaches the peer) and served by
-//! the generated dispatchers. The v2 adapters exist with the `unstable` feature only.
+//! the generated dispatchers. The v2 adapters exist with the `unstable` feature only; the agent
+//! adapters with `server`, the client ones with `client`, as the generated traits do.
 
 use protocols_runtime::handler::{Context, Reply};
 use protocols_runtime::jsonrpc::{Notification, Request};
@@ -47,20 +48,22 @@ macro_rules! adapter {
     };
 }
 
+#[cfg(feature = "server")]
 adapter!(
     /// Serves a [`v1::Agent`] (client→agent methods of ACP v1).
     AgentV1, v1::Agent, dispatch_agent_request, dispatch_agent_notification
 );
-#[cfg(feature = "unstable")]
+#[cfg(all(feature = "unstable", feature = "server"))]
 adapter!(
     /// Serves a [`v2::Agent`] (client→agent methods of ACP v2).
     AgentV2, v2::Agent, dispatch_agent_request, dispatch_agent_notification
 );
+#[cfg(feature = "client")]
 adapter!(
     /// Serves a [`v1::Client`] (agent→client methods of ACP v1), on the editor's side.
     ClientV1, v1::Client, dispatch_client_request, dispatch_client_notification
 );
-#[cfg(feature = "unstable")]
+#[cfg(all(feature = "unstable", feature = "client"))]
 adapter!(
     /// Serves a [`v2::Client`] (agent→client methods of ACP v2), on the editor's side.
     ClientV2, v2::Client, dispatch_client_request, dispatch_client_notification

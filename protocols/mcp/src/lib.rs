@@ -6,6 +6,11 @@
 //!
 //! A server with one tool, serving every revision at `/mcp`:
 //!
+//! Features: `server` (default) serves MCP — the builder, the serving glue and the runtime's
+//! HTTP stack; `client` (default) is the [`client`] module and its HTTP client. With neither,
+//! the crate is the generated types and method tables of every revision, the [`wire`]
+//! conversions and the shared [`conventions`].
+//!
 //! ```no_run
 //! use protocols_mcp::{McpServer, ToolDefinition, content};
 //! use schemars::JsonSchema;
@@ -74,41 +79,63 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+#[cfg(feature = "server")]
 pub mod builder;
+#[cfg(feature = "server")]
 pub mod catalog;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod content;
+#[cfg(feature = "server")]
 pub mod context;
+pub mod conventions;
 pub mod errors;
 #[rustfmt::skip] // prettyplease formats generated code; rustfmt must not restyle it.
 pub mod generated;
 pub mod logging;
+#[cfg(feature = "server")]
 pub mod param_headers;
+#[cfg(feature = "server")]
 pub mod request_state;
 pub mod revision;
+#[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod session;
+#[cfg(feature = "server")]
 pub mod stateless;
+#[cfg(feature = "server")]
 pub mod tasks;
+#[cfg(feature = "server")]
 mod tool_index;
+#[cfg(feature = "server")]
 pub mod tools;
 pub mod wire;
 
+#[cfg(feature = "server")]
 pub use builder::{McpServerBuilder, Registry};
+#[cfg(feature = "server")]
 pub use context::{InputRequests, RequestContext, ToolError};
 pub use logging::Level;
 pub use revision::Revision;
+#[cfg(feature = "server")]
 pub use server::{ListKind, McpServer, ServeOptions};
+#[cfg(feature = "server")]
 pub use session::McpSession;
+#[cfg(feature = "server")]
 pub use tasks::{TaskLimits, TaskStore};
+#[cfg(feature = "server")]
 pub use tools::{NoArguments, TaskSupport, ToolDefinition};
 
 /// The 2025-11-25 types handlers read and return.
 pub use generated::v2025_11_25::types;
 /// The schemars (1.x) that tool argument and output types derive `JsonSchema` from: the same
 /// crate as a server's own `schemars = "1"` dependency, so its derive needs no attribute.
+#[cfg(feature = "server")]
 pub use schemars;

@@ -41,6 +41,8 @@ impl Level {
         }
     }
 
+    /// The level a session stored as its index (the server's own bookkeeping).
+    #[cfg(feature = "server")]
     pub(crate) fn from_index(index: u8) -> Option<Self> {
         Self::ALL.get(usize::from(index)).copied()
     }

@@ -20,8 +20,8 @@ use protocols_runtime::handler::Context;
 use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::Direction;
 use protocols_runtime::{
-    BatchPolicy, CancelConvention, CancelReply, ErrorObject, Message, Notification, Peer, Profile,
-    Rejection, Reply, Request, RequestHandler, Unsessioned,
+    BatchPolicy, ErrorObject, Message, Notification, Peer, Profile, Rejection, Reply, Request,
+    RequestHandler, Unsessioned,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -45,13 +45,8 @@ use crate::tools::TaskSupport;
 use crate::wire;
 use protocols_runtime::quote::quote;
 
-/// How `notifications/cancelled` names the request it cancels; a cancelled request gets no
-/// answer, as MCP requires.
-pub const CANCELLATION: CancelConvention = CancelConvention {
-    method: v2026_07_28::methods::NOTIFICATIONS_CANCELLED,
-    id_field: "requestId",
-    reply: CancelReply::Nothing,
-};
+// Its home is `conventions`, shared with the client; named here too, where it always was.
+pub use crate::conventions::CANCELLATION;
 
 /// The `_meta` key naming the `subscriptions/listen` stream a message belongs to.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";

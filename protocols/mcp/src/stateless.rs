@@ -25,19 +25,11 @@ use crate::param_headers;
 use crate::revision::Revision;
 use crate::tasks::extension_methods as extension;
 
-pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
-pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
-pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
-
-/// The `_meta` key carrying a stateless request's protocol version.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key carrying a stateless request's client capabilities.
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The `_meta` key carrying a stateless request's log level.
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// The `_meta` key a stateless request may describe its client with.
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+// Their home is `conventions`, shared with the client; named here too, where they always were.
+pub use crate::conventions::{
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    METHOD_HEADER, NAME_HEADER, SESSION_HEADER, VERSION_HEADER,
+};
 
 /// A request's params as JSON (`Null` when absent or unreadable).
 pub(crate) fn params_of(request: &Request) -> Value {

@@ -22,67 +22,11 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::HardeningError;
+use super::principal::Principal;
 use super::refusal::{Challenge, Refusal};
 
 /// The path RFC 9728 §3.1 puts the metadata document under.
 pub const METADATA_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
-
-/// The claims of a validated token, as the issuer sent them.
-pub type Claims = serde_json::Map<String, serde_json::Value>;
-
-/// What a credential proved: who the caller is, what it may do and, for a token that carries
-/// them (a JWT), its validated claims. Cheap to clone: every part is shared.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub subject: Arc<str>,
-    pub scopes: Arc<[String]>,
-    claims: Option<Arc<Claims>>,
-}
-
-impl Principal {
-    pub fn new(subject: impl Into<Arc<str>>, scopes: impl IntoIterator<Item = String>) -> Self {
-        Self {
-            subject: subject.into(),
-            scopes: scopes.into_iter().collect(),
-            claims: None,
-        }
-    }
-
-    /// The same principal, carrying the claims of the token that proved it.
-    #[must_use]
-    pub fn with_claims(mut self, claims: Claims) -> Self {
-        self.claims = Some(Arc::new(claims));
-        self
-    }
-
-    /// Whether every scope in `required` was granted.
-    pub fn has_scopes(&self, required: &[String]) -> bool {
-        required.iter().all(|scope| self.scopes.contains(scope))
-    }
-
-    /// The validated claims, when the credential was a token that carries claims; `None` for a
-    /// static credential.
-    pub fn claims(&self) -> Option<&Claims> {
-        self.claims.as_deref()
-    }
-
-    /// One validated claim (`email`, `azp`, `client_id`…), when there is one by that name.
-    pub fn claim(&self, name: &str) -> Option<&serde_json::Value> {
-        self.claims()?.get(name)
-    }
-}
-
-/// Subjects are identifiers, not secrets, but a `Debug` print should never grow a token field by
-/// accident, so this one is written by hand, and names only how many claims there are.
-impl fmt::Debug for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Principal")
-            .field("subject", &self.subject)
-            .field("scopes", &self.scopes)
-            .field("claims", &self.claims.as_ref().map(|claims| claims.len()))
-            .finish()
-    }
-}
 
 /// Why no principal could be established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,8 +17,9 @@ use jsonwebtoken::crypto::CryptoProvider;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
-use super::auth::{AuthFailure, Authenticator, Claims, Principal, ProtectedResource, bearer_token};
+use super::auth::{AuthFailure, Authenticator, ProtectedResource, bearer_token};
 use super::jwks::{Jwks, Lookup, Pin, Timing};
+use super::principal::{Claims, Principal};
 
 /// How far past `exp` (or before `nbf`) a token is still taken: clocks drift.
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);

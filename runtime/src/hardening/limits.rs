@@ -23,7 +23,7 @@ use http::Extensions;
 use http_body_util::{BodyExt as _, LengthLimitError};
 use tokio::time::Instant;
 
-use super::auth::Principal;
+use super::principal::Principal;
 use super::refusal::Refusal;
 
 /// The body limit in force for a request, placed in its extensions by the hardening so a route

@@ -11,74 +11,123 @@
 //! ([`Hardening::harden`]) doing what those layers do, in the same order, as one service: the
 //! router mounts it at its path and a server that owns its listener calls it directly, with
 //! one admission value ([`Admitted`]) handing it the body limit and the caller's address.
+//!
+//! Everything here but [`Principal`] and the [`Refusal`] vocabulary is the `server` feature's:
+//! a client's callback handler still reads the principal from its context and answers an
+//! overloaded stdio peer with the refusal's code.
 
+#[cfg(feature = "server")]
 mod auth;
+#[cfg(feature = "server")]
 mod cors;
+#[cfg(feature = "server")]
 mod guard;
+#[cfg(feature = "server")]
 mod jwks;
+#[cfg(feature = "server")]
 mod jwt;
+#[cfg(feature = "server")]
 mod limits;
+#[cfg(feature = "server")]
 mod origin;
+mod principal;
+#[cfg(feature = "server")]
 mod proxy;
 mod refusal;
+#[cfg(feature = "server")]
 mod security_headers;
 
+#[cfg(feature = "server")]
 use std::convert::Infallible;
+#[cfg(feature = "server")]
 use std::net::SocketAddr;
+#[cfg(feature = "server")]
 use std::sync::Arc;
+#[cfg(feature = "server")]
 use std::time::Duration;
 
+#[cfg(feature = "server")]
 use axum::Router;
+#[cfg(feature = "server")]
 use axum::body::Body;
+#[cfg(feature = "server")]
 use axum::extract::Request;
+#[cfg(feature = "server")]
 use axum::response::Response;
+#[cfg(feature = "server")]
 use http::{Extensions, HeaderValue, StatusCode, header};
+#[cfg(feature = "server")]
 use tower::Layer as _;
 
+#[cfg(feature = "server")]
 pub use auth::{
-    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, Claims, METADATA_WELL_KNOWN,
-    Principal, ProtectedResource, bearer_token,
+    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN,
+    ProtectedResource, bearer_token,
 };
+#[cfg(feature = "server")]
 pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE};
+#[cfg(feature = "server")]
 pub use jwks::{MAX_JWKS_BYTES, MAX_JWKS_KEYS};
+#[cfg(feature = "server")]
 pub use jwt::{
     DEFAULT_FETCH_TIMEOUT, DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFETCH_INTERVAL,
     JwtAuthenticator, JwtConfig, JwtConfigError, MAX_TOKEN_BYTES,
 };
+#[cfg(feature = "server")]
 pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
+#[cfg(feature = "server")]
 pub use origin::{HostPolicy, OriginPolicy};
+pub use principal::{Claims, Principal};
+#[cfg(feature = "server")]
 pub use proxy::{MAX_FORWARDED_HOPS, TrustedProxies};
 pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal, RefusalAnswer, Refused};
+#[cfg(feature = "server")]
 pub use security_headers::SecurityHeaders;
+#[cfg(feature = "server")]
 pub(crate) use security_headers::response_headers;
 
+#[cfg(feature = "server")]
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};
+#[cfg(feature = "server")]
 pub use guard::Cacheable;
+#[cfg(feature = "server")]
 use guard::{AdmitLayer, GuardLayer, GuardPolicy, InFlight};
+#[cfg(feature = "server")]
 pub(crate) use guard::{Admitted, AdmittedService, HardenedEndpoint, HardenedFuture};
+#[cfg(feature = "server")]
 use limits::{RateKey, RateLimiter};
+#[cfg(feature = "server")]
 use origin::SiteCheck;
+#[cfg(feature = "server")]
 use security_headers::refuse_unknown_path;
+#[cfg(feature = "server")]
 use tower_http::cors::CorsLayer;
 
 /// The body limit when none is configured: large enough for a base64 image in a tool result.
+#[cfg(feature = "server")]
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Per-subject allowance when none is configured.
+#[cfg(feature = "server")]
 pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
 /// Per-address allowance of anonymous callers when none is configured. An address can stand
 /// for a crowd (every user behind one NAT, every client of an untrusted proxy), so this is set
 /// at the scale of what one server core answers, not of what one user sends: it keeps one
 /// address from taking the whole server and nothing short of that. Behind a load balancer,
 /// name it a trusted proxy so each client gets a bucket of its own.
+#[cfg(feature = "server")]
 pub const DEFAULT_ANONYMOUS_RATE_LIMIT: RateLimit = RateLimit::new(10_000.0, 20_000);
 /// Requests in flight at once before new ones are shed with 503.
+#[cfg(feature = "server")]
 pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
 /// How long a request may take to produce its response head (a stream's body is not timed).
+#[cfg(feature = "server")]
 pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 /// Distinct rate-limit keys tracked before idle buckets are evicted.
+#[cfg(feature = "server")]
 const MAX_RATE_KEYS: usize = 100_000;
 
 /// A configuration that cannot be served safely; returned at start-up, never per request.
+#[cfg(feature = "server")]
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum HardeningError {
     #[error("the configured value of security header `{0}` is not a valid header value")]
@@ -110,6 +159,7 @@ pub enum HardeningError {
 }
 
 /// The hardening a server runs with, before validation. Every field has a safe default.
+#[cfg(feature = "server")]
 #[derive(Clone)]
 pub struct HardeningConfig {
     security_headers: SecurityHeaders,
@@ -128,6 +178,7 @@ pub struct HardeningConfig {
     trusted_proxies: Vec<String>,
 }
 
+#[cfg(feature = "server")]
 impl std::fmt::Debug for HardeningConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HardeningConfig")
@@ -147,6 +198,7 @@ impl std::fmt::Debug for HardeningConfig {
     }
 }
 
+#[cfg(feature = "server")]
 impl Default for HardeningConfig {
     fn default() -> Self {
         Self {
@@ -168,6 +220,7 @@ impl Default for HardeningConfig {
     }
 }
 
+#[cfg(feature = "server")]
 impl HardeningConfig {
     pub fn new() -> Self {
         Self::default()
@@ -367,6 +420,7 @@ impl HardeningConfig {
 }
 
 /// The limiter for `limit`, named `name` in a configuration error.
+#[cfg(feature = "server")]
 fn rate_limiter(
     limit: Option<RateLimit>,
     name: &'static str,
@@ -381,6 +435,7 @@ fn rate_limiter(
     Ok(Some(RateLimiter::new(limit, MAX_RATE_KEYS)))
 }
 
+#[cfg(feature = "server")]
 fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
     if value == 0 {
         Err(HardeningError::NonPositiveLimit(name))
@@ -391,6 +446,7 @@ fn positive(name: &'static str, value: usize) -> Result<(), HardeningError> {
 
 /// The per-request admission state: who is calling, whether they may, and how much they may
 /// send.
+#[cfg(feature = "server")]
 #[derive(Debug)]
 pub(crate) struct Admission {
     gate: Option<Gate>,
@@ -401,6 +457,7 @@ pub(crate) struct Admission {
     body_limit: BodyLimit,
 }
 
+#[cfg(feature = "server")]
 impl Admission {
     /// Whether admission waits for an authenticator.
     fn authenticates(&self) -> bool {
@@ -473,6 +530,7 @@ impl Admission {
 }
 
 /// Charges the caller `key` names to `limiter`; the key is only worked out when it is set.
+#[cfg(feature = "server")]
 fn charge_with(
     limiter: &Option<RateLimiter>,
     key: impl FnOnce() -> Option<RateKey>,
@@ -484,6 +542,7 @@ fn charge_with(
 }
 
 /// A validated hardening, ready to wrap routers. Cheap to clone.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone)]
 pub struct Hardening {
     guard: Arc<GuardPolicy>,
@@ -492,6 +551,7 @@ pub struct Hardening {
     cors: Option<CorsLayer>,
 }
 
+#[cfg(feature = "server")]
 impl Hardening {
     /// Wraps a transport router. Outermost first:
     ///
@@ -573,6 +633,7 @@ impl Hardening {
 }
 
 /// Public by design (RFC 9728 §3): a client fetches it because it could not authenticate.
+#[cfg(feature = "server")]
 async fn serve_metadata(document: Arc<[u8]>) -> Response {
     let mut response = Response::new(Body::from(document.to_vec()));
     *response.status_mut() = StatusCode::OK;

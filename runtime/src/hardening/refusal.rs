@@ -33,9 +33,13 @@
 //! tail no longer holds (evicted, or never issued) is `410 Gone` (the history is gone for good, so
 //! the client must open a fresh stream instead of retrying the same cursor).
 
+#[cfg(feature = "server")]
 use axum::body::Body;
+#[cfg(feature = "server")]
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, header};
+#[cfg(feature = "server")]
+use http::header;
+use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
 /// The longest string id a refusal echoes. A longer id is answered as `null` so a refusal never
@@ -185,6 +189,7 @@ impl Refusal {
     ///
     /// Used to give axum's and tower's empty 404/405/413 responses a JSON-RPC body without a
     /// second mapping; statuses no refusal owns stay as they are.
+    #[cfg(feature = "server")]
     pub(crate) fn for_bare_status(status: StatusCode, allow: Option<&HeaderValue>) -> Option<Self> {
         match status {
             StatusCode::NOT_FOUND => Some(Self::NotFound),
@@ -204,6 +209,7 @@ impl Refusal {
     /// The response answering a request whose JSON-RPC id is known (or `None` when it is not).
     /// It carries the refusal itself as an extension ([`Refused`]), so the transport can answer
     /// it as its protocol's binding does ([`RefusalAnswer`]).
+    #[cfg(feature = "server")]
     pub fn into_response_with_id(self, id: Option<&EchoId>) -> Response {
         let (status, code) = (self.status(), self.code());
         let mut response = self.respond(status, code, id);
@@ -218,6 +224,7 @@ impl Refusal {
     /// The response with `answer`'s code, and its status where the refusal lets a protocol
     /// choose one: a body that is no JSON-RPC message (parse error, invalid request) is the
     /// protocol's to answer; every other refusal keeps its status.
+    #[cfg(feature = "server")]
     pub fn into_response_as(self, id: Option<&EchoId>, answer: RefusalAnswer) -> Response {
         let status = match (&self, answer.status) {
             (Self::ParseError | Self::InvalidRequest, Some(status)) => status,
@@ -226,6 +233,7 @@ impl Refusal {
         self.respond(status, answer.code, id)
     }
 
+    #[cfg(feature = "server")]
     fn respond(&self, status: StatusCode, code: i64, id: Option<&EchoId>) -> Response {
         let body = error_body(code, self.message(), id);
         let mut response = Response::new(Body::from(body));
@@ -256,6 +264,7 @@ impl Refusal {
     }
 
     /// The JSON-RPC error body, for an answer written without a response to carry it.
+    #[cfg(feature = "server")]
     pub(crate) fn body_bytes(&self) -> Vec<u8> {
         error_body(self.code(), self.message(), None)
     }
@@ -278,6 +287,7 @@ pub struct RefusalAnswer {
     pub status: Option<StatusCode>,
 }
 
+#[cfg(feature = "server")]
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         self.into_response_with_id(None)
@@ -292,6 +302,7 @@ pub struct IdentifiedRefusal {
     pub id: Option<EchoId>,
 }
 
+#[cfg(feature = "server")]
 impl IntoResponse for IdentifiedRefusal {
     fn into_response(self) -> Response {
         self.refusal.into_response_with_id(self.id.as_ref())
@@ -350,6 +361,7 @@ impl EchoId {
         parsed.id.as_ref().and_then(Self::from_json)
     }
 
+    #[cfg(feature = "server")]
     fn to_json(&self) -> Value {
         match self {
             Self::Integer(number) => Value::from(*number),
@@ -359,6 +371,7 @@ impl EchoId {
 }
 
 /// Serialises the JSON-RPC error object; a `Value` tree so escaping is serde_json's, not ours.
+#[cfg(feature = "server")]
 fn error_body(code: i64, message: &'static str, id: Option<&EchoId>) -> Vec<u8> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",

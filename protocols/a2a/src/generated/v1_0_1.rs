@@ -1792,6 +1792,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         ],
     },
 ];
+#[cfg(feature = "server")]
 /// The agent side of A2A 1.0.1: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this
@@ -1987,6 +1988,7 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         )
     }
 }
+#[cfg(feature = "server")]
 /// Answers one request to a [`Agent`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602. Streaming methods answer `Answer::Stream`, one serialized item per result, for the binding to carry.
 pub async fn dispatch_agent_request<H: Agent>(
     handler: &H,
@@ -2157,6 +2159,7 @@ pub async fn dispatch_agent_request<H: Agent>(
             ::std::result::Result::Err(error),
         ))
 }
+#[cfg(feature = "server")]
 /// Delivers one notification to a [`Agent`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
 pub async fn dispatch_agent_notification<H: Agent>(
     handler: &H,
@@ -2168,10 +2171,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
 }
 /// Calls a remote agent of A2A 1.0.1 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[cfg(feature = "client")]
 #[derive(Debug, Clone)]
 pub struct RemoteAgent<T> {
     transport: T,
 }
+#[cfg(feature = "client")]
 impl<T> RemoteAgent<T> {
     /// A proxy calling through `transport`.
     pub fn new(transport: T) -> Self {
@@ -2182,6 +2187,7 @@ impl<T> RemoteAgent<T> {
         &self.transport
     }
 }
+#[cfg(feature = "client")]
 impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     /// Calls `SendMessage`.
     pub async fn send_message(

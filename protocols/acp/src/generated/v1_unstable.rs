@@ -9109,6 +9109,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         http: &[],
     },
 ];
+#[cfg(feature = "server")]
 /// The agent side of ACP v1-unstable: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_agent_request`] and [`dispatch_agent_notification`].
 pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this
@@ -9556,6 +9557,7 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         ::std::future::ready(())
     }
 }
+#[cfg(feature = "server")]
 /// Answers one request to a [`Agent`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
 pub async fn dispatch_agent_request<H: Agent>(
     handler: &H,
@@ -9831,6 +9833,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
     }
 }
+#[cfg(feature = "server")]
 /// Delivers one notification to a [`Agent`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
 pub async fn dispatch_agent_notification<H: Agent>(
     handler: &H,
@@ -9947,10 +9950,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     ::std::result::Result::Ok(())
 }
 /// Calls a remote agent of ACP v1-unstable through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[cfg(feature = "client")]
 #[derive(Debug, Clone)]
 pub struct RemoteAgent<T> {
     transport: T,
 }
+#[cfg(feature = "client")]
 impl<T> RemoteAgent<T> {
     /// A proxy calling through `transport`.
     pub fn new(transport: T) -> Self {
@@ -9961,6 +9966,7 @@ impl<T> RemoteAgent<T> {
         &self.transport
     }
 }
+#[cfg(feature = "client")]
 impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     /// Calls `authenticate`.
     pub async fn authenticate(
@@ -10483,6 +10489,7 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
             .await
     }
 }
+#[cfg(feature = "client")]
 /// The client side of ACP v1-unstable: one method per request and notification the agent sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_client_request`] and [`dispatch_client_notification`].
 pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this
@@ -10732,6 +10739,7 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
         ::std::future::ready(())
     }
 }
+#[cfg(feature = "client")]
 /// Answers one request to a [`Client`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
 pub async fn dispatch_client_request<H: Client>(
     handler: &H,
@@ -10903,6 +10911,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
     }
 }
+#[cfg(feature = "client")]
 /// Delivers one notification to a [`Client`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
 pub async fn dispatch_client_notification<H: Client>(
     handler: &H,
@@ -10953,10 +10962,12 @@ pub async fn dispatch_client_notification<H: Client>(
     ::std::result::Result::Ok(())
 }
 /// Calls a remote client of ACP v1-unstable through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone)]
 pub struct RemoteClient<T> {
     transport: T,
 }
+#[cfg(feature = "server")]
 impl<T> RemoteClient<T> {
     /// A proxy calling through `transport`.
     pub fn new(transport: T) -> Self {
@@ -10967,6 +10978,7 @@ impl<T> RemoteClient<T> {
         &self.transport
     }
 }
+#[cfg(feature = "server")]
 impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(

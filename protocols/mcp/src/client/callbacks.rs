@@ -6,16 +6,17 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use protocols_runtime::ErrorObject;
 use serde_json::{Map, Value};
 
 use crate::generated::v2026_07_28::methods;
-use crate::tools::BoxFuture;
 
 /// How many notifications the buffer keeps by default before the oldest make room.
 pub const DEFAULT_NOTIFICATION_LIMIT: usize = 1024;
 
-type AnswerFn = Arc<dyn Fn(String, Value) -> BoxFuture<Result<Value, ErrorObject>> + Send + Sync>;
+type AnswerFn =
+    Arc<dyn Fn(String, Value) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
 
 /// How the client answers the server's requests, and where the server's notifications go.
 ///

@@ -10,8 +10,8 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::conventions::{METHOD_HEADER, NAME_HEADER};
 use crate::generated::{v2025_11_25, v2026_07_28};
-use crate::stateless::{METHOD_HEADER, NAME_HEADER};
 
 /// The property keyword naming a header a tool argument is mirrored into.
 const HEADER_KEYWORD: &str = "x-mcp-header";

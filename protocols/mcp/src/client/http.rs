@@ -26,13 +26,13 @@ use super::callbacks::Callbacks;
 use super::error::{HttpError, failure, transport_error};
 use super::headers::{ToolHeaders, request_headers, screen_tools};
 use super::{MAX_EVENT_BYTES, client_info, envelope, outcome};
-use crate::context::codes;
-use crate::generated::{v2025_11_25, v2026_07_28};
-use crate::revision::Revision;
-use crate::stateless::{
+use crate::conventions::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, SESSION_HEADER,
     VERSION_HEADER,
 };
+use crate::errors::codes;
+use crate::generated::{v2025_11_25, v2026_07_28};
+use crate::revision::Revision;
 
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 

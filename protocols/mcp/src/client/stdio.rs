@@ -15,9 +15,9 @@ use tokio::process::{Child, Command};
 use super::callbacks::Callbacks;
 use super::error::transport_error;
 use super::{client_info, envelope_raw};
+use crate::conventions::CANCELLATION;
 use crate::generated::v2025_11_25::methods;
 use crate::revision::Revision;
-use crate::server::CANCELLATION;
 
 /// The client's side of a line-oriented conversation: it answers the server's requests
 /// through the callbacks and keeps its notifications.

@@ -5341,6 +5341,7 @@ fn decode_result_as<T: ::serde::de::DeserializeOwned>(
             source,
         })
 }
+#[cfg(feature = "server")]
 /// The server side of MCP 2025-06-18: one method per request and notification the client sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_server_request`] and [`dispatch_server_notification`].
 pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this
@@ -5617,6 +5618,7 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
         ::std::future::ready(())
     }
 }
+#[cfg(feature = "server")]
 /// Answers one request to a [`Server`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
 pub async fn dispatch_server_request<H: Server>(
     handler: &H,
@@ -5801,6 +5803,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
     }
 }
+#[cfg(feature = "server")]
 /// Delivers one notification to a [`Server`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
 pub async fn dispatch_server_notification<H: Server>(
     handler: &H,
@@ -5862,10 +5865,12 @@ pub async fn dispatch_server_notification<H: Server>(
     ::std::result::Result::Ok(())
 }
 /// Calls a remote server of MCP 2025-06-18 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[cfg(feature = "client")]
 #[derive(Debug, Clone)]
 pub struct RemoteServer<T> {
     transport: T,
 }
+#[cfg(feature = "client")]
 impl<T> RemoteServer<T> {
     /// A proxy calling through `transport`.
     pub fn new(transport: T) -> Self {
@@ -5876,6 +5881,7 @@ impl<T> RemoteServer<T> {
         &self.transport
     }
 }
+#[cfg(feature = "client")]
 impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
@@ -6192,6 +6198,7 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
             .await
     }
 }
+#[cfg(feature = "client")]
 /// The client side of MCP 2025-06-18: one method per request and notification the server sends. Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve it with [`dispatch_client_request`] and [`dispatch_client_notification`].
 pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     /// What every method receives beside its params, chosen by the glue serving this
@@ -6333,6 +6340,7 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
         ::std::future::ready(())
     }
 }
+#[cfg(feature = "client")]
 /// Answers one request to a [`Client`]: decodes `params` as the type of `method`, calls the handler and serializes its answer. Unknown methods answer -32601, params that do not fit -32602.
 pub async fn dispatch_client_request<H: Client>(
     handler: &H,
@@ -6400,6 +6408,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
     }
 }
+#[cfg(feature = "client")]
 /// Delivers one notification to a [`Client`]. Nothing is answered, so a notification that is unknown or whose params do not fit is returned to the caller to log.
 pub async fn dispatch_client_notification<H: Client>(
     handler: &H,
@@ -6494,10 +6503,12 @@ pub async fn dispatch_client_notification<H: Client>(
     ::std::result::Result::Ok(())
 }
 /// Calls a remote client of MCP 2025-06-18 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone)]
 pub struct RemoteClient<T> {
     transport: T,
 }
+#[cfg(feature = "server")]
 impl<T> RemoteClient<T> {
     /// A proxy calling through `transport`.
     pub fn new(transport: T) -> Self {
@@ -6508,6 +6519,7 @@ impl<T> RemoteClient<T> {
         &self.transport
     }
 }
+#[cfg(feature = "server")]
 impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
