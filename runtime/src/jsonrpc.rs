@@ -14,6 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 mod common_shape;
+pub mod member;
 
 /// The only protocol version this module speaks.
 pub const VERSION: &str = "2.0";
