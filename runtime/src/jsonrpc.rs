@@ -430,7 +430,7 @@ pub struct DecodeLimits {
     pub max_depth: usize,
 }
 
-crate::config_setters::config_setters!(DecodeLimits {
+crate::config_setters!(DecodeLimits {
     max_bytes: usize,
     max_depth: usize
 });
