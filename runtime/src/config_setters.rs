@@ -1,8 +1,13 @@
-//! Chained setters for the runtime's `#[non_exhaustive]` configuration structs: outside the
-//! runtime a config is built as `HttpConfig::default().tail_capacity(64)`, so adding a field is
-//! not a breaking change. One macro writes every setter, so they all behave alike.
+//! Chained setters for the `#[non_exhaustive]` configuration structs of the runtime and of the
+//! protocol crates: outside its crate a config is built as
+//! `HttpConfig::default().tail_capacity(64)`, so adding a field is not a breaking change. One
+//! macro writes every setter, so they all behave alike.
 
-/// Writes `pub fn field(mut self, value) -> Self` for each listed field of `$config`.
+/// Writes `pub fn field(mut self, value) -> Self` for each listed field of `$config`, each
+/// documented by a link to the field's own doc. Exported for the protocol crates' configs;
+/// not part of the API.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! config_setters {
     ($config:ty { $($field:ident: $type:ty),+ $(,)? }) => {
         impl $config {
@@ -17,5 +22,3 @@ macro_rules! config_setters {
         }
     };
 }
-
-pub(crate) use config_setters;

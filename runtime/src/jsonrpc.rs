@@ -14,6 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 mod common_shape;
+pub mod member;
 
 /// The only protocol version this module speaks.
 pub const VERSION: &str = "2.0";
@@ -429,7 +430,7 @@ pub struct DecodeLimits {
     pub max_depth: usize,
 }
 
-crate::config_setters::config_setters!(DecodeLimits {
+crate::config_setters!(DecodeLimits {
     max_bytes: usize,
     max_depth: usize
 });

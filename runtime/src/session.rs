@@ -245,7 +245,7 @@ pub struct SessionLimits {
     pub max_live: usize,
 }
 
-crate::config_setters::config_setters!(SessionLimits {
+crate::config_setters!(SessionLimits {
     idle: Duration,
     absolute: Duration,
     max_live: usize

@@ -58,7 +58,7 @@ pub struct StdioConfig {
     pub outbound_capacity: usize,
 }
 
-crate::config_setters::config_setters!(StdioConfig {
+crate::config_setters!(StdioConfig {
     limits: DecodeLimits,
     peer_timeout: Duration,
     drain_grace: Duration,

@@ -42,7 +42,7 @@ pub struct StreamPolicy {
     pub retry: Option<Duration>,
 }
 
-crate::config_setters::config_setters!(StreamPolicy { keep_alive: Option<Duration>, close_after: Option<Duration>, retry: Option<Duration> });
+crate::config_setters!(StreamPolicy { keep_alive: Option<Duration>, close_after: Option<Duration>, retry: Option<Duration> });
 
 /// Whether a stream opens with an event carrying its cursor and no data, so a client can
 /// resume even before the first message; the protocol decides (`RequestHandler::primes`).

@@ -102,15 +102,13 @@ impl Options {
 
     /// Where A2A webhooks may point.
     fn push_policy(&self) -> PushPolicy {
-        PushPolicy {
-            private_targets: if self.allow_private_webhooks {
-                tracing::warn!("A2A webhooks may target loopback and private addresses (unsafe)");
-                PrivateTargets::Allow
-            } else {
-                PrivateTargets::Refuse
-            },
-            ..PushPolicy::default()
-        }
+        let private_targets = if self.allow_private_webhooks {
+            tracing::warn!("A2A webhooks may target loopback and private addresses (unsafe)");
+            PrivateTargets::Allow
+        } else {
+            PrivateTargets::Refuse
+        };
+        PushPolicy::default().private_targets(private_targets)
     }
 }
 
@@ -132,10 +130,7 @@ fn mount_a2a(builder: ServerBuilder, base_url: &str, push: PushPolicy) -> Server
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
 /// its streams and connections ended when the server starts draining.
 fn mount_acp(builder: ServerBuilder, idle_timeout: Duration) -> ServerBuilder {
-    let config = RemoteConfig {
-        idle_timeout,
-        ..RemoteConfig::default()
-    };
+    let config = RemoteConfig::default().idle_timeout(idle_timeout);
     let routes = acp_demo::router(builder.drain_token(), config);
     builder.routes(routes)
 }

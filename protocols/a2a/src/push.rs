@@ -29,6 +29,7 @@ pub enum PrivateTargets {
 
 /// How webhooks are checked and delivered.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PushPolicy {
     pub private_targets: PrivateTargets,
     /// Attempts per event, the first included.
@@ -40,6 +41,14 @@ pub struct PushPolicy {
     /// that webhook, so a slow receiver cannot make the server hold work without bound.
     pub max_in_flight: usize,
 }
+
+protocols_runtime::config_setters!(PushPolicy {
+    private_targets: PrivateTargets,
+    attempts: u32,
+    first_backoff: Duration,
+    timeout: Duration,
+    max_in_flight: usize,
+});
 
 impl Default for PushPolicy {
     fn default() -> Self {

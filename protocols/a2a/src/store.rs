@@ -51,6 +51,7 @@ impl Owner {
 /// The bounds a [`MemoryTaskStore`] keeps to. Bytes are what the tasks hold (history, artifacts
 /// and push configs included), counted close to their JSON size.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TaskLimits {
     /// Tasks kept in all.
     pub max_tasks: usize,
@@ -67,6 +68,16 @@ pub struct TaskLimits {
     /// The wait a refusal suggests (`Retry-After`).
     pub retry_after: Duration,
 }
+
+protocols_runtime::config_setters!(TaskLimits {
+    max_tasks: usize,
+    max_bytes: usize,
+    max_tasks_per_owner: usize,
+    max_bytes_per_owner: usize,
+    retention: Duration,
+    max_push_configs_per_task: usize,
+    retry_after: Duration,
+});
 
 impl Default for TaskLimits {
     fn default() -> Self {

@@ -133,11 +133,7 @@ async fn a_callers_value_in_an_error_is_quoted_once_and_bounded_on_every_binding
 
 #[tokio::test]
 async fn an_owner_whose_share_is_live_work_is_refused_with_429_and_retry_after_on_both_bindings() {
-    let running = start_with(limited(TaskLimits {
-        max_tasks_per_owner: 2,
-        ..TaskLimits::default()
-    }))
-    .await;
+    let running = start_with(limited(TaskLimits::default().max_tasks_per_owner(2))).await;
     let first = start_slow(&running, None).await;
     let second = start_slow(&running, None).await;
     let refused = post_rpc(
@@ -211,10 +207,7 @@ async fn an_owner_whose_share_is_live_work_is_refused_with_429_and_retry_after_o
 #[tokio::test]
 async fn a_store_full_of_live_work_is_refused_with_503_on_both_bindings() {
     let running = start_with(Options {
-        limits: Some(TaskLimits {
-            max_tasks: 1,
-            ..TaskLimits::default()
-        }),
+        limits: Some(TaskLimits::default().max_tasks(1)),
         tokens: vec![("alice-token", "alice"), ("bob-token", "bob")],
         ..Options::default()
     })
@@ -248,10 +241,7 @@ async fn a_store_full_of_live_work_is_refused_with_503_on_both_bindings() {
 #[tokio::test]
 async fn each_subject_keeps_its_own_byte_share_and_loses_only_its_own_oldest_finished_tasks() {
     let running = start_with(Options {
-        limits: Some(TaskLimits {
-            max_bytes_per_owner: 40_000,
-            ..TaskLimits::default()
-        }),
+        limits: Some(TaskLimits::default().max_bytes_per_owner(40_000)),
         tokens: vec![("alice-token", "alice"), ("bob-token", "bob")],
         ..Options::default()
     })
@@ -309,10 +299,9 @@ async fn each_subject_keeps_its_own_byte_share_and_loses_only_its_own_oldest_fin
 
 #[tokio::test]
 async fn a_finished_task_is_gone_after_its_retention() {
-    let running = start_with(limited(TaskLimits {
-        retention: Duration::from_millis(300),
-        ..TaskLimits::default()
-    }))
+    let running = start_with(limited(
+        TaskLimits::default().retention(Duration::from_millis(300)),
+    ))
     .await;
     let sent = post_rpc(
         &running,
@@ -333,11 +322,7 @@ async fn a_finished_task_is_gone_after_its_retention() {
 
 #[tokio::test]
 async fn push_configs_per_task_are_bounded_and_the_next_is_refused_with_429() {
-    let running = start_with(limited(TaskLimits {
-        max_push_configs_per_task: 2,
-        ..TaskLimits::default()
-    }))
-    .await;
+    let running = start_with(limited(TaskLimits::default().max_push_configs_per_task(2))).await;
     let sent = post_rpc(
         &running,
         &rpc(1, "SendMessage", json!({"message": user_message("hi")})),

@@ -98,10 +98,7 @@ async fn start() -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let cards = AgentCards::new(card(), None, Endpoints::at(&base, "/a2a", "/a2a/v1"));
-    let push = PushSender::new(PushPolicy {
-        private_targets: PrivateTargets::Allow,
-        ..PushPolicy::default()
-    });
+    let push = PushSender::new(PushPolicy::default().private_targets(PrivateTargets::Allow));
     let service = A2aService::new(
         CallerEcho,
         Arc::new(MemoryTaskStore::new()),

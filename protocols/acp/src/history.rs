@@ -15,6 +15,7 @@ use crate::generated::v1::types::{ContentBlock, SessionId, SessionNotification, 
 /// How much [`Conversations`] keeps. The defaults hold at most 256 sessions × 256 KiB of
 /// updates (64 MiB) however many clients add to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HistoryLimits {
     /// Sessions remembered; opening one more forgets the least recently used.
     pub max_sessions: usize,
@@ -24,6 +25,12 @@ pub struct HistoryLimits {
     /// forgotten, and an update larger than this alone leaves the history empty.
     pub max_bytes_per_session: usize,
 }
+
+protocols_runtime::config_setters!(HistoryLimits {
+    max_sessions: usize,
+    max_updates_per_session: usize,
+    max_bytes_per_session: usize,
+});
 
 impl Default for HistoryLimits {
     fn default() -> Self {

@@ -70,6 +70,7 @@ const HANDOVER: Duration = Duration::from_secs(5);
 
 /// How the remote transport bounds what it holds.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RemoteConfig {
     /// Live connections (HTTP and WebSocket together); `initialize` or an upgrade beyond it is
     /// refused with 503.
@@ -95,6 +96,18 @@ pub struct RemoteConfig {
     /// Fired at server shutdown: every stream and connection ends cleanly.
     pub shutdown: CancellationToken,
 }
+
+protocols_runtime::config_setters!(RemoteConfig {
+    max_connections: usize,
+    idle_timeout: Duration,
+    stream_buffer: usize,
+    max_sessions_per_connection: usize,
+    max_requests_per_connection: usize,
+    keep_alive: Option<Duration>,
+    remembered_sessions: usize,
+    agent: StdioConfig,
+    shutdown: CancellationToken,
+});
 
 impl Default for RemoteConfig {
     fn default() -> Self {

@@ -316,10 +316,7 @@ async fn requests_the_rfd_refuses_get_its_status_codes() {
 
 #[tokio::test]
 async fn an_idle_connection_is_ended_and_its_id_is_then_unknown() {
-    let config = RemoteConfig {
-        idle_timeout: Duration::from_millis(100),
-        ..RemoteConfig::default()
-    };
+    let config = RemoteConfig::default().idle_timeout(Duration::from_millis(100));
     let running = serve_remote(test_server(), config).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let deadline = tokio::time::Instant::now() + PATIENCE;
@@ -850,11 +847,9 @@ async fn a_new_connection_opens_an_earlier_sessions_stream_before_loading_it() {
 /// refused at `initialize` and one idled out each leave room for the next.
 #[tokio::test]
 async fn an_ended_connection_frees_its_place_under_max_connections() {
-    let config = RemoteConfig {
-        max_connections: 1,
-        idle_timeout: Duration::from_millis(200),
-        ..RemoteConfig::default()
-    };
+    let config = RemoteConfig::default()
+        .max_connections(1)
+        .idle_timeout(Duration::from_millis(200));
     let running = serve_remote(test_server(), config).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     // An open stream keeps the connection from idling out before it is deleted.
@@ -972,10 +967,7 @@ async fn assert_overloaded(response: reqwest::Response) {
 
 #[tokio::test]
 async fn past_max_requests_per_connection_a_request_is_refused_503_until_an_answer_goes_out() {
-    let config = RemoteConfig {
-        max_requests_per_connection: 1,
-        ..RemoteConfig::default()
-    };
+    let config = RemoteConfig::default().max_requests_per_connection(1);
     let running = serve_remote(test_server(), config).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let mut connection_stream = raw.stream(None).await;
@@ -1005,10 +997,7 @@ async fn past_max_requests_per_connection_a_request_is_refused_503_until_an_answ
 
 #[tokio::test]
 async fn past_max_sessions_per_connection_another_sessions_stream_is_refused_503() {
-    let config = RemoteConfig {
-        max_sessions_per_connection: 1,
-        ..RemoteConfig::default()
-    };
+    let config = RemoteConfig::default().max_sessions_per_connection(1);
     let running = serve_remote(test_server(), config).await;
     let (raw, _) = Raw::initialize(&running.url()).await;
     let mut connection_stream = raw.stream(None).await;

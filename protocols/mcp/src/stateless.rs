@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use http::{HeaderMap, HeaderName, StatusCode};
+use protocols_runtime::jsonrpc::member;
 use protocols_runtime::quote::quote;
 use protocols_runtime::{ErrorObject, Message, Rejection, Request};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -58,11 +59,8 @@ pub(crate) struct RequestHead<'a> {
     pub(crate) request_state: Option<Cow<'a, str>>,
     /// `params.inputResponses` (2026-07-28 retries), unread until a handler needs it.
     pub(crate) input_responses: Option<&'a RawValue>,
-    /// Where the `_meta` key is written in the params (the address of its first letter, when
-    /// written without escapes), and whether the key came more than once.
-    meta_key_at: Option<usize>,
+    /// Whether the params hold a `_meta` key.
     meta_seen: bool,
-    meta_repeated: bool,
 }
 
 /// The `_meta` keys of a request the server itself reads; others are left for the handler.
@@ -76,10 +74,6 @@ pub(crate) struct MetaHead<'a> {
     /// Whether it holds a key besides the four the server reads for the stateless revision
     /// (`progressToken` among them), i.e. something the handler may want.
     for_handler: bool,
-    /// The address just past the text of the last member's value, when known (a value read
-    /// as borrowed text); with the key's address it locates the whole `_meta` without
-    /// reading it twice.
-    end_at: Option<usize>,
 }
 
 impl<'a> RequestHead<'a> {
@@ -95,47 +89,15 @@ impl<'a> RequestHead<'a> {
     /// `params` (the text this head was read from) as the handler decodes them: a stateless request's without a `_meta` that holds
     /// nothing but what the server itself read for that revision (version, capabilities, client, log
     /// level), so a stateless call reaches the handler as the same call in a session would and
-    /// its typed params are not built from keys no handler reads. Anything the server cannot
-    /// cut cleanly (a repeated or escaped key, a value it did not read as text) is passed as
-    /// sent.
+    /// its typed params are not built from keys no handler reads. A `_meta` the server cannot
+    /// cut cleanly (a repeated or escaped key, see [`member::find`]) is passed as sent.
     pub(crate) fn params_for_handler(&self, params: &'a RawValue) -> Cow<'a, RawValue> {
-        let cuttable = self.version().is_some() && !self.meta_repeated && !self.meta.for_handler;
+        let cuttable = self.version().is_some() && !self.meta.for_handler;
         cuttable
-            .then(|| self.without_meta(params.get()))
+            .then(|| member::find(params, "_meta"))
             .flatten()
-            .and_then(|text| RawValue::from_string(text).ok())
+            .and_then(|meta| meta.object_without())
             .map_or(Cow::Borrowed(params), Cow::Owned)
-    }
-
-    /// `params` (the text this head was read from) without its `_meta` member; `None` where
-    /// its place is not known exactly.
-    fn without_meta(&self, params: &str) -> Option<String> {
-        let base = params.as_ptr() as usize;
-        // The opening quote of the key, then the text after the value's closing brace.
-        let start = self.meta_key_at?.checked_sub(base)?.checked_sub(1)?;
-        let value_end = self.meta.end_at?.checked_sub(base)?;
-        let after = params.get(value_end..)?.trim_start().strip_prefix('}')?;
-        let member = params.get(start..params.len() - after.len())?;
-        let value = member
-            .strip_prefix(r#""_meta""#)?
-            .trim_start()
-            .strip_prefix(':')?;
-        if !value.trim_start().starts_with('{') {
-            return None;
-        }
-        let before = params.get(..start)?.trim_end();
-        let (before, after) = match before.strip_suffix(',') {
-            Some(earlier) => (earlier, after),
-            // The first member: the comma after it goes instead.
-            None => {
-                let rest = after.trim_start();
-                (before, rest.strip_prefix(',').unwrap_or(rest))
-            }
-        };
-        let mut text = String::with_capacity(before.len() + after.len());
-        text.push_str(before);
-        text.push_str(after);
-        Some(text)
     }
 
     /// The protocol version the request names in its `_meta`, if it names one.
@@ -304,15 +266,6 @@ fn string_field<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, s
     map.next_value::<StringField<'de>>().map(|field| field.0)
 }
 
-/// The address of `text`'s first byte when it is borrowed from the input, i.e. written there
-/// exactly so.
-fn address_in_input(text: Option<&Cow<'_, str>>) -> Option<usize> {
-    match text? {
-        Cow::Borrowed(text) => Some(text.as_ptr() as usize),
-        Cow::Owned(_) => None,
-    }
-}
-
 impl<'de> ObjectFields<'de> for RequestHead<'de> {
     fn read<A: MapAccess<'de>>(
         &mut self,
@@ -322,9 +275,7 @@ impl<'de> ObjectFields<'de> for RequestHead<'de> {
         match &**key {
             "_meta" => {
                 self.meta = map.next_value()?;
-                self.meta_repeated |= self.meta_seen;
                 self.meta_seen = true;
-                self.meta_key_at = address_in_input(Some(key));
             }
             "name" => self.name = string_field(map)?,
             "uri" => self.uri = string_field(map)?,
@@ -339,42 +290,17 @@ impl<'de> ObjectFields<'de> for RequestHead<'de> {
     }
 }
 
-/// The address just past a string value's text (its closing quote), when borrowed.
-fn end_of_string(text: Option<&Cow<'_, str>>) -> Option<usize> {
-    let start = address_in_input(text)?;
-    Some(start + text?.len() + 1)
-}
-
-fn end_of_raw(text: &RawValue) -> usize {
-    text.get().as_ptr() as usize + text.get().len()
-}
-
 impl<'de> ObjectFields<'de> for MetaHead<'de> {
     fn read<A: MapAccess<'de>>(
         &mut self,
         key: &Cow<'de, str>,
         map: &mut A,
     ) -> Result<(), A::Error> {
-        self.end_at = None;
         match &**key {
-            META_PROTOCOL_VERSION => {
-                self.protocol_version = string_field(map)?;
-                self.end_at = end_of_string(self.protocol_version.as_ref());
-            }
-            META_LOG_LEVEL => {
-                self.log_level = string_field(map)?;
-                self.end_at = end_of_string(self.log_level.as_ref());
-            }
-            META_CLIENT_CAPABILITIES => {
-                let text: &'de RawValue = map.next_value()?;
-                self.client_capabilities = Some(text);
-                self.end_at = Some(end_of_raw(text));
-            }
-            META_CLIENT_INFO => {
-                let text: &'de RawValue = map.next_value()?;
-                self.client_info = Some(text);
-                self.end_at = Some(end_of_raw(text));
-            }
+            META_PROTOCOL_VERSION => self.protocol_version = string_field(map)?,
+            META_LOG_LEVEL => self.log_level = string_field(map)?,
+            META_CLIENT_CAPABILITIES => self.client_capabilities = Some(map.next_value()?),
+            META_CLIENT_INFO => self.client_info = Some(map.next_value()?),
             "progressToken" => {
                 self.progress_token = Some(map.next_value()?);
                 self.for_handler = true;
@@ -821,6 +747,17 @@ mod tests {
         ] {
             assert_eq!(handler_params(params).as_deref(), Some(params), "{params}");
         }
+    }
+
+    #[test]
+    fn a_meta_inside_an_argument_stays_when_the_requests_own_meta_is_cut() {
+        let params = r#"{"name":"echo","arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"},"t":"\"_meta\":{}"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+        assert_eq!(
+            handler_params(params).as_deref(),
+            Some(
+                r#"{"name":"echo","arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"},"t":"\"_meta\":{}"}}"#
+            )
+        );
     }
 
     #[test]

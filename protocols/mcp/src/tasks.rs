@@ -54,6 +54,7 @@ pub const RETRY_AFTER: &str = protocols_runtime::handler::RETRY_AFTER_DATA;
 
 /// How long tasks live, how often clients are told to poll, and how much the store keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskLimits {
     /// The TTL of a task whose request named none (every extension task's).
     pub default_ttl: Duration,
@@ -73,6 +74,17 @@ pub struct TaskLimits {
     /// The bytes of JSON kept for all outcomes together.
     pub max_kept_bytes: usize,
 }
+
+protocols_runtime::config_setters!(TaskLimits {
+    default_ttl: Duration,
+    max_ttl: Duration,
+    poll_interval: Duration,
+    page_size: usize,
+    max_tasks: usize,
+    max_tasks_per_owner: usize,
+    max_outcome_bytes: usize,
+    max_kept_bytes: usize,
+});
 
 impl Default for TaskLimits {
     fn default() -> Self {

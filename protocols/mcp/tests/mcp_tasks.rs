@@ -41,13 +41,11 @@ impl Drop for DropFlag {
 }
 
 fn task_server(fixture: &Fixture) -> McpServer {
-    let limits = TaskLimits {
-        default_ttl: Duration::from_secs(60),
-        max_ttl: Duration::from_secs(120),
-        poll_interval: Duration::from_millis(500),
-        page_size: 2,
-        ..TaskLimits::default()
-    };
+    let limits = TaskLimits::default()
+        .default_ttl(Duration::from_secs(60))
+        .max_ttl(Duration::from_secs(120))
+        .poll_interval(Duration::from_millis(500))
+        .page_size(2);
     let clock: Arc<dyn Clock> = fixture.clock.clone();
     let gate = Arc::clone(&fixture.gate);
     let dropped = Arc::clone(&fixture.forever_dropped);

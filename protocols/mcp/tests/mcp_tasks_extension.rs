@@ -389,11 +389,9 @@ async fn a_mcp_name_that_is_not_the_task_id_is_a_header_mismatch() {
 #[tokio::test]
 async fn a_full_store_refuses_a_required_task_with_503_and_retry_after_and_runs_an_optional_one_now()
  {
-    let limits = TaskLimits {
-        max_tasks: 1,
-        default_ttl: Duration::from_secs(30),
-        ..TaskLimits::default()
-    };
+    let limits = TaskLimits::default()
+        .max_tasks(1)
+        .default_ttl(Duration::from_secs(30));
     let running = spawn(tasks_server(limits)).await;
     let first = call_tool(&running, 1, "wait", json!({"millis": 60_000})).await;
     assert_eq!(first["result"]["resultType"], "task");
@@ -418,10 +416,7 @@ async fn a_full_store_refuses_a_required_task_with_503_and_retry_after_and_runs_
 
 #[tokio::test]
 async fn a_session_holding_its_share_of_tasks_is_refused_with_429_while_another_is_served() {
-    let limits = TaskLimits {
-        max_tasks_per_owner: 1,
-        ..TaskLimits::default()
-    };
+    let limits = TaskLimits::default().max_tasks_per_owner(1);
     let running = spawn(tasks_server(limits)).await;
     let as_task = |id: i64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {

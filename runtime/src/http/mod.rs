@@ -109,7 +109,7 @@ impl Default for HttpConfig {
     }
 }
 
-crate::config_setters::config_setters!(HttpConfig {
+crate::config_setters!(HttpConfig {
     response_mode: ResponseMode,
     limits: DecodeLimits,
     sessions: SessionLimits,

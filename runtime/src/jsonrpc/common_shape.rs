@@ -90,7 +90,7 @@ impl From<Id<'_>> for RequestId {
 /// `Box<RawValue>` deserializes from any map whose one key is serde_json's raw-value token and
 /// whose value is the text. Should that private token ever change, this answers `None` and the
 /// total decoder reads the message; the tests would notice the fast path going unused.
-fn owned_raw(json: &str) -> Option<Box<RawValue>> {
+pub(super) fn owned_raw(json: &str) -> Option<Box<RawValue>> {
     const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
     let entry = std::iter::once((RAW_VALUE_TOKEN, json));
     Box::<RawValue>::deserialize(MapDeserializer::<_, ValueError>::new(entry)).ok()
@@ -100,9 +100,9 @@ fn owned_raw(json: &str) -> Option<Box<RawValue>> {
 /// the total decoder: serde_json's own recursion limit, and the size of [`Open`]'s stack.
 const MAX_DEPTH: u32 = u128::BITS;
 
-struct Cursor<'a> {
-    text: &'a str,
-    at: usize,
+pub(super) struct Cursor<'a> {
+    pub(super) text: &'a str,
+    pub(super) at: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -116,7 +116,7 @@ impl<'a> Cursor<'a> {
         Some(byte)
     }
 
-    fn skip_whitespace(&mut self) {
+    pub(super) fn skip_whitespace(&mut self) {
         // JSON's four whitespace bytes only (`trim_ascii` would also skip a form feed).
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
@@ -124,17 +124,17 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next byte that is not whitespace, consumed.
-    fn next_token(&mut self) -> Option<u8> {
+    pub(super) fn next_token(&mut self) -> Option<u8> {
         self.skip_whitespace();
         self.next()
     }
 
-    fn token(&mut self, byte: u8) -> Option<()> {
+    pub(super) fn token(&mut self, byte: u8) -> Option<()> {
         (self.next_token()? == byte).then_some(())
     }
 
     /// Consumes `byte` if it is the next token.
-    fn eat_token(&mut self, byte: u8) -> bool {
+    pub(super) fn eat_token(&mut self, byte: u8) -> bool {
         self.skip_whitespace();
         let found = self.peek() == Some(byte);
         self.at += usize::from(found);
@@ -283,7 +283,7 @@ impl<'a> Cursor<'a> {
     /// The rest of a string after its opening quote; the text is already valid UTF-8. Inlined
     /// into the validator's loop, so that its cursor stays in registers.
     #[inline(always)]
-    fn string_rest(&mut self) -> Option<()> {
+    pub(super) fn string_rest(&mut self) -> Option<()> {
         loop {
             self.at = plain_run_end(self.text.as_bytes(), self.at);
             match self.next()? {
@@ -313,7 +313,7 @@ impl<'a> Cursor<'a> {
 /// Where the JSON value starting at `at` in `text` ends, when it is valid. Out of line, with a
 /// cursor of its own, so that the envelope's cursor stays in registers.
 #[inline(never)]
-fn value_end(text: &str, at: usize) -> Option<usize> {
+pub(super) fn value_end(text: &str, at: usize) -> Option<usize> {
     let mut cursor = Cursor { text, at };
     cursor.value()?;
     Some(cursor.at)

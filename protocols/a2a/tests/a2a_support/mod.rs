@@ -135,11 +135,11 @@ pub async fn start_with(options: Options) -> Running {
         PrivateTargets::Allow
     };
     let push = (!options.without_push).then(|| {
-        PushSender::new(PushPolicy {
-            private_targets,
-            first_backoff: Duration::from_millis(20),
-            ..PushPolicy::default()
-        })
+        PushSender::new(
+            PushPolicy::default()
+                .private_targets(private_targets)
+                .first_backoff(Duration::from_millis(20)),
+        )
     });
     let store = MemoryTaskStore::with_limits(options.limits.unwrap_or_default());
     let service = A2aService::new(TestExecutor, Arc::new(store), push, cards);
