@@ -34,13 +34,10 @@ pub struct EmittedRevision {
 #[derive(Debug, Clone)]
 pub struct TypedRow<'a> {
     pub row: &'a MethodRow,
-    /// The params type (`types::X`), if the method has params.
-    pub params: Option<TokenStream>,
-    /// The result type (`types::X`), for requests.
-    pub result: Option<TokenStream>,
-    /// The params and result as the table spells them (`types::X`).
-    pub params_name: Option<String>,
-    pub result_name: Option<String>,
+    /// typify's identifier of the params type, if the method has params.
+    pub params: Option<Ident>,
+    /// typify's identifier of the result type, for requests.
+    pub result: Option<Ident>,
     /// `TOOLS_CALL`.
     pub konst: Ident,
     /// `ToolsCall`.
@@ -50,21 +47,27 @@ pub struct TypedRow<'a> {
 }
 
 impl TypedRow<'_> {
+    /// The params type as the revision module names it (`types::X`).
+    pub fn params_type(&self) -> Option<TokenStream> {
+        self.params.as_ref().map(|ident| quote! { types::#ident })
+    }
+
     /// The params as a handler receives them: `Option<T>` when they may be omitted.
     pub fn params_arg_type(&self) -> Option<TokenStream> {
-        let ty = self.params.as_ref()?;
+        let ty = self.params_type()?;
         Some(if self.row.params_optional {
             quote! { ::std::option::Option<#ty> }
         } else {
-            ty.clone()
+            ty
         })
     }
 
     /// The result type, `serde_json::Value` when the row names none.
     pub fn result_type(&self) -> TokenStream {
-        self.result
-            .clone()
-            .unwrap_or_else(|| quote! { ::serde_json::Value })
+        match &self.result {
+            Some(ident) => quote! { types::#ident },
+            None => quote! { ::serde_json::Value },
+        }
     }
 }
 
@@ -106,7 +109,7 @@ fn typed_row<'a>(
     names: &TypeNames,
     row: &'a MethodRow,
 ) -> Result<TypedRow<'a>> {
-    let resolve = |definition: &Option<String>| -> Result<Option<(TokenStream, String)>> {
+    let resolve = |definition: &Option<String>| -> Result<Option<Ident>> {
         let Some(definition) = definition else {
             return Ok(None);
         };
@@ -119,10 +122,10 @@ fn typed_row<'a>(
                     row.name
                 ),
             })?;
-        Ok(Some((quote! { types::#ident }, format!("types::{ident}"))))
+        Ok(Some(ident.clone()))
     };
-    let (params, params_name) = resolve(&row.params)?.unzip();
-    let (result, result_name) = resolve(&row.result)?.unzip();
+    let params = resolve(&row.params)?;
+    let result = resolve(&row.result)?;
     let words = method_words(&row.name);
     let failed = |what: &str, name: String| CodegenError::Revision {
         protocol: model.protocol.clone(),
@@ -135,8 +138,6 @@ fn typed_row<'a>(
         row,
         params,
         result,
-        params_name,
-        result_name,
         konst: ident("constant", words.to_shouty_snake_case())?,
         marker: ident("marker type", words.to_pascal_case())?,
         handler: ident("handler method", words.to_snake_case())?,
@@ -446,7 +447,10 @@ fn methods_module(revision: &Revision<'_>) -> TokenStream {
         let params = rpc.params_arg_type().unwrap_or_else(|| quote! { () });
         let marker = match rpc.row.kind {
             MethodKind::Request => {
-                let result = rpc.result.clone().unwrap_or_else(|| quote! { () });
+                let result = rpc
+                    .result
+                    .as_ref()
+                    .map_or_else(|| quote! { () }, |_| rpc.result_type());
                 quote! {
                     impl ::protocols_runtime::method::RpcMethod for #ident {
                         const NAME: &'static str = #konst;
@@ -496,12 +500,16 @@ fn method_table(revision: &Revision<'_>) -> TokenStream {
             MethodKind::Request => quote! { Request },
             MethodKind::Notification => quote! { Notification },
         };
-        let named = |ty: &Option<String>| match ty {
-            Some(ty) => quote! { Some(#ty) },
+        // The table names each type as the module spells it, for messages and diagnostics.
+        let named = |ident: &Option<Ident>| match ident {
+            Some(ident) => {
+                let text = format!("types::{ident}");
+                quote! { Some(#text) }
+            }
             None => quote! { None },
         };
-        let params = named(&rpc.params_name);
-        let result = named(&rpc.result_name);
+        let params = named(&rpc.params);
+        let result = named(&rpc.result);
         let optional = row.params_optional;
         let streaming = row.streaming.results();
         let client_streaming = row.streaming.params();
