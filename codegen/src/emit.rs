@@ -15,7 +15,7 @@ use crate::model::{Direction, MethodKind, MethodRow, Peer, RevisionModel, UnionK
 use crate::schema_doc::referenced_names;
 use crate::tag_dispatch::{TagDispatch, discriminators, dispatch_on_tags};
 use crate::types_emit::{
-    TypeNames, TypesRequest, add_field_aliases, redocument, typify_definitions,
+    Stands, TypeNames, TypesRequest, add_field_aliases, redocument, typify_definitions,
 };
 
 /// A formatted module plus its counts, for the per-revision line.
@@ -376,15 +376,24 @@ fn documented_types(
     let mut parsed: syn::File =
         syn::parse2(tokens).map_err(|error| unparsable("typify output", error))?;
     let label = revision_label(model);
-    redocument(&mut parsed, names, &|definition| {
+    redocument(&mut parsed, names, &|stands| {
+        let (definition, part) = match stands {
+            Stands::For(definition) => (definition, ""),
+            Stands::InsideOf(definition) => (definition, "Part of "),
+        };
         Some(
             match (
                 model.origins.link(definition),
                 model.origins.elements.get(definition),
             ) {
-                (Some(link), _) => format!(" [`{definition}`]({link}) of {label}."),
-                (None, Some(element)) => format!(" `{element}`, which {label} imports."),
-                (None, None) => format!(" `{definition}` of {label} (`{}`).", model.origins.file),
+                (Some(link), _) => format!(" {part}[`{definition}`]({link}) of {label}."),
+                (None, Some(element)) => format!(" {part}`{element}`, which {label} imports."),
+                (None, None) => {
+                    format!(
+                        " {part}`{definition}` of {label} (`{}`).",
+                        model.origins.file
+                    )
+                }
             },
         )
     });
@@ -444,6 +453,7 @@ fn methods_module(revision: &Revision<'_>) -> TokenStream {
         if !rpc.row.is_bound() {
             continue;
         }
+        let doc = marker_doc(revision, rpc, doc);
         let params = rpc.params_arg_type().unwrap_or_else(|| quote! { () });
         let marker = match rpc.row.kind {
             MethodKind::Request => {
@@ -481,6 +491,23 @@ fn methods_module(revision: &Revision<'_>) -> TokenStream {
             #(#items)*
         }
     }
+}
+
+/// A marker's doc: the method, and a link to the definition of its params and of its result
+/// upstream, which is where the method is written down.
+fn marker_doc(revision: &Revision<'_>, rpc: &TypedRow<'_>, method_doc: String) -> String {
+    let links: Vec<String> = [("params", &rpc.row.params), ("result", &rpc.row.result)]
+        .into_iter()
+        .filter_map(|(what, definition)| {
+            let definition = definition.as_ref()?;
+            let link = revision.model.origins.link(definition)?;
+            Some(format!("{what} [`{definition}`]({link})"))
+        })
+        .collect();
+    if links.is_empty() {
+        return method_doc;
+    }
+    format!("{method_doc}: {}.", links.join(", "))
 }
 
 fn direction_tokens(direction: Direction) -> TokenStream {
@@ -540,6 +567,23 @@ fn method_table(revision: &Revision<'_>) -> TokenStream {
     }
 }
 
+/// ` It stands for [`X`](link) upstream.` when the front end names the upstream union of what
+/// `peer` sends of `kind` and the pinned file declares it; empty otherwise.
+fn union_link(model: &RevisionModel, peer: Peer, kind: UnionKind) -> String {
+    model
+        .message_unions
+        .iter()
+        .find(|union| union.sender == peer && union.kind == kind)
+        .and_then(|union| {
+            let link = model.origins.link(&union.definition)?;
+            Some(format!(
+                " It stands for [`{}`]({link}) upstream.",
+                union.definition
+            ))
+        })
+        .unwrap_or_default()
+}
+
 /// Which helpers the dispatch code calls, so none is emitted unused.
 #[derive(Debug, Default)]
 struct HelperUse {
@@ -570,19 +614,28 @@ fn dispatched_enums(revision: &Revision<'_>, peers: &BTreeSet<Peer>) -> Result<T
         let lower = side.to_lowercase();
         out.push(message_enum(
             &checked_ident(model, &enum_name(model, *peer, UnionKind::Request))?,
-            &format!("Requests the {lower} sends ({label}), dispatched by method name."),
+            &format!(
+                "Requests the {lower} sends ({label}), dispatched by method name.{}",
+                union_link(model, *peer, UnionKind::Request)
+            ),
             &sent(MethodKind::Request, *peer),
             &mut helpers,
         ));
         out.push(message_enum(
             &checked_ident(model, &enum_name(model, *peer, UnionKind::Notification))?,
-            &format!("Notifications the {lower} sends ({label}), dispatched by method name."),
+            &format!(
+                "Notifications the {lower} sends ({label}), dispatched by method name.{}",
+                union_link(model, *peer, UnionKind::Notification)
+            ),
             &sent(MethodKind::Notification, *peer),
             &mut helpers,
         ));
         out.push(result_enum(
             &checked_ident(model, &enum_name(model, *peer, UnionKind::Result))?,
-            &format!("Results the {lower} sends ({label}), decoded by the method they answer."),
+            &format!(
+                "Results the {lower} sends ({label}), decoded by the method they answer.{}",
+                union_link(model, *peer, UnionKind::Result)
+            ),
             &sent(MethodKind::Request, other),
             &mut helpers,
         ));

@@ -210,20 +210,102 @@ pub fn reference_closure(definitions: &Definitions, name: &str) -> Vec<String> {
     seen.into_iter().collect()
 }
 
-/// Removes every doc attribute typify wrote (it copies schema text) and documents each
-/// definition's type with `doc(definition)` instead.
-pub fn redocument(file: &mut syn::File, names: &TypeNames, doc: &dyn Fn(&str) -> Option<String>) {
+/// What a type of typify's output stands for, as its doc says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stands<'a> {
+    /// The type of this definition.
+    For(&'a str),
+    /// A type typify named for a schema inside this definition (an inline object, enum or
+    /// union of one of its properties).
+    InsideOf(&'a str),
+}
+
+/// Removes every doc attribute typify wrote (it copies schema text) and documents each type
+/// with `doc` of what it stands for: a definition's type by that definition, every other type
+/// by the definition it is part of.
+pub fn redocument(
+    file: &mut syn::File,
+    names: &TypeNames,
+    doc: &dyn Fn(Stands<'_>) -> Option<String>,
+) {
     let mut stripper = DocStripper;
     stripper.visit_file_mut(file);
+    let owners = inner_type_owners(file, names);
     for item in &mut file.items {
-        let (attrs, ident) = match item {
-            syn::Item::Struct(s) => (&mut s.attrs, s.ident.to_string()),
-            syn::Item::Enum(e) => (&mut e.attrs, e.ident.to_string()),
-            syn::Item::Type(t) => (&mut t.attrs, t.ident.to_string()),
+        let Some((attrs, ident)) = type_item_mut(item) else {
+            continue;
+        };
+        let stands = match names.definition_of(&ident) {
+            Some(definition) => Stands::For(definition),
+            None => match owners.get(&ident) {
+                Some(definition) => Stands::InsideOf(definition),
+                None => continue,
+            },
+        };
+        if let Some(text) = doc(stands) {
+            attrs.insert(0, syn::parse_quote!(#[doc = #text]));
+        }
+    }
+}
+
+fn type_item_mut(item: &mut syn::Item) -> Option<(&mut Vec<syn::Attribute>, String)> {
+    match item {
+        syn::Item::Struct(s) => Some((&mut s.attrs, s.ident.to_string())),
+        syn::Item::Enum(e) => Some((&mut e.attrs, e.ident.to_string())),
+        syn::Item::Type(t) => Some((&mut t.attrs, t.ident.to_string())),
+        _ => None,
+    }
+}
+
+/// For each type typify named itself (no definition's), the definition it is part of: the
+/// nearest definition type whose declaration refers to it, directly or through other such
+/// types. Read from the declarations typify wrote, so nothing here re-derives how it names them.
+fn inner_type_owners(file: &syn::File, names: &TypeNames) -> BTreeMap<String, String> {
+    let mut refers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for item in &file.items {
+        let (ident, tokens) = match item {
+            syn::Item::Struct(s) => (s.ident.to_string(), quote!(#s)),
+            syn::Item::Enum(e) => (e.ident.to_string(), quote!(#e)),
+            syn::Item::Type(t) => (t.ident.to_string(), quote!(#t)),
             _ => continue,
         };
-        if let Some(text) = names.definition_of(&ident).and_then(doc) {
-            attrs.insert(0, syn::parse_quote!(#[doc = #text]));
+        let mut mentioned = BTreeSet::new();
+        collect_idents(tokens, &mut mentioned);
+        mentioned.remove(&ident);
+        refers.insert(ident, mentioned);
+    }
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    // Breadth first from every definition type at once, in definition order, so each inner type
+    // goes to its nearest definition and ties always resolve the same way.
+    let mut frontier: Vec<(String, String)> = names
+        .iter()
+        .map(|(definition, ident)| (ident.to_string(), definition.to_string()))
+        .filter(|(ident, _)| refers.contains_key(ident))
+        .collect();
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for (ident, definition) in frontier {
+            for child in refers.get(&ident).into_iter().flatten() {
+                let inner = refers.contains_key(child) && names.definition_of(child).is_none();
+                if inner && !owners.contains_key(child) {
+                    owners.insert(child.clone(), definition.clone());
+                    next.push((child.clone(), definition.clone()));
+                }
+            }
+        }
+        frontier = next;
+    }
+    owners
+}
+
+fn collect_idents(tokens: TokenStream, into: &mut BTreeSet<String>) {
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) => {
+                into.insert(ident.to_string());
+            }
+            proc_macro2::TokenTree::Group(group) => collect_idents(group.stream(), into),
+            _ => {}
         }
     }
 }
@@ -369,6 +451,57 @@ mod tests {
         let outcome = quietly(|| panic!("typify internals"));
         assert_eq!(outcome, Err(()));
         assert!(!QUIET.with(Cell::get));
+    }
+
+    #[test]
+    fn every_type_typify_names_inside_a_definition_is_documented_as_part_of_that_definition() {
+        let definitions: Definitions = serde_json::from_value(serde_json::json!({
+            "Outer": {"type": "object", "properties": {
+                "mode": {"enum": ["a", "b"]},
+                "inner": {"type": "object", "properties": {"kind": {"enum": ["x", "y"]}}}
+            }},
+            "Plain": {"type": "object", "properties": {"level": {"enum": ["low", "high"]}}}
+        }))
+        .unwrap();
+        let names = TypeNames::of(definitions.keys().map(String::as_str)).unwrap();
+        let tokens = typify_definitions(&TypesRequest {
+            definitions: &definitions,
+            replacements: &BTreeMap::new(),
+            names: &names,
+        })
+        .unwrap();
+        let mut file: syn::File = syn::parse2(tokens).unwrap();
+        redocument(&mut file, &names, &|stands| {
+            Some(match stands {
+                Stands::For(definition) => format!("for {definition}"),
+                Stands::InsideOf(definition) => format!("inside {definition}"),
+            })
+        });
+        let mut docs = BTreeMap::new();
+        for item in &mut file.items {
+            if let Some((attrs, ident)) = type_item_mut(item) {
+                let doc = attrs.iter().find_map(|attr| match &attr.meta {
+                    syn::Meta::NameValue(value) if attr.path().is_ident("doc") => {
+                        Some(quote!(#value).to_string())
+                    }
+                    _ => None,
+                });
+                docs.insert(ident, doc.unwrap_or_default());
+            }
+        }
+        assert!(docs.len() > 3, "typify named inner types: {docs:?}");
+        for (ident, doc) in &docs {
+            let expected = match ident.as_str() {
+                "Outer" => "for Outer",
+                "Plain" => "for Plain",
+                inner if inner.starts_with("Plain") => "inside Plain",
+                _ => "inside Outer",
+            };
+            assert!(
+                doc.contains(expected),
+                "{ident}: {doc:?}, expected {expected:?}"
+            );
+        }
     }
 
     #[test]

@@ -313,9 +313,10 @@ fn add_definitions(
             }
         } else {
             let doc = type_doc(model, &definition, &full_name);
+            let link = model.origins.link(&definition);
             model
                 .custom_types
-                .insert(definition, Arc::new(OneofMessage { plan, doc }));
+                .insert(definition, Arc::new(OneofMessage { plan, doc, link }));
         }
     }
     Ok(())

@@ -22,20 +22,20 @@ pub(super) struct OneofMessage {
     pub(super) plan: MessagePlan,
     /// The type's doc: a link to the message upstream and the revision.
     pub(super) doc: String,
+    /// The message's line upstream, which each oneof enum's doc links to as well; `None` for a
+    /// message the pinned file does not declare.
+    pub(super) link: Option<String>,
 }
 
 impl CustomType for OneofMessage {
     fn emit(&self, names: &TypeNames) -> Result<TokenStream, String> {
-        oneof_message_tokens(&self.plan, &self.doc, names)
+        oneof_message_tokens(self, names)
     }
 }
 
 /// The struct, its oneof enums and their `Deserialize` impls for one message.
-fn oneof_message_tokens(
-    plan: &MessagePlan,
-    doc: &str,
-    names: &TypeNames,
-) -> Result<TokenStream, String> {
+fn oneof_message_tokens(message: &OneofMessage, names: &TypeNames) -> Result<TokenStream, String> {
+    let (plan, doc) = (&message.plan, &message.doc);
     let struct_ident = names
         .ident(&plan.definition)
         .ok_or_else(|| format!("{}: typify has no name for it", plan.full_name))?;
@@ -50,7 +50,7 @@ fn oneof_message_tokens(
             #[serde(flatten)]
             pub #field_ident: #enum_ident,
         });
-        enums.push(oneof_enum(plan, oneof, &enum_ident, names)?);
+        enums.push(oneof_enum(message, oneof, &enum_ident, names)?);
     }
     for field in &plan.fields {
         let field_ident = unique_field(&field.full_name, &field.proto_name, &mut field_names)?;
@@ -127,7 +127,7 @@ fn struct_field(
 
 /// The enum of one oneof and its strict `Deserialize`.
 fn oneof_enum(
-    plan: &MessagePlan,
+    message: &OneofMessage,
     oneof: &OneofPlan,
     enum_ident: &Ident,
     names: &TypeNames,
@@ -177,13 +177,17 @@ fn oneof_enum(
     let expecting = format!("exactly one of {members} (oneof `{}`)", oneof.full_name);
     let too_many = format!("more than one of {members} (oneof `{}`)", oneof.full_name);
     let none = format!("missing one of {members} (oneof `{}`)", oneof.full_name);
+    let owner = names
+        .ident(&message.plan.definition)
+        .map(Ident::to_string)
+        .unwrap_or_default();
+    let upstream = match &message.link {
+        Some(link) => format!(" ([`{}`]({link}) upstream)", message.plan.full_name),
+        None => String::new(),
+    };
     let doc = format!(
-        " Oneof `{}` of [`{}`]: exactly one member is on the wire.",
-        oneof.full_name,
-        names
-            .ident(&plan.definition)
-            .map(Ident::to_string)
-            .unwrap_or_default()
+        " Oneof `{}` of [`{owner}`]{upstream}: exactly one member is on the wire.",
+        oneof.full_name
     );
     Ok(quote! {
         #[doc = #doc]

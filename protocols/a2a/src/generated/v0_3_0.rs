@@ -252,6 +252,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ApiKeySecuritySchemeType,
     }
+    /// Part of [`APIKeySecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L80) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -310,6 +311,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`APIKeySecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L80) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -385,6 +387,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`AuthenticatedExtendedCardNotConfiguredError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L521) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct AuthenticatedExtendedCardNotConfiguredErrorCode(i64);
@@ -447,6 +450,7 @@ pub mod types {
         pub method: CancelTaskRequestMethod,
         pub params: TaskIdParams,
     }
+    /// Part of [`CancelTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L574) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CancelTaskRequestId {
@@ -466,6 +470,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`CancelTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L574) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -516,6 +521,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CancelTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L574) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -590,6 +596,7 @@ pub mod types {
         pub jsonrpc: CancelTaskSuccessResponseJsonrpc,
         pub result: Task,
     }
+    /// Part of [`CancelTaskSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L618) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CancelTaskSuccessResponseId {
@@ -602,6 +609,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`CancelTaskSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L618) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -676,6 +684,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`ContentTypeNotSupportedError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L671) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ContentTypeNotSupportedErrorCode(i64);
@@ -721,6 +730,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`DataPart`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L694) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -790,6 +800,7 @@ pub mod types {
         pub method: DeleteTaskPushNotificationConfigRequestMethod,
         pub params: DeleteTaskPushNotificationConfigParams,
     }
+    /// Part of [`DeleteTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L742) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DeleteTaskPushNotificationConfigRequestId {
@@ -809,6 +820,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`DeleteTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L742) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -861,6 +873,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DeleteTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L742) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -945,6 +958,7 @@ pub mod types {
         pub jsonrpc: DeleteTaskPushNotificationConfigSuccessResponseJsonrpc,
         pub result: DeleteTaskPushNotificationConfigSuccessResponseResult,
     }
+    /// Part of [`DeleteTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L786) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum DeleteTaskPushNotificationConfigSuccessResponseId {
@@ -958,6 +972,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`DeleteTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L786) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1053,6 +1068,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`FilePart`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L828) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum FilePartFile {
@@ -1069,6 +1085,7 @@ pub mod types {
             Self::Uri(value)
         }
     }
+    /// Part of [`FilePart`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L828) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1150,6 +1167,7 @@ pub mod types {
         pub jsonrpc: GetAuthenticatedExtendedCardRequestJsonrpc,
         pub method: GetAuthenticatedExtendedCardRequestMethod,
     }
+    /// Part of [`GetAuthenticatedExtendedCardRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L901) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetAuthenticatedExtendedCardRequestId {
@@ -1169,6 +1187,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetAuthenticatedExtendedCardRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L901) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1220,6 +1239,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetAuthenticatedExtendedCardRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L901) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1303,6 +1323,7 @@ pub mod types {
         pub jsonrpc: GetAuthenticatedExtendedCardSuccessResponseJsonrpc,
         pub result: AgentCard,
     }
+    /// Part of [`GetAuthenticatedExtendedCardSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L940) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetAuthenticatedExtendedCardSuccessResponseId {
@@ -1315,6 +1336,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetAuthenticatedExtendedCardSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L940) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1389,6 +1411,7 @@ pub mod types {
         pub method: GetTaskPushNotificationConfigRequestMethod,
         pub params: GetTaskPushNotificationConfigRequestParams,
     }
+    /// Part of [`GetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L990) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetTaskPushNotificationConfigRequestId {
@@ -1408,6 +1431,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L990) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1459,6 +1483,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L990) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1561,6 +1586,7 @@ pub mod types {
         pub jsonrpc: GetTaskPushNotificationConfigSuccessResponseJsonrpc,
         pub result: TaskPushNotificationConfig,
     }
+    /// Part of [`GetTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1041) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetTaskPushNotificationConfigSuccessResponseId {
@@ -1573,6 +1599,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1041) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1633,6 +1660,7 @@ pub mod types {
         pub method: GetTaskRequestMethod,
         pub params: TaskQueryParams,
     }
+    /// Part of [`GetTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1069) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetTaskRequestId {
@@ -1652,6 +1680,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1069) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1702,6 +1731,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetTaskRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1069) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1776,6 +1806,7 @@ pub mod types {
         pub jsonrpc: GetTaskSuccessResponseJsonrpc,
         pub result: Task,
     }
+    /// Part of [`GetTaskSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1113) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum GetTaskSuccessResponseId {
@@ -1788,6 +1819,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`GetTaskSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1113) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1853,6 +1885,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: HttpAuthSecuritySchemeType,
     }
+    /// Part of [`HTTPAuthSecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1141) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1926,6 +1959,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InternalError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1193) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InternalErrorCode(i64);
@@ -1969,6 +2003,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InvalidAgentResponseError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1216) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InvalidAgentResponseErrorCode(i64);
@@ -2012,6 +2047,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InvalidParamsError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1239) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InvalidParamsErrorCode(i64);
@@ -2055,6 +2091,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InvalidRequestError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1262) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InvalidRequestErrorCode(i64);
@@ -2098,6 +2135,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`JSONParseError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1285) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct JsonParseErrorCode(i64);
@@ -2148,6 +2186,7 @@ pub mod types {
         pub id: JsonrpcErrorResponseId,
         pub jsonrpc: JsonrpcErrorResponseJsonrpc,
     }
+    /// Part of [`JSONRPCErrorResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1329) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcErrorResponseError {
@@ -2235,6 +2274,7 @@ pub mod types {
             Self::AuthenticatedExtendedCardNotConfiguredError(value)
         }
     }
+    /// Part of [`JSONRPCErrorResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1329) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcErrorResponseId {
@@ -2247,6 +2287,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`JSONRPCErrorResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1329) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2304,6 +2345,7 @@ pub mod types {
         pub id: ::std::option::Option<JsonrpcMessageId>,
         pub jsonrpc: JsonrpcMessageJsonrpc,
     }
+    /// Part of [`JSONRPCMessage`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1397) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcMessageId {
@@ -2316,6 +2358,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`JSONRPCMessage`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1397) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2378,6 +2421,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1419) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcRequestId {
@@ -2390,6 +2434,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1419) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2527,6 +2572,7 @@ pub mod types {
         pub jsonrpc: JsonrpcSuccessResponseJsonrpc,
         pub result: JsonrpcSuccessResponseResult,
     }
+    /// Part of [`JSONRPCSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1486) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcSuccessResponseId {
@@ -2539,6 +2585,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`JSONRPCSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1486) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2627,6 +2674,7 @@ pub mod types {
         pub method: ListTaskPushNotificationConfigRequestMethod,
         pub params: ListTaskPushNotificationConfigParams,
     }
+    /// Part of [`ListTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1531) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ListTaskPushNotificationConfigRequestId {
@@ -2646,6 +2694,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`ListTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1531) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2697,6 +2746,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1531) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2780,6 +2830,7 @@ pub mod types {
         pub jsonrpc: ListTaskPushNotificationConfigSuccessResponseJsonrpc,
         pub result: ListTaskPushNotificationConfigSuccessResponseResult,
     }
+    /// Part of [`ListTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1575) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ListTaskPushNotificationConfigSuccessResponseId {
@@ -2792,6 +2843,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`ListTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1575) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2900,6 +2952,7 @@ pub mod types {
         )]
         pub task_id: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`Message`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1606) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2950,6 +3003,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Message`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1606) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3046,6 +3100,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`MethodNotFoundError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1716) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct MethodNotFoundErrorCode(i64);
@@ -3089,6 +3144,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: MutualTlsSecuritySchemeType,
     }
+    /// Part of [`MutualTLSSecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1739) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3153,6 +3209,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: OAuth2SecuritySchemeType,
     }
+    /// Part of [`OAuth2SecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1757) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3231,6 +3288,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: OpenIdConnectSecuritySchemeType,
     }
+    /// Part of [`OpenIdConnectSecurityScheme`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1806) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3354,6 +3412,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`PushNotificationNotSupportedError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1924) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct PushNotificationNotSupportedErrorCode(i64);
@@ -3438,6 +3497,7 @@ pub mod types {
         pub method: SendMessageRequestMethod,
         pub params: MessageSendParams,
     }
+    /// Part of [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1977) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendMessageRequestId {
@@ -3457,6 +3517,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1977) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3507,6 +3568,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1977) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3581,6 +3643,7 @@ pub mod types {
         pub jsonrpc: SendMessageSuccessResponseJsonrpc,
         pub result: SendMessageSuccessResponseResult,
     }
+    /// Part of [`SendMessageSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2021) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendMessageSuccessResponseId {
@@ -3593,6 +3656,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SendMessageSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2021) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3669,6 +3733,7 @@ pub mod types {
         pub method: SendStreamingMessageRequestMethod,
         pub params: MessageSendParams,
     }
+    /// Part of [`SendStreamingMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2056) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendStreamingMessageRequestId {
@@ -3688,6 +3753,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SendStreamingMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2056) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3739,6 +3805,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SendStreamingMessageRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2056) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3815,6 +3882,7 @@ pub mod types {
         pub jsonrpc: SendStreamingMessageSuccessResponseJsonrpc,
         pub result: SendStreamingMessageSuccessResponseResult,
     }
+    /// Part of [`SendStreamingMessageSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SendStreamingMessageSuccessResponseId {
@@ -3827,6 +3895,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SendStreamingMessageSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3917,6 +3986,7 @@ pub mod types {
         pub method: SetTaskPushNotificationConfigRequestMethod,
         pub params: TaskPushNotificationConfig,
     }
+    /// Part of [`SetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2141) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetTaskPushNotificationConfigRequestId {
@@ -3936,6 +4006,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2141) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3987,6 +4058,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2141) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4070,6 +4142,7 @@ pub mod types {
         pub jsonrpc: SetTaskPushNotificationConfigSuccessResponseJsonrpc,
         pub result: TaskPushNotificationConfig,
     }
+    /// Part of [`SetTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2185) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SetTaskPushNotificationConfigSuccessResponseId {
@@ -4082,6 +4155,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`SetTaskPushNotificationConfigSuccessResponse`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2185) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4172,6 +4246,7 @@ pub mod types {
         #[serde(rename = "taskId")]
         pub task_id: ::std::string::String,
     }
+    /// Part of [`TaskArtifactUpdateEvent`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2261) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4231,6 +4306,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`Task`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2213) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4289,6 +4365,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`TaskNotCancelableError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2321) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct TaskNotCancelableErrorCode(i64);
@@ -4332,6 +4409,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`TaskNotFoundError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2344) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct TaskNotFoundErrorCode(i64);
@@ -4397,6 +4475,7 @@ pub mod types {
         pub method: TaskResubscriptionRequestMethod,
         pub params: TaskIdParams,
     }
+    /// Part of [`TaskResubscriptionRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2407) of A2A 0.3.0.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum TaskResubscriptionRequestId {
@@ -4416,6 +4495,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`TaskResubscriptionRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2407) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4467,6 +4547,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`TaskResubscriptionRequest`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2407) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4626,6 +4707,7 @@ pub mod types {
         #[serde(rename = "taskId")]
         pub task_id: ::std::string::String,
     }
+    /// Part of [`TaskStatusUpdateEvent`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2479) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4686,6 +4768,7 @@ pub mod types {
         >,
         pub text: ::std::string::String,
     }
+    /// Part of [`TextPart`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2518) of A2A 0.3.0.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4803,6 +4886,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`UnsupportedOperationError`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2551) of A2A 0.3.0.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct UnsupportedOperationErrorCode(i64);
@@ -5009,7 +5093,7 @@ pub mod methods {
     use super::types;
     /// `agent/getAuthenticatedExtendedCard` (A2A 0.3.0)
     pub const AGENT_GET_AUTHENTICATED_EXTENDED_CARD: &str = "agent/getAuthenticatedExtendedCard";
-    /// `agent/getAuthenticatedExtendedCard` (A2A 0.3.0)
+    /// `agent/getAuthenticatedExtendedCard` (A2A 0.3.0): result [`AgentCard`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L138).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AgentGetAuthenticatedExtendedCard;
     impl ::protocols_runtime::method::RpcMethod for AgentGetAuthenticatedExtendedCard {
@@ -5019,7 +5103,7 @@ pub mod methods {
     }
     /// `message/send` (A2A 0.3.0)
     pub const MESSAGE_SEND: &str = "message/send";
-    /// `message/send` (A2A 0.3.0)
+    /// `message/send` (A2A 0.3.0): params [`MessageSendParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1694), result [`SendMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2021).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct MessageSend;
     impl ::protocols_runtime::method::RpcMethod for MessageSend {
@@ -5029,7 +5113,7 @@ pub mod methods {
     }
     /// `message/stream` (A2A 0.3.0)
     pub const MESSAGE_STREAM: &str = "message/stream";
-    /// `message/stream` (A2A 0.3.0)
+    /// `message/stream` (A2A 0.3.0): params [`MessageSendParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1694), result [`SendStreamingMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct MessageStream;
     impl ::protocols_runtime::method::RpcMethod for MessageStream {
@@ -5039,7 +5123,7 @@ pub mod methods {
     }
     /// `tasks/cancel` (A2A 0.3.0)
     pub const TASKS_CANCEL: &str = "tasks/cancel";
-    /// `tasks/cancel` (A2A 0.3.0)
+    /// `tasks/cancel` (A2A 0.3.0): params [`TaskIdParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2303), result [`Task`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2213).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksCancel;
     impl ::protocols_runtime::method::RpcMethod for TasksCancel {
@@ -5049,7 +5133,7 @@ pub mod methods {
     }
     /// `tasks/get` (A2A 0.3.0)
     pub const TASKS_GET: &str = "tasks/get";
-    /// `tasks/get` (A2A 0.3.0)
+    /// `tasks/get` (A2A 0.3.0): params [`TaskQueryParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2385), result [`Task`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2213).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksGet;
     impl ::protocols_runtime::method::RpcMethod for TasksGet {
@@ -5059,7 +5143,7 @@ pub mod methods {
     }
     /// `tasks/pushNotificationConfig/delete` (A2A 0.3.0)
     pub const TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: &str = "tasks/pushNotificationConfig/delete";
-    /// `tasks/pushNotificationConfig/delete` (A2A 0.3.0)
+    /// `tasks/pushNotificationConfig/delete` (A2A 0.3.0): params [`DeleteTaskPushNotificationConfigParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L719), result [`DeleteTaskPushNotificationConfigSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L786).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigDelete;
     impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigDelete {
@@ -5069,7 +5153,7 @@ pub mod methods {
     }
     /// `tasks/pushNotificationConfig/get` (A2A 0.3.0)
     pub const TASKS_PUSH_NOTIFICATION_CONFIG_GET: &str = "tasks/pushNotificationConfig/get";
-    /// `tasks/pushNotificationConfig/get` (A2A 0.3.0)
+    /// `tasks/pushNotificationConfig/get` (A2A 0.3.0): params [`GetTaskPushNotificationConfigRequestParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L990), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigGet;
     impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigGet {
@@ -5079,7 +5163,7 @@ pub mod methods {
     }
     /// `tasks/pushNotificationConfig/list` (A2A 0.3.0)
     pub const TASKS_PUSH_NOTIFICATION_CONFIG_LIST: &str = "tasks/pushNotificationConfig/list";
-    /// `tasks/pushNotificationConfig/list` (A2A 0.3.0)
+    /// `tasks/pushNotificationConfig/list` (A2A 0.3.0): params [`ListTaskPushNotificationConfigParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1513), result [`ListTaskPushNotificationConfigSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1575).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigList;
     impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigList {
@@ -5089,7 +5173,7 @@ pub mod methods {
     }
     /// `tasks/pushNotificationConfig/set` (A2A 0.3.0)
     pub const TASKS_PUSH_NOTIFICATION_CONFIG_SET: &str = "tasks/pushNotificationConfig/set";
-    /// `tasks/pushNotificationConfig/set` (A2A 0.3.0)
+    /// `tasks/pushNotificationConfig/set` (A2A 0.3.0): params [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigSet;
     impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigSet {
@@ -5099,7 +5183,7 @@ pub mod methods {
     }
     /// `tasks/resubscribe` (A2A 0.3.0)
     pub const TASKS_RESUBSCRIBE: &str = "tasks/resubscribe";
-    /// `tasks/resubscribe` (A2A 0.3.0)
+    /// `tasks/resubscribe` (A2A 0.3.0): params [`TaskIdParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2303), result [`SendStreamingMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksResubscribe;
     impl ::protocols_runtime::method::RpcMethod for TasksResubscribe {

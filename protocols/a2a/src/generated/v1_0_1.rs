@@ -934,7 +934,7 @@ pub mod types {
         #[serde(flatten)]
         pub flow: OAuthFlowsFlow,
     }
-    /// Oneof `lf.a2a.v1.OAuthFlows.flow` of [`OAuthFlows`]: exactly one member is on the wire.
+    /// Oneof `lf.a2a.v1.OAuthFlows.flow` of [`OAuthFlows`] ([`lf.a2a.v1.OAuthFlows`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L567) upstream): exactly one member is on the wire.
     #[derive(::serde::Serialize, Clone, Debug)]
     pub enum OAuthFlowsFlow {
         #[serde(rename = "authorizationCode")]
@@ -1057,7 +1057,7 @@ pub mod types {
         )]
         pub media_type: ::std::option::Option<::std::string::String>,
     }
-    /// Oneof `lf.a2a.v1.Part.content` of [`Part`]: exactly one member is on the wire.
+    /// Oneof `lf.a2a.v1.Part.content` of [`Part`] ([`lf.a2a.v1.Part`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L224) upstream): exactly one member is on the wire.
     #[derive(::serde::Serialize, Clone, Debug)]
     pub enum PartContent {
         #[serde(rename = "text")]
@@ -1152,7 +1152,7 @@ pub mod types {
         #[serde(flatten)]
         pub scheme: SecuritySchemeScheme,
     }
-    /// Oneof `lf.a2a.v1.SecurityScheme.scheme` of [`SecurityScheme`]: exactly one member is on the wire.
+    /// Oneof `lf.a2a.v1.SecurityScheme.scheme` of [`SecurityScheme`] ([`lf.a2a.v1.SecurityScheme`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L503) upstream): exactly one member is on the wire.
     #[derive(::serde::Serialize, Clone, Debug)]
     pub enum SecuritySchemeScheme {
         #[serde(rename = "apiKeySecurityScheme")]
@@ -1257,7 +1257,7 @@ pub mod types {
         #[serde(flatten)]
         pub payload: SendMessageResponsePayload,
     }
-    /// Oneof `lf.a2a.v1.SendMessageResponse.payload` of [`SendMessageResponse`]: exactly one member is on the wire.
+    /// Oneof `lf.a2a.v1.SendMessageResponse.payload` of [`SendMessageResponse`] ([`lf.a2a.v1.SendMessageResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L779) upstream): exactly one member is on the wire.
     #[derive(::serde::Serialize, Clone, Debug)]
     pub enum SendMessageResponsePayload {
         #[serde(rename = "task")]
@@ -1333,7 +1333,7 @@ pub mod types {
         #[serde(flatten)]
         pub payload: StreamResponsePayload,
     }
-    /// Oneof `lf.a2a.v1.StreamResponse.payload` of [`StreamResponse`]: exactly one member is on the wire.
+    /// Oneof `lf.a2a.v1.StreamResponse.payload` of [`StreamResponse`] ([`lf.a2a.v1.StreamResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L790) upstream): exactly one member is on the wire.
     #[derive(::serde::Serialize, Clone, Debug)]
     pub enum StreamResponsePayload {
         #[serde(rename = "task")]
@@ -1426,7 +1426,7 @@ pub mod methods {
     use super::types;
     /// `SendMessage` (A2A 1.0.1)
     pub const SEND_MESSAGE: &str = "SendMessage";
-    /// `SendMessage` (A2A 1.0.1)
+    /// `SendMessage` (A2A 1.0.1): params [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L648), result [`SendMessageResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L779).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SendMessage;
     impl ::protocols_runtime::method::RpcMethod for SendMessage {
@@ -1436,7 +1436,7 @@ pub mod methods {
     }
     /// `SendStreamingMessage` (A2A 1.0.1)
     pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
-    /// `SendStreamingMessage` (A2A 1.0.1)
+    /// `SendStreamingMessage` (A2A 1.0.1): params [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L648), result [`StreamResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SendStreamingMessage;
     impl ::protocols_runtime::method::RpcMethod for SendStreamingMessage {
@@ -1446,7 +1446,7 @@ pub mod methods {
     }
     /// `GetTask` (A2A 1.0.1)
     pub const GET_TASK: &str = "GetTask";
-    /// `GetTask` (A2A 1.0.1)
+    /// `GetTask` (A2A 1.0.1): params [`GetTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L661), result [`Task`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetTask;
     impl ::protocols_runtime::method::RpcMethod for GetTask {
@@ -1456,7 +1456,7 @@ pub mod methods {
     }
     /// `ListTasks` (A2A 1.0.1)
     pub const LIST_TASKS: &str = "ListTasks";
-    /// `ListTasks` (A2A 1.0.1)
+    /// `ListTasks` (A2A 1.0.1): params [`ListTasksRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L675), result [`ListTasksResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L703).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ListTasks;
     impl ::protocols_runtime::method::RpcMethod for ListTasks {
@@ -1466,7 +1466,7 @@ pub mod methods {
     }
     /// `CancelTask` (A2A 1.0.1)
     pub const CANCEL_TASK: &str = "CancelTask";
-    /// `CancelTask` (A2A 1.0.1)
+    /// `CancelTask` (A2A 1.0.1): params [`CancelTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L715), result [`Task`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelTask;
     impl ::protocols_runtime::method::RpcMethod for CancelTask {
@@ -1476,7 +1476,7 @@ pub mod methods {
     }
     /// `SubscribeToTask` (A2A 1.0.1)
     pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
-    /// `SubscribeToTask` (A2A 1.0.1)
+    /// `SubscribeToTask` (A2A 1.0.1): params [`SubscribeToTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L748), result [`StreamResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SubscribeToTask;
     impl ::protocols_runtime::method::RpcMethod for SubscribeToTask {
@@ -1486,7 +1486,7 @@ pub mod methods {
     }
     /// `CreateTaskPushNotificationConfig` (A2A 1.0.1)
     pub const CREATE_TASK_PUSH_NOTIFICATION_CONFIG: &str = "CreateTaskPushNotificationConfig";
-    /// `CreateTaskPushNotificationConfig` (A2A 1.0.1)
+    /// `CreateTaskPushNotificationConfig` (A2A 1.0.1): params [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CreateTaskPushNotificationConfig;
     impl ::protocols_runtime::method::RpcMethod for CreateTaskPushNotificationConfig {
@@ -1496,7 +1496,7 @@ pub mod methods {
     }
     /// `GetTaskPushNotificationConfig` (A2A 1.0.1)
     pub const GET_TASK_PUSH_NOTIFICATION_CONFIG: &str = "GetTaskPushNotificationConfig";
-    /// `GetTaskPushNotificationConfig` (A2A 1.0.1)
+    /// `GetTaskPushNotificationConfig` (A2A 1.0.1): params [`GetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L726), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetTaskPushNotificationConfig;
     impl ::protocols_runtime::method::RpcMethod for GetTaskPushNotificationConfig {
@@ -1506,7 +1506,7 @@ pub mod methods {
     }
     /// `ListTaskPushNotificationConfigs` (A2A 1.0.1)
     pub const LIST_TASK_PUSH_NOTIFICATION_CONFIGS: &str = "ListTaskPushNotificationConfigs";
-    /// `ListTaskPushNotificationConfigs` (A2A 1.0.1)
+    /// `ListTaskPushNotificationConfigs` (A2A 1.0.1): params [`ListTaskPushNotificationConfigsRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L757), result [`ListTaskPushNotificationConfigsResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L806).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ListTaskPushNotificationConfigs;
     impl ::protocols_runtime::method::RpcMethod for ListTaskPushNotificationConfigs {
@@ -1516,7 +1516,7 @@ pub mod methods {
     }
     /// `GetExtendedAgentCard` (A2A 1.0.1)
     pub const GET_EXTENDED_AGENT_CARD: &str = "GetExtendedAgentCard";
-    /// `GetExtendedAgentCard` (A2A 1.0.1)
+    /// `GetExtendedAgentCard` (A2A 1.0.1): params [`GetExtendedAgentCardRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L772), result [`AgentCard`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L361).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetExtendedAgentCard;
     impl ::protocols_runtime::method::RpcMethod for GetExtendedAgentCard {
@@ -1526,7 +1526,7 @@ pub mod methods {
     }
     /// `DeleteTaskPushNotificationConfig` (A2A 1.0.1)
     pub const DELETE_TASK_PUSH_NOTIFICATION_CONFIG: &str = "DeleteTaskPushNotificationConfig";
-    /// `DeleteTaskPushNotificationConfig` (A2A 1.0.1)
+    /// `DeleteTaskPushNotificationConfig` (A2A 1.0.1): params [`DeleteTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L737).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DeleteTaskPushNotificationConfig;
     impl ::protocols_runtime::method::RpcMethod for DeleteTaskPushNotificationConfig {

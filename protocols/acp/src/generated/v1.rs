@@ -201,6 +201,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2697) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -659,6 +660,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant0 {
@@ -698,6 +700,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -749,6 +752,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -800,6 +804,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant1 {
@@ -841,6 +846,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -892,6 +898,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -943,6 +950,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353) of ACP v1.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant2 {
@@ -1034,6 +1042,7 @@ pub mod types {
             >,
         },
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5606) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1085,6 +1094,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5606) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1136,6 +1146,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5606) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1543,6 +1554,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1594,6 +1606,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1645,6 +1658,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1696,6 +1710,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1747,6 +1762,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1562) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2051,6 +2067,7 @@ pub mod types {
             Self::Variant8(value)
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant0(i32);
@@ -2086,6 +2103,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant1(i32);
@@ -2121,6 +2139,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant2(i32);
@@ -2156,6 +2175,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant3(i32);
@@ -2191,6 +2211,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant4(i32);
@@ -2226,6 +2247,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant5(i32);
@@ -2261,6 +2283,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant6(i32);
@@ -2296,6 +2319,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3498) of ACP v1.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant7(i32);
@@ -2759,6 +2783,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4776) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2809,6 +2834,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4776) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2925,6 +2951,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1936) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3887,6 +3914,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3053) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3938,6 +3966,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3053) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3989,6 +4018,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3053) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4040,6 +4070,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3053) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4091,6 +4122,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2970) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4142,6 +4174,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2970) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4736,6 +4769,7 @@ pub mod types {
             value: SessionConfigValueId,
         },
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5123) of ACP v1.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5596,7 +5630,7 @@ pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v1)
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
-    /// `$/cancel_request` (ACP v1)
+    /// `$/cancel_request` (ACP v1): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5821).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
     impl ::protocols_runtime::method::RpcNotification for CancelRequest {
@@ -5605,7 +5639,7 @@ pub mod methods {
     }
     /// `authenticate` (ACP v1)
     pub const AUTHENTICATE: &str = "authenticate";
-    /// `authenticate` (ACP v1)
+    /// `authenticate` (ACP v1): params [`AuthenticateRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4702), result [`AuthenticateResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2834).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Authenticate;
     impl ::protocols_runtime::method::RpcMethod for Authenticate {
@@ -5615,7 +5649,7 @@ pub mod methods {
     }
     /// `elicitation/complete` (ACP v1)
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
-    /// `elicitation/complete` (ACP v1)
+    /// `elicitation/complete` (ACP v1): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4243).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
     impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
@@ -5624,7 +5658,7 @@ pub mod methods {
     }
     /// `elicitation/create` (ACP v1)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (ACP v1)
+    /// `elicitation/create` (ACP v1): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1353), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5606).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -5634,7 +5668,7 @@ pub mod methods {
     }
     /// `fs/read_text_file` (ACP v1)
     pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
-    /// `fs/read_text_file` (ACP v1)
+    /// `fs/read_text_file` (ACP v1): params [`ReadTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L301), result [`ReadTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5372).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsReadTextFile;
     impl ::protocols_runtime::method::RpcMethod for FsReadTextFile {
@@ -5644,7 +5678,7 @@ pub mod methods {
     }
     /// `fs/write_text_file` (ACP v1)
     pub const FS_WRITE_TEXT_FILE: &str = "fs/write_text_file";
-    /// `fs/write_text_file` (ACP v1)
+    /// `fs/write_text_file` (ACP v1): params [`WriteTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L266), result [`WriteTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5358).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsWriteTextFile;
     impl ::protocols_runtime::method::RpcMethod for FsWriteTextFile {
@@ -5654,7 +5688,7 @@ pub mod methods {
     }
     /// `initialize` (ACP v1)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (ACP v1)
+    /// `initialize` (ACP v1): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4419), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2335).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -5664,7 +5698,7 @@ pub mod methods {
     }
     /// `logout` (ACP v1)
     pub const LOGOUT: &str = "logout";
-    /// `logout` (ACP v1)
+    /// `logout` (ACP v1): params [`LogoutRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4725), result [`LogoutResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2848).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Logout;
     impl ::protocols_runtime::method::RpcMethod for Logout {
@@ -5674,7 +5708,7 @@ pub mod methods {
     }
     /// `session/cancel` (ACP v1)
     pub const SESSION_CANCEL: &str = "session/cancel";
-    /// `session/cancel` (ACP v1)
+    /// `session/cancel` (ACP v1): params [`CancelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5798).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
     impl ::protocols_runtime::method::RpcNotification for SessionCancel {
@@ -5683,7 +5717,7 @@ pub mod methods {
     }
     /// `session/close` (ACP v1)
     pub const SESSION_CLOSE: &str = "session/close";
-    /// `session/close` (ACP v1)
+    /// `session/close` (ACP v1): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5069), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3367).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
     impl ::protocols_runtime::method::RpcMethod for SessionClose {
@@ -5693,7 +5727,7 @@ pub mod methods {
     }
     /// `session/delete` (ACP v1)
     pub const SESSION_DELETE: &str = "session/delete";
-    /// `session/delete` (ACP v1)
+    /// `session/delete` (ACP v1): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5001), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3318).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
     impl ::protocols_runtime::method::RpcMethod for SessionDelete {
@@ -5703,7 +5737,7 @@ pub mod methods {
     }
     /// `session/list` (ACP v1)
     pub const SESSION_LIST: &str = "session/list";
-    /// `session/list` (ACP v1)
+    /// `session/list` (ACP v1): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4979), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3245).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
     impl ::protocols_runtime::method::RpcMethod for SessionList {
@@ -5713,7 +5747,7 @@ pub mod methods {
     }
     /// `session/load` (ACP v1)
     pub const SESSION_LOAD: &str = "session/load";
-    /// `session/load` (ACP v1)
+    /// `session/load` (ACP v1): params [`LoadSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4934), result [`LoadSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3210).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionLoad;
     impl ::protocols_runtime::method::RpcMethod for SessionLoad {
@@ -5723,7 +5757,7 @@ pub mod methods {
     }
     /// `session/new` (ACP v1)
     pub const SESSION_NEW: &str = "session/new";
-    /// `session/new` (ACP v1)
+    /// `session/new` (ACP v1): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L4739), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L2862).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
     impl ::protocols_runtime::method::RpcMethod for SessionNew {
@@ -5733,7 +5767,7 @@ pub mod methods {
     }
     /// `session/prompt` (ACP v1)
     pub const SESSION_PROMPT: &str = "session/prompt";
-    /// `session/prompt` (ACP v1)
+    /// `session/prompt` (ACP v1): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5187), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3419).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
     impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
@@ -5743,7 +5777,7 @@ pub mod methods {
     }
     /// `session/request_permission` (ACP v1)
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-    /// `session/request_permission` (ACP v1)
+    /// `session/request_permission` (ACP v1): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L342), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5391).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
     impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
@@ -5753,7 +5787,7 @@ pub mod methods {
     }
     /// `session/resume` (ACP v1)
     pub const SESSION_RESUME: &str = "session/resume";
-    /// `session/resume` (ACP v1)
+    /// `session/resume` (ACP v1): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5024), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3332).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
     impl ::protocols_runtime::method::RpcMethod for SessionResume {
@@ -5763,7 +5797,7 @@ pub mod methods {
     }
     /// `session/set_config_option` (ACP v1)
     pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// `session/set_config_option` (ACP v1)
+    /// `session/set_config_option` (ACP v1): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5123), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3395).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
     impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
@@ -5773,7 +5807,7 @@ pub mod methods {
     }
     /// `session/set_mode` (ACP v1)
     pub const SESSION_SET_MODE: &str = "session/set_mode";
-    /// `session/set_mode` (ACP v1)
+    /// `session/set_mode` (ACP v1): params [`SetSessionModeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5092), result [`SetSessionModeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3381).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetMode;
     impl ::protocols_runtime::method::RpcMethod for SessionSetMode {
@@ -5783,7 +5817,7 @@ pub mod methods {
     }
     /// `session/update` (ACP v1)
     pub const SESSION_UPDATE: &str = "session/update";
-    /// `session/update` (ACP v1)
+    /// `session/update` (ACP v1): params [`SessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L3617).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
     impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
@@ -5792,7 +5826,7 @@ pub mod methods {
     }
     /// `terminal/create` (ACP v1)
     pub const TERMINAL_CREATE: &str = "terminal/create";
-    /// `terminal/create` (ACP v1)
+    /// `terminal/create` (ACP v1): params [`CreateTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1151), result [`CreateTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5470).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalCreate;
     impl ::protocols_runtime::method::RpcMethod for TerminalCreate {
@@ -5802,7 +5836,7 @@ pub mod methods {
     }
     /// `terminal/kill` (ACP v1)
     pub const TERMINAL_KILL: &str = "terminal/kill";
-    /// `terminal/kill` (ACP v1)
+    /// `terminal/kill` (ACP v1): params [`KillTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1322), result [`KillTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5592).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalKill;
     impl ::protocols_runtime::method::RpcMethod for TerminalKill {
@@ -5812,7 +5846,7 @@ pub mod methods {
     }
     /// `terminal/output` (ACP v1)
     pub const TERMINAL_OUTPUT: &str = "terminal/output";
-    /// `terminal/output` (ACP v1)
+    /// `terminal/output` (ACP v1): params [`TerminalOutputRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1229), result [`TerminalOutputResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5493).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalOutput;
     impl ::protocols_runtime::method::RpcMethod for TerminalOutput {
@@ -5822,7 +5856,7 @@ pub mod methods {
     }
     /// `terminal/release` (ACP v1)
     pub const TERMINAL_RELEASE: &str = "terminal/release";
-    /// `terminal/release` (ACP v1)
+    /// `terminal/release` (ACP v1): params [`ReleaseTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1260), result [`ReleaseTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5552).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalRelease;
     impl ::protocols_runtime::method::RpcMethod for TerminalRelease {
@@ -5832,7 +5866,7 @@ pub mod methods {
     }
     /// `terminal/wait_for_exit` (ACP v1)
     pub const TERMINAL_WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
-    /// `terminal/wait_for_exit` (ACP v1)
+    /// `terminal/wait_for_exit` (ACP v1): params [`WaitForTerminalExitRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L1291), result [`WaitForTerminalExitResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.json#L5566).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalWaitForExit;
     impl ::protocols_runtime::method::RpcMethod for TerminalWaitForExit {

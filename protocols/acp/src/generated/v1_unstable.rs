@@ -224,6 +224,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3380) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -657,6 +658,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5827) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -707,6 +709,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5827) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -757,6 +760,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5827) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -807,6 +811,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5827) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1097,6 +1102,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant0 {
@@ -1136,6 +1142,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1187,6 +1194,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1238,6 +1246,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant1 {
@@ -1279,6 +1288,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1330,6 +1340,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1381,6 +1392,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385) of ACP v1-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant2 {
@@ -1472,6 +1484,7 @@ pub mod types {
             >,
         },
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1523,6 +1536,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1574,6 +1588,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2110,6 +2125,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2161,6 +2177,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2212,6 +2229,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2263,6 +2281,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2314,6 +2333,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1594) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2618,6 +2638,7 @@ pub mod types {
             Self::Variant8(value)
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant0(i32);
@@ -2653,6 +2674,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant1(i32);
@@ -2688,6 +2710,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant2(i32);
@@ -2723,6 +2746,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant3(i32);
@@ -2758,6 +2782,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant4(i32);
@@ -2793,6 +2818,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant5(i32);
@@ -2828,6 +2854,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant6(i32);
@@ -2863,6 +2890,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4818) of ACP v1-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant7(i32);
@@ -3260,6 +3288,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3310,6 +3339,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3360,6 +3390,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3410,6 +3441,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3460,6 +3492,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3602) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3793,6 +3826,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6791) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3843,6 +3877,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6791) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3893,6 +3928,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6791) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4065,6 +4101,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1968) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6196,6 +6233,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3895) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6247,6 +6285,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3895) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6298,6 +6337,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3895) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6349,6 +6389,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3895) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6400,6 +6441,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3812) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6451,6 +6493,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3812) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7145,6 +7188,7 @@ pub mod types {
             value: SessionConfigValueId,
         },
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7224) of ACP v1-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8193,7 +8237,7 @@ pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v1-unstable)
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
-    /// `$/cancel_request` (ACP v1-unstable)
+    /// `$/cancel_request` (ACP v1-unstable): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8855).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
     impl ::protocols_runtime::method::RpcNotification for CancelRequest {
@@ -8202,7 +8246,7 @@ pub mod methods {
     }
     /// `authenticate` (ACP v1-unstable)
     pub const AUTHENTICATE: &str = "authenticate";
-    /// `authenticate` (ACP v1-unstable)
+    /// `authenticate` (ACP v1-unstable): params [`AuthenticateRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6638), result [`AuthenticateResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3517).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Authenticate;
     impl ::protocols_runtime::method::RpcMethod for Authenticate {
@@ -8212,7 +8256,7 @@ pub mod methods {
     }
     /// `document/didChange` (ACP v1-unstable)
     pub const DOCUMENT_DID_CHANGE: &str = "document/didChange";
-    /// `document/didChange` (ACP v1-unstable)
+    /// `document/didChange` (ACP v1-unstable): params [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8585).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
@@ -8221,7 +8265,7 @@ pub mod methods {
     }
     /// `document/didClose` (ACP v1-unstable)
     pub const DOCUMENT_DID_CLOSE: &str = "document/didClose";
-    /// `document/didClose` (ACP v1-unstable)
+    /// `document/didClose` (ACP v1-unstable): params [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8654).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
@@ -8230,7 +8274,7 @@ pub mod methods {
     }
     /// `document/didFocus` (ACP v1-unstable)
     pub const DOCUMENT_DID_FOCUS: &str = "document/didFocus";
-    /// `document/didFocus` (ACP v1-unstable)
+    /// `document/didFocus` (ACP v1-unstable): params [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8708).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
@@ -8239,7 +8283,7 @@ pub mod methods {
     }
     /// `document/didOpen` (ACP v1-unstable)
     pub const DOCUMENT_DID_OPEN: &str = "document/didOpen";
-    /// `document/didOpen` (ACP v1-unstable)
+    /// `document/didOpen` (ACP v1-unstable): params [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8545).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
@@ -8248,7 +8292,7 @@ pub mod methods {
     }
     /// `document/didSave` (ACP v1-unstable)
     pub const DOCUMENT_DID_SAVE: &str = "document/didSave";
-    /// `document/didSave` (ACP v1-unstable)
+    /// `document/didSave` (ACP v1-unstable): params [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8681).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
@@ -8257,7 +8301,7 @@ pub mod methods {
     }
     /// `elicitation/complete` (ACP v1-unstable)
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
-    /// `elicitation/complete` (ACP v1-unstable)
+    /// `elicitation/complete` (ACP v1-unstable): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5929).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
     impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
@@ -8266,7 +8310,7 @@ pub mod methods {
     }
     /// `elicitation/create` (ACP v1-unstable)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (ACP v1-unstable)
+    /// `elicitation/create` (ACP v1-unstable): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -8276,7 +8320,7 @@ pub mod methods {
     }
     /// `fs/read_text_file` (ACP v1-unstable)
     pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
-    /// `fs/read_text_file` (ACP v1-unstable)
+    /// `fs/read_text_file` (ACP v1-unstable): params [`ReadTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L328), result [`ReadTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7987).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsReadTextFile;
     impl ::protocols_runtime::method::RpcMethod for FsReadTextFile {
@@ -8286,7 +8330,7 @@ pub mod methods {
     }
     /// `fs/write_text_file` (ACP v1-unstable)
     pub const FS_WRITE_TEXT_FILE: &str = "fs/write_text_file";
-    /// `fs/write_text_file` (ACP v1-unstable)
+    /// `fs/write_text_file` (ACP v1-unstable): params [`WriteTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L293), result [`WriteTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7973).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsWriteTextFile;
     impl ::protocols_runtime::method::RpcMethod for FsWriteTextFile {
@@ -8296,7 +8340,7 @@ pub mod methods {
     }
     /// `initialize` (ACP v1-unstable)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (ACP v1-unstable)
+    /// `initialize` (ACP v1-unstable): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6210), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2525).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -8306,7 +8350,7 @@ pub mod methods {
     }
     /// `logout` (ACP v1-unstable)
     pub const LOGOUT: &str = "logout";
-    /// `logout` (ACP v1-unstable)
+    /// `logout` (ACP v1-unstable): params [`LogoutRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6740), result [`LogoutResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3690).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Logout;
     impl ::protocols_runtime::method::RpcMethod for Logout {
@@ -8316,7 +8360,7 @@ pub mod methods {
     }
     /// `mcp/connect` (ACP v1-unstable)
     pub const MCP_CONNECT: &str = "mcp/connect";
-    /// `mcp/connect` (ACP v1-unstable)
+    /// `mcp/connect` (ACP v1-unstable): params [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2196), result [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8370).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
     impl ::protocols_runtime::method::RpcMethod for McpConnect {
@@ -8326,7 +8370,7 @@ pub mod methods {
     }
     /// `mcp/disconnect` (ACP v1-unstable)
     pub const MCP_DISCONNECT: &str = "mcp/disconnect";
-    /// `mcp/disconnect` (ACP v1-unstable)
+    /// `mcp/disconnect` (ACP v1-unstable): params [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2259), result [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8393).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
     impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
@@ -8336,7 +8380,7 @@ pub mod methods {
     }
     /// `mcp/message` (ACP v1-unstable)
     pub const MCP_MESSAGE: &str = "mcp/message";
-    /// `mcp/message` (ACP v1-unstable)
+    /// `mcp/message` (ACP v1-unstable): params [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2223), result [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
     impl ::protocols_runtime::method::RpcMethod for McpMessage {
@@ -8346,7 +8390,7 @@ pub mod methods {
     }
     /// `nes/accept` (ACP v1-unstable)
     pub const NES_ACCEPT: &str = "nes/accept";
-    /// `nes/accept` (ACP v1-unstable)
+    /// `nes/accept` (ACP v1-unstable): params [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8756).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
     impl ::protocols_runtime::method::RpcNotification for NesAccept {
@@ -8355,7 +8399,7 @@ pub mod methods {
     }
     /// `nes/close` (ACP v1-unstable)
     pub const NES_CLOSE: &str = "nes/close";
-    /// `nes/close` (ACP v1-unstable)
+    /// `nes/close` (ACP v1-unstable): params [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7782), result [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4773).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
     impl ::protocols_runtime::method::RpcMethod for NesClose {
@@ -8365,7 +8409,7 @@ pub mod methods {
     }
     /// `nes/reject` (ACP v1-unstable)
     pub const NES_REJECT: &str = "nes/reject";
-    /// `nes/reject` (ACP v1-unstable)
+    /// `nes/reject` (ACP v1-unstable): params [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8787).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
     impl ::protocols_runtime::method::RpcNotification for NesReject {
@@ -8374,7 +8418,7 @@ pub mod methods {
     }
     /// `nes/start` (ACP v1-unstable)
     pub const NES_START: &str = "nes/start";
-    /// `nes/start` (ACP v1-unstable)
+    /// `nes/start` (ACP v1-unstable): params [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7318), result [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4422).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
     impl ::protocols_runtime::method::RpcMethod for NesStart {
@@ -8384,7 +8428,7 @@ pub mod methods {
     }
     /// `nes/suggest` (ACP v1-unstable)
     pub const NES_SUGGEST: &str = "nes/suggest";
-    /// `nes/suggest` (ACP v1-unstable)
+    /// `nes/suggest` (ACP v1-unstable): params [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7402), result [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4445).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
     impl ::protocols_runtime::method::RpcMethod for NesSuggest {
@@ -8394,7 +8438,7 @@ pub mod methods {
     }
     /// `providers/disable` (ACP v1-unstable)
     pub const PROVIDERS_DISABLE: &str = "providers/disable";
-    /// `providers/disable` (ACP v1-unstable)
+    /// `providers/disable` (ACP v1-unstable): params [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6717), result [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
     impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
@@ -8404,7 +8448,7 @@ pub mod methods {
     }
     /// `providers/list` (ACP v1-unstable)
     pub const PROVIDERS_LIST: &str = "providers/list";
-    /// `providers/list` (ACP v1-unstable)
+    /// `providers/list` (ACP v1-unstable): params [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6661), result [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3531).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
     impl ::protocols_runtime::method::RpcMethod for ProvidersList {
@@ -8414,7 +8458,7 @@ pub mod methods {
     }
     /// `providers/set` (ACP v1-unstable)
     pub const PROVIDERS_SET: &str = "providers/set";
-    /// `providers/set` (ACP v1-unstable)
+    /// `providers/set` (ACP v1-unstable): params [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6675), result [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3662).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
     impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
@@ -8424,7 +8468,7 @@ pub mod methods {
     }
     /// `session/cancel` (ACP v1-unstable)
     pub const SESSION_CANCEL: &str = "session/cancel";
-    /// `session/cancel` (ACP v1-unstable)
+    /// `session/cancel` (ACP v1-unstable): params [`CancelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8522).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
     impl ::protocols_runtime::method::RpcNotification for SessionCancel {
@@ -8433,7 +8477,7 @@ pub mod methods {
     }
     /// `session/close` (ACP v1-unstable)
     pub const SESSION_CLOSE: &str = "session/close";
-    /// `session/close` (ACP v1-unstable)
+    /// `session/close` (ACP v1-unstable): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7170), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4253).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
     impl ::protocols_runtime::method::RpcMethod for SessionClose {
@@ -8443,7 +8487,7 @@ pub mod methods {
     }
     /// `session/delete` (ACP v1-unstable)
     pub const SESSION_DELETE: &str = "session/delete";
-    /// `session/delete` (ACP v1-unstable)
+    /// `session/delete` (ACP v1-unstable): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7057), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4160).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
     impl ::protocols_runtime::method::RpcMethod for SessionDelete {
@@ -8453,7 +8497,7 @@ pub mod methods {
     }
     /// `session/fork` (ACP v1-unstable)
     pub const SESSION_FORK: &str = "session/fork";
-    /// `session/fork` (ACP v1-unstable)
+    /// `session/fork` (ACP v1-unstable): params [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7080), result [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4174).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
     impl ::protocols_runtime::method::RpcMethod for SessionFork {
@@ -8463,7 +8507,7 @@ pub mod methods {
     }
     /// `session/list` (ACP v1-unstable)
     pub const SESSION_LIST: &str = "session/list";
-    /// `session/list` (ACP v1-unstable)
+    /// `session/list` (ACP v1-unstable): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7035), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
     impl ::protocols_runtime::method::RpcMethod for SessionList {
@@ -8473,7 +8517,7 @@ pub mod methods {
     }
     /// `session/load` (ACP v1-unstable)
     pub const SESSION_LOAD: &str = "session/load";
-    /// `session/load` (ACP v1-unstable)
+    /// `session/load` (ACP v1-unstable): params [`LoadSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6990), result [`LoadSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4052).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionLoad;
     impl ::protocols_runtime::method::RpcMethod for SessionLoad {
@@ -8483,7 +8527,7 @@ pub mod methods {
     }
     /// `session/new` (ACP v1-unstable)
     pub const SESSION_NEW: &str = "session/new";
-    /// `session/new` (ACP v1-unstable)
+    /// `session/new` (ACP v1-unstable): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6754), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3704).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
     impl ::protocols_runtime::method::RpcMethod for SessionNew {
@@ -8493,7 +8537,7 @@ pub mod methods {
     }
     /// `session/prompt` (ACP v1-unstable)
     pub const SESSION_PROMPT: &str = "session/prompt";
-    /// `session/prompt` (ACP v1-unstable)
+    /// `session/prompt` (ACP v1-unstable): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7288), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4305).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
     impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
@@ -8503,7 +8547,7 @@ pub mod methods {
     }
     /// `session/request_permission` (ACP v1-unstable)
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-    /// `session/request_permission` (ACP v1-unstable)
+    /// `session/request_permission` (ACP v1-unstable): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L369), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8006).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
     impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
@@ -8513,7 +8557,7 @@ pub mod methods {
     }
     /// `session/resume` (ACP v1-unstable)
     pub const SESSION_RESUME: &str = "session/resume";
-    /// `session/resume` (ACP v1-unstable)
+    /// `session/resume` (ACP v1-unstable): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7125), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4218).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
     impl ::protocols_runtime::method::RpcMethod for SessionResume {
@@ -8523,7 +8567,7 @@ pub mod methods {
     }
     /// `session/set_config_option` (ACP v1-unstable)
     pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// `session/set_config_option` (ACP v1-unstable)
+    /// `session/set_config_option` (ACP v1-unstable): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7224), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4281).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
     impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
@@ -8533,7 +8577,7 @@ pub mod methods {
     }
     /// `session/set_mode` (ACP v1-unstable)
     pub const SESSION_SET_MODE: &str = "session/set_mode";
-    /// `session/set_mode` (ACP v1-unstable)
+    /// `session/set_mode` (ACP v1-unstable): params [`SetSessionModeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7193), result [`SetSessionModeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4267).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetMode;
     impl ::protocols_runtime::method::RpcMethod for SessionSetMode {
@@ -8543,7 +8587,7 @@ pub mod methods {
     }
     /// `session/update` (ACP v1-unstable)
     pub const SESSION_UPDATE: &str = "session/update";
-    /// `session/update` (ACP v1-unstable)
+    /// `session/update` (ACP v1-unstable): params [`SessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4946).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
     impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
@@ -8552,7 +8596,7 @@ pub mod methods {
     }
     /// `terminal/create` (ACP v1-unstable)
     pub const TERMINAL_CREATE: &str = "terminal/create";
-    /// `terminal/create` (ACP v1-unstable)
+    /// `terminal/create` (ACP v1-unstable): params [`CreateTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1183), result [`CreateTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8085).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalCreate;
     impl ::protocols_runtime::method::RpcMethod for TerminalCreate {
@@ -8562,7 +8606,7 @@ pub mod methods {
     }
     /// `terminal/kill` (ACP v1-unstable)
     pub const TERMINAL_KILL: &str = "terminal/kill";
-    /// `terminal/kill` (ACP v1-unstable)
+    /// `terminal/kill` (ACP v1-unstable): params [`KillTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1354), result [`KillTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8207).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalKill;
     impl ::protocols_runtime::method::RpcMethod for TerminalKill {
@@ -8572,7 +8616,7 @@ pub mod methods {
     }
     /// `terminal/output` (ACP v1-unstable)
     pub const TERMINAL_OUTPUT: &str = "terminal/output";
-    /// `terminal/output` (ACP v1-unstable)
+    /// `terminal/output` (ACP v1-unstable): params [`TerminalOutputRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1261), result [`TerminalOutputResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8108).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalOutput;
     impl ::protocols_runtime::method::RpcMethod for TerminalOutput {
@@ -8582,7 +8626,7 @@ pub mod methods {
     }
     /// `terminal/release` (ACP v1-unstable)
     pub const TERMINAL_RELEASE: &str = "terminal/release";
-    /// `terminal/release` (ACP v1-unstable)
+    /// `terminal/release` (ACP v1-unstable): params [`ReleaseTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1292), result [`ReleaseTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalRelease;
     impl ::protocols_runtime::method::RpcMethod for TerminalRelease {
@@ -8592,7 +8636,7 @@ pub mod methods {
     }
     /// `terminal/wait_for_exit` (ACP v1-unstable)
     pub const TERMINAL_WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
-    /// `terminal/wait_for_exit` (ACP v1-unstable)
+    /// `terminal/wait_for_exit` (ACP v1-unstable): params [`WaitForTerminalExitRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1323), result [`WaitForTerminalExitResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8181).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalWaitForExit;
     impl ::protocols_runtime::method::RpcMethod for TerminalWaitForExit {

@@ -298,6 +298,7 @@ pub mod types {
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3394) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -348,6 +349,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3394) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -431,6 +433,7 @@ pub mod types {
         },
         Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5437) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -752,6 +755,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -802,6 +806,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -852,6 +857,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -902,6 +908,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -952,6 +959,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L949) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1029,6 +1037,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5569) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct CostCurrency(::std::string::String);
@@ -1110,6 +1119,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant0 {
@@ -1149,6 +1159,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1200,6 +1211,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1251,6 +1263,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant1 {
@@ -1292,6 +1305,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1343,6 +1357,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1394,6 +1409,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant2 {
@@ -1485,6 +1501,7 @@ pub mod types {
             >,
         },
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1536,6 +1553,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1587,6 +1605,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1810,6 +1829,7 @@ pub mod types {
             operation: ::std::string::String,
         },
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1860,6 +1880,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1910,6 +1931,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1960,6 +1982,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2010,6 +2033,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1553) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2090,6 +2114,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2140,6 +2165,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2190,6 +2216,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2240,6 +2267,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1738) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2308,6 +2336,7 @@ pub mod types {
             Self::Variant0(value)
         }
     }
+    /// Part of [`DiffPatchFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1829) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2632,6 +2661,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2683,6 +2713,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2734,6 +2765,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2785,6 +2817,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2836,6 +2869,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2270) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3140,6 +3174,7 @@ pub mod types {
             Self::Variant8(value)
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant0(i32);
@@ -3175,6 +3210,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant1(i32);
@@ -3210,6 +3246,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant2(i32);
@@ -3245,6 +3282,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant3(i32);
@@ -3280,6 +3318,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant4(i32);
@@ -3315,6 +3354,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant5(i32);
@@ -3350,6 +3390,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant6(i32);
@@ -3385,6 +3426,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4132) of ACP v2.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant7(i32);
@@ -3525,6 +3567,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1316) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3575,6 +3618,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1316) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3906,6 +3950,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6038) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3956,6 +4001,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6038) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4124,6 +4170,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2652) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4350,6 +4397,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2031) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4401,6 +4449,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2031) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4452,6 +4501,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2031) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4503,6 +4553,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2031) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4592,6 +4643,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5298) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4642,6 +4694,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5298) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4692,6 +4745,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5298) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4772,6 +4826,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5323) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4822,6 +4877,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5323) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4872,6 +4928,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5323) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4922,6 +4979,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5323) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5064,6 +5122,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
+    /// Part of [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5185) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5281,6 +5340,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReplayFrom`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6321) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5363,6 +5423,7 @@ pub mod types {
         },
         Variant2 { outcome: ::std::string::String },
     }
+    /// Part of [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6648) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5414,6 +5475,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6648) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5531,6 +5593,7 @@ pub mod types {
         },
         Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L600) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5582,6 +5645,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L600) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5735,6 +5799,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1136) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5785,6 +5850,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L1136) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6080,6 +6146,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3771) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6131,6 +6198,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3771) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6182,6 +6250,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3771) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6233,6 +6302,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3771) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6284,6 +6354,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3654) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6335,6 +6406,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3654) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6878,6 +6950,7 @@ pub mod types {
             Self::Variant6(value)
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6929,6 +7002,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6980,6 +7054,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7031,6 +7106,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7082,6 +7158,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7133,6 +7210,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7184,6 +7262,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7235,6 +7314,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7286,6 +7366,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7337,6 +7418,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7388,6 +7470,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7439,6 +7522,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7490,6 +7574,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionUpdateVariant6 {
@@ -7540,6 +7625,7 @@ pub mod types {
             state: ::std::string::String,
         },
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7591,6 +7677,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7642,6 +7729,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7693,6 +7781,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7744,6 +7833,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7795,6 +7885,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7846,6 +7937,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7897,6 +7989,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7948,6 +8041,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7999,6 +8093,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4282) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8103,6 +8198,7 @@ pub mod types {
             value: ::serde_json::Value,
         },
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6410) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8154,6 +8250,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6410) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8259,6 +8356,7 @@ pub mod types {
         },
         Variant3 { state: ::std::string::String },
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4926) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8309,6 +8407,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4926) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8359,6 +8458,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4926) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8445,6 +8545,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8495,6 +8596,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8545,6 +8647,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8595,6 +8698,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8645,6 +8749,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4855) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8725,6 +8830,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2422) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8775,6 +8881,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2422) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8825,6 +8932,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2422) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8875,6 +8983,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2422) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9225,6 +9334,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L849) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9275,6 +9385,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L849) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9325,6 +9436,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L849) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9472,6 +9584,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9522,6 +9635,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9572,6 +9686,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9622,6 +9737,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9672,6 +9788,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L814) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9821,6 +9938,7 @@ pub mod types {
             Self::Variant9(value)
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9871,6 +9989,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9921,6 +10040,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9971,6 +10091,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10021,6 +10142,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10071,6 +10193,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10121,6 +10244,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10171,6 +10295,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10221,6 +10346,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10271,6 +10397,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L754) of ACP v2.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10402,7 +10529,7 @@ pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v2)
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
-    /// `$/cancel_request` (ACP v2)
+    /// `$/cancel_request` (ACP v2): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6987).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
     impl ::protocols_runtime::method::RpcNotification for CancelRequest {
@@ -10411,7 +10538,7 @@ pub mod methods {
     }
     /// `auth/login` (ACP v2)
     pub const AUTH_LOGIN: &str = "auth/login";
-    /// `auth/login` (ACP v2)
+    /// `auth/login` (ACP v2): params [`LoginAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5960), result [`LoginAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3594).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogin;
     impl ::protocols_runtime::method::RpcMethod for AuthLogin {
@@ -10421,7 +10548,7 @@ pub mod methods {
     }
     /// `auth/logout` (ACP v2)
     pub const AUTH_LOGOUT: &str = "auth/logout";
-    /// `auth/logout` (ACP v2)
+    /// `auth/logout` (ACP v2): params [`LogoutAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5983), result [`LogoutAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3608).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogout;
     impl ::protocols_runtime::method::RpcMethod for AuthLogout {
@@ -10431,7 +10558,7 @@ pub mod methods {
     }
     /// `elicitation/complete` (ACP v2)
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
-    /// `elicitation/complete` (ACP v2)
+    /// `elicitation/complete` (ACP v2): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5629).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
     impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
@@ -10440,7 +10567,7 @@ pub mod methods {
     }
     /// `elicitation/create` (ACP v2)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (ACP v2)
+    /// `elicitation/create` (ACP v2): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L2061), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6738).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -10450,7 +10577,7 @@ pub mod methods {
     }
     /// `initialize` (ACP v2)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (ACP v2)
+    /// `initialize` (ACP v2): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5787), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3035).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -10460,7 +10587,7 @@ pub mod methods {
     }
     /// `session/cancel` (ACP v2)
     pub const SESSION_CANCEL: &str = "session/cancel";
-    /// `session/cancel` (ACP v2)
+    /// `session/cancel` (ACP v2): params [`CancelSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6930).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
     impl ::protocols_runtime::method::RpcNotification for SessionCancel {
@@ -10469,7 +10596,7 @@ pub mod methods {
     }
     /// `session/close` (ACP v2)
     pub const SESSION_CLOSE: &str = "session/close";
-    /// `session/close` (ACP v2)
+    /// `session/close` (ACP v2): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6387), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4054).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
     impl ::protocols_runtime::method::RpcMethod for SessionClose {
@@ -10479,7 +10606,7 @@ pub mod methods {
     }
     /// `session/delete` (ACP v2)
     pub const SESSION_DELETE: &str = "session/delete";
-    /// `session/delete` (ACP v2)
+    /// `session/delete` (ACP v2): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6237), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4017).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
     impl ::protocols_runtime::method::RpcMethod for SessionDelete {
@@ -10489,7 +10616,7 @@ pub mod methods {
     }
     /// `session/list` (ACP v2)
     pub const SESSION_LIST: &str = "session/list";
-    /// `session/list` (ACP v2)
+    /// `session/list` (ACP v2): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6201), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3928).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
     impl ::protocols_runtime::method::RpcMethod for SessionList {
@@ -10499,7 +10626,7 @@ pub mod methods {
     }
     /// `session/new` (ACP v2)
     pub const SESSION_NEW: &str = "session/new";
-    /// `session/new` (ACP v2)
+    /// `session/new` (ACP v2): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L5997), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L3622).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
     impl ::protocols_runtime::method::RpcMethod for SessionNew {
@@ -10509,7 +10636,7 @@ pub mod methods {
     }
     /// `session/prompt` (ACP v2)
     pub const SESSION_PROMPT: &str = "session/prompt";
-    /// `session/prompt` (ACP v2)
+    /// `session/prompt` (ACP v2): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6517), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4092).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
     impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
@@ -10519,7 +10646,7 @@ pub mod methods {
     }
     /// `session/request_permission` (ACP v2)
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-    /// `session/request_permission` (ACP v2)
+    /// `session/request_permission` (ACP v2): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L545), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6625).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
     impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
@@ -10529,7 +10656,7 @@ pub mod methods {
     }
     /// `session/resume` (ACP v2)
     pub const SESSION_RESUME: &str = "session/resume";
-    /// `session/resume` (ACP v2)
+    /// `session/resume` (ACP v2): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6260), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4031).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
     impl ::protocols_runtime::method::RpcMethod for SessionResume {
@@ -10539,7 +10666,7 @@ pub mod methods {
     }
     /// `session/set_config_option` (ACP v2)
     pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// `session/set_config_option` (ACP v2)
+    /// `session/set_config_option` (ACP v2): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L6410), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4068).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
     impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
@@ -10549,7 +10676,7 @@ pub mod methods {
     }
     /// `session/update` (ACP v2)
     pub const SESSION_UPDATE: &str = "session/update";
-    /// `session/update` (ACP v2)
+    /// `session/update` (ACP v2): params [`UpdateSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.json#L4251).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
     impl ::protocols_runtime::method::RpcNotification for SessionUpdate {

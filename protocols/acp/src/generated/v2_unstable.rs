@@ -322,6 +322,7 @@ pub mod types {
         pub method_id: AuthMethodId,
         pub name: ::std::string::String,
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -372,6 +373,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`AuthMethod`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -455,6 +457,7 @@ pub mod types {
         },
         Variant1 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`AvailableCommandInput`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7119) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -766,6 +769,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7315) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -816,6 +820,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7315) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -866,6 +871,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7315) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -916,6 +922,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompactionStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7315) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1158,6 +1165,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1208,6 +1216,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1258,6 +1267,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1308,6 +1318,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1358,6 +1369,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ContentBlock`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1080) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1435,6 +1447,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`Cost`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7251) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct CostCurrency(::std::string::String);
@@ -1516,6 +1529,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant0 {
@@ -1555,6 +1569,7 @@ pub mod types {
             requested_schema: ElicitationSchema,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1606,6 +1621,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1657,6 +1673,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant1 {
@@ -1698,6 +1715,7 @@ pub mod types {
             url: ::std::string::String,
         },
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1749,6 +1767,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1800,6 +1819,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateElicitationRequestVariant2 {
@@ -1891,6 +1911,7 @@ pub mod types {
             >,
         },
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1942,6 +1963,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1993,6 +2015,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2297,6 +2320,7 @@ pub mod types {
             operation: ::std::string::String,
         },
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2347,6 +2371,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2397,6 +2422,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2447,6 +2473,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2497,6 +2524,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffChange`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1684) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2577,6 +2605,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1869) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2627,6 +2656,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1869) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2677,6 +2707,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1869) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2727,6 +2758,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiffFileType`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1869) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2795,6 +2827,7 @@ pub mod types {
             Self::Variant0(value)
         }
     }
+    /// Part of [`DiffPatchFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1960) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3167,6 +3200,7 @@ pub mod types {
         },
         Variant5 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3218,6 +3252,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3269,6 +3304,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3320,6 +3356,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3371,6 +3408,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationPropertySchema`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2401) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3675,6 +3713,7 @@ pub mod types {
             Self::Variant8(value)
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant0(i32);
@@ -3710,6 +3749,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant1(i32);
@@ -3745,6 +3785,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant2(i32);
@@ -3780,6 +3821,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant3(i32);
@@ -3815,6 +3857,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant4(i32);
@@ -3850,6 +3893,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant5(i32);
@@ -3885,6 +3929,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant6(i32);
@@ -3920,6 +3965,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`ErrorCode`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5559) of ACP v2-unstable.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ErrorCodeVariant7(i32);
@@ -4102,6 +4148,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1447) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4152,6 +4199,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`IconTheme`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1447) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4402,6 +4450,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4452,6 +4501,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4502,6 +4552,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4552,6 +4603,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4602,6 +4654,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LlmProtocol`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4477) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4917,6 +4970,7 @@ pub mod types {
         >,
         pub name: ::std::string::String,
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8116) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4967,6 +5021,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8116) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5017,6 +5072,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`McpServer`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8116) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5241,6 +5297,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`MultiSelectItems`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2783) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5418,6 +5475,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9178) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5469,6 +5527,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9178) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5520,6 +5579,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9178) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5571,6 +5631,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesDiagnosticSeverity`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9178) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5926,6 +5987,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10063) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5976,6 +6038,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10063) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6026,6 +6089,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10063) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6076,6 +6140,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesRejectReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10063) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6383,6 +6448,7 @@ pub mod types {
             Ok(Self(value.to_string()))
         }
     }
+    /// Part of [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5141) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6433,6 +6499,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5141) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6483,6 +6550,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5141) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6533,6 +6601,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesSuggestion`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5141) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6621,6 +6690,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`NesTriggerKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8882) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6671,6 +6741,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesTriggerKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8882) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6721,6 +6792,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`NesTriggerKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8882) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6950,6 +7022,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2162) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7001,6 +7074,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2162) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7052,6 +7126,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2162) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7103,6 +7178,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PermissionOptionKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2162) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7192,6 +7268,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6908) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7242,6 +7319,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6908) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7292,6 +7370,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryPriority`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6908) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7372,6 +7451,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6933) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7422,6 +7502,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6933) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7472,6 +7553,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6933) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7522,6 +7604,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanEntryStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6933) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7733,6 +7816,7 @@ pub mod types {
             type_: ::std::string::String,
         },
     }
+    /// Part of [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6763) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7784,6 +7868,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6763) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7835,6 +7920,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PlanUpdateContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6763) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8238,6 +8324,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReplayFrom`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8499) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8320,6 +8407,7 @@ pub mod types {
         },
         Variant2 { outcome: ::std::string::String },
     }
+    /// Part of [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9359) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8371,6 +8459,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`RequestPermissionOutcome`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9359) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8488,6 +8577,7 @@ pub mod types {
         },
         Variant2 { #[serde(rename = "type")] type_: ::std::string::String },
     }
+    /// Part of [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L726) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8539,6 +8629,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`RequestPermissionSubject`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L726) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8692,6 +8783,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1267) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8742,6 +8834,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Role`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L1267) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9039,6 +9132,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4729) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9090,6 +9184,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4729) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9141,6 +9236,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4729) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9192,6 +9288,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOptionCategory`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4729) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9243,6 +9340,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4612) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9294,6 +9392,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionConfigOption`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4612) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9895,6 +9994,7 @@ pub mod types {
             Self::Variant6(value)
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9946,6 +10046,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -9997,6 +10098,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10048,6 +10150,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10099,6 +10202,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10150,6 +10254,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10201,6 +10306,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10252,6 +10358,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10303,6 +10410,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10354,6 +10462,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10405,6 +10514,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10456,6 +10566,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10507,6 +10618,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10558,6 +10670,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10609,6 +10722,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10660,6 +10774,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SessionUpdateVariant6 {
@@ -10712,6 +10827,7 @@ pub mod types {
             state: ::std::string::String,
         },
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10763,6 +10879,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10814,6 +10931,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10865,6 +10983,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10916,6 +11035,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -10967,6 +11087,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11018,6 +11139,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11069,6 +11191,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11120,6 +11243,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11171,6 +11295,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SessionUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5718) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11307,6 +11432,7 @@ pub mod types {
             value: ::serde_json::Value,
         },
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8588) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11358,6 +11484,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8588) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11501,6 +11628,7 @@ pub mod types {
         },
         Variant3 { state: ::std::string::String },
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6504) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11551,6 +11679,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6504) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11601,6 +11730,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StateUpdate`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6504) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11687,6 +11817,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11737,6 +11868,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11787,6 +11919,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11837,6 +11970,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11887,6 +12021,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StopReason`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L6369) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -11967,6 +12102,7 @@ pub mod types {
             Self::Variant3(value)
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2553) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12017,6 +12153,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2553) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12067,6 +12204,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2553) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12117,6 +12255,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringFormat`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2553) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12570,6 +12709,7 @@ pub mod types {
         #[serde(rename = "toolCallId")]
         pub tool_call_id: ToolCallId,
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L980) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12620,6 +12760,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L980) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12670,6 +12811,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallContent`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L980) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12817,6 +12959,7 @@ pub mod types {
             Self::Variant4(value)
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12867,6 +13010,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12917,6 +13061,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -12967,6 +13112,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13017,6 +13163,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolCallStatus`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L945) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13168,6 +13315,7 @@ pub mod types {
             Self::Variant9(value)
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13218,6 +13366,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13268,6 +13417,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13318,6 +13468,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13368,6 +13519,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13418,6 +13570,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13468,6 +13621,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13518,6 +13672,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13568,6 +13723,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13618,6 +13774,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolKind`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L885) of ACP v2-unstable.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -13794,7 +13951,7 @@ pub mod methods {
     use super::types;
     /// `$/cancel_request` (ACP v2-unstable)
     pub const CANCEL_REQUEST: &str = "$/cancel_request";
-    /// `$/cancel_request` (ACP v2-unstable)
+    /// `$/cancel_request` (ACP v2-unstable): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10127).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
     impl ::protocols_runtime::method::RpcNotification for CancelRequest {
@@ -13803,7 +13960,7 @@ pub mod methods {
     }
     /// `auth/login` (ACP v2-unstable)
     pub const AUTH_LOGIN: &str = "auth/login";
-    /// `auth/login` (ACP v2-unstable)
+    /// `auth/login` (ACP v2-unstable): params [`LoginAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7958), result [`LoginAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4392).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogin;
     impl ::protocols_runtime::method::RpcMethod for AuthLogin {
@@ -13813,7 +13970,7 @@ pub mod methods {
     }
     /// `auth/logout` (ACP v2-unstable)
     pub const AUTH_LOGOUT: &str = "auth/logout";
-    /// `auth/logout` (ACP v2-unstable)
+    /// `auth/logout` (ACP v2-unstable): params [`LogoutAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8061), result [`LogoutAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4566).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogout;
     impl ::protocols_runtime::method::RpcMethod for AuthLogout {
@@ -13823,7 +13980,7 @@ pub mod methods {
     }
     /// `document/didChange` (ACP v2-unstable)
     pub const DOCUMENT_DID_CHANGE: &str = "document/didChange";
-    /// `document/didChange` (ACP v2-unstable)
+    /// `document/didChange` (ACP v2-unstable): params [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9814).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
@@ -13832,7 +13989,7 @@ pub mod methods {
     }
     /// `document/didClose` (ACP v2-unstable)
     pub const DOCUMENT_DID_CLOSE: &str = "document/didClose";
-    /// `document/didClose` (ACP v2-unstable)
+    /// `document/didClose` (ACP v2-unstable): params [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9884).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
@@ -13841,7 +13998,7 @@ pub mod methods {
     }
     /// `document/didFocus` (ACP v2-unstable)
     pub const DOCUMENT_DID_FOCUS: &str = "document/didFocus";
-    /// `document/didFocus` (ACP v2-unstable)
+    /// `document/didFocus` (ACP v2-unstable): params [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9940).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
@@ -13850,7 +14007,7 @@ pub mod methods {
     }
     /// `document/didOpen` (ACP v2-unstable)
     pub const DOCUMENT_DID_OPEN: &str = "document/didOpen";
-    /// `document/didOpen` (ACP v2-unstable)
+    /// `document/didOpen` (ACP v2-unstable): params [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9773).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
@@ -13859,7 +14016,7 @@ pub mod methods {
     }
     /// `document/didSave` (ACP v2-unstable)
     pub const DOCUMENT_DID_SAVE: &str = "document/didSave";
-    /// `document/didSave` (ACP v2-unstable)
+    /// `document/didSave` (ACP v2-unstable): params [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9912).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
     impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
@@ -13868,7 +14025,7 @@ pub mod methods {
     }
     /// `elicitation/complete` (ACP v2-unstable)
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
-    /// `elicitation/complete` (ACP v2-unstable)
+    /// `elicitation/complete` (ACP v2-unstable): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7417).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
     impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
@@ -13877,7 +14034,7 @@ pub mod methods {
     }
     /// `elicitation/create` (ACP v2-unstable)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (ACP v2-unstable)
+    /// `elicitation/create` (ACP v2-unstable): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -13887,7 +14044,7 @@ pub mod methods {
     }
     /// `initialize` (ACP v2-unstable)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (ACP v2-unstable)
+    /// `initialize` (ACP v2-unstable): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7680), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3324).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -13897,7 +14054,7 @@ pub mod methods {
     }
     /// `mcp/connect` (ACP v2-unstable)
     pub const MCP_CONNECT: &str = "mcp/connect";
-    /// `mcp/connect` (ACP v2-unstable)
+    /// `mcp/connect` (ACP v2-unstable): params [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3013), result [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9598).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
     impl ::protocols_runtime::method::RpcMethod for McpConnect {
@@ -13907,7 +14064,7 @@ pub mod methods {
     }
     /// `mcp/disconnect` (ACP v2-unstable)
     pub const MCP_DISCONNECT: &str = "mcp/disconnect";
-    /// `mcp/disconnect` (ACP v2-unstable)
+    /// `mcp/disconnect` (ACP v2-unstable): params [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3076), result [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9621).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
     impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
@@ -13917,7 +14074,7 @@ pub mod methods {
     }
     /// `mcp/message` (ACP v2-unstable)
     pub const MCP_MESSAGE: &str = "mcp/message";
-    /// `mcp/message` (ACP v2-unstable)
+    /// `mcp/message` (ACP v2-unstable): params [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3040), result [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5531).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
     impl ::protocols_runtime::method::RpcMethod for McpMessage {
@@ -13927,7 +14084,7 @@ pub mod methods {
     }
     /// `nes/accept` (ACP v2-unstable)
     pub const NES_ACCEPT: &str = "nes/accept";
-    /// `nes/accept` (ACP v2-unstable)
+    /// `nes/accept` (ACP v2-unstable): params [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9989).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
     impl ::protocols_runtime::method::RpcNotification for NesAccept {
@@ -13936,7 +14093,7 @@ pub mod methods {
     }
     /// `nes/close` (ACP v2-unstable)
     pub const NES_CLOSE: &str = "nes/close";
-    /// `nes/close` (ACP v2-unstable)
+    /// `nes/close` (ACP v2-unstable): params [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9208), result [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5514).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
     impl ::protocols_runtime::method::RpcMethod for NesClose {
@@ -13946,7 +14103,7 @@ pub mod methods {
     }
     /// `nes/reject` (ACP v2-unstable)
     pub const NES_REJECT: &str = "nes/reject";
-    /// `nes/reject` (ACP v2-unstable)
+    /// `nes/reject` (ACP v2-unstable): params [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10020).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
     impl ::protocols_runtime::method::RpcNotification for NesReject {
@@ -13955,7 +14112,7 @@ pub mod methods {
     }
     /// `nes/start` (ACP v2-unstable)
     pub const NES_START: &str = "nes/start";
-    /// `nes/start` (ACP v2-unstable)
+    /// `nes/start` (ACP v2-unstable): params [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8725), result [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5096).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
     impl ::protocols_runtime::method::RpcMethod for NesStart {
@@ -13965,7 +14122,7 @@ pub mod methods {
     }
     /// `nes/suggest` (ACP v2-unstable)
     pub const NES_SUGGEST: &str = "nes/suggest";
-    /// `nes/suggest` (ACP v2-unstable)
+    /// `nes/suggest` (ACP v2-unstable): params [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8811), result [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5119).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
     impl ::protocols_runtime::method::RpcMethod for NesSuggest {
@@ -13975,7 +14132,7 @@ pub mod methods {
     }
     /// `providers/disable` (ACP v2-unstable)
     pub const PROVIDERS_DISABLE: &str = "providers/disable";
-    /// `providers/disable` (ACP v2-unstable)
+    /// `providers/disable` (ACP v2-unstable): params [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8038), result [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4552).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
     impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
@@ -13985,7 +14142,7 @@ pub mod methods {
     }
     /// `providers/list` (ACP v2-unstable)
     pub const PROVIDERS_LIST: &str = "providers/list";
-    /// `providers/list` (ACP v2-unstable)
+    /// `providers/list` (ACP v2-unstable): params [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7981), result [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4406).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
     impl ::protocols_runtime::method::RpcMethod for ProvidersList {
@@ -13995,7 +14152,7 @@ pub mod methods {
     }
     /// `providers/set` (ACP v2-unstable)
     pub const PROVIDERS_SET: &str = "providers/set";
-    /// `providers/set` (ACP v2-unstable)
+    /// `providers/set` (ACP v2-unstable): params [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7995), result [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4538).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
     impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
@@ -14005,7 +14162,7 @@ pub mod methods {
     }
     /// `session/cancel` (ACP v2-unstable)
     pub const SESSION_CANCEL: &str = "session/cancel";
-    /// `session/cancel` (ACP v2-unstable)
+    /// `session/cancel` (ACP v2-unstable): params [`CancelSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9750).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
     impl ::protocols_runtime::method::RpcNotification for SessionCancel {
@@ -14014,7 +14171,7 @@ pub mod methods {
     }
     /// `session/close` (ACP v2-unstable)
     pub const SESSION_CLOSE: &str = "session/close";
-    /// `session/close` (ACP v2-unstable)
+    /// `session/close` (ACP v2-unstable): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8565), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5044).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
     impl ::protocols_runtime::method::RpcMethod for SessionClose {
@@ -14024,7 +14181,7 @@ pub mod methods {
     }
     /// `session/delete` (ACP v2-unstable)
     pub const SESSION_DELETE: &str = "session/delete";
-    /// `session/delete` (ACP v2-unstable)
+    /// `session/delete` (ACP v2-unstable): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8366), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4975).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
     impl ::protocols_runtime::method::RpcMethod for SessionDelete {
@@ -14034,7 +14191,7 @@ pub mod methods {
     }
     /// `session/fork` (ACP v2-unstable)
     pub const SESSION_FORK: &str = "session/fork";
-    /// `session/fork` (ACP v2-unstable)
+    /// `session/fork` (ACP v2-unstable): params [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8389), result [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4989).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
     impl ::protocols_runtime::method::RpcMethod for SessionFork {
@@ -14044,7 +14201,7 @@ pub mod methods {
     }
     /// `session/list` (ACP v2-unstable)
     pub const SESSION_LIST: &str = "session/list";
-    /// `session/list` (ACP v2-unstable)
+    /// `session/list` (ACP v2-unstable): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8330), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4886).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
     impl ::protocols_runtime::method::RpcMethod for SessionList {
@@ -14054,7 +14211,7 @@ pub mod methods {
     }
     /// `session/new` (ACP v2-unstable)
     pub const SESSION_NEW: &str = "session/new";
-    /// `session/new` (ACP v2-unstable)
+    /// `session/new` (ACP v2-unstable): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8075), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4580).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
     impl ::protocols_runtime::method::RpcMethod for SessionNew {
@@ -14064,7 +14221,7 @@ pub mod methods {
     }
     /// `session/prompt` (ACP v2-unstable)
     pub const SESSION_PROMPT: &str = "session/prompt";
-    /// `session/prompt` (ACP v2-unstable)
+    /// `session/prompt` (ACP v2-unstable): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8695), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5082).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
     impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
@@ -14074,7 +14231,7 @@ pub mod methods {
     }
     /// `session/request_permission` (ACP v2-unstable)
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-    /// `session/request_permission` (ACP v2-unstable)
+    /// `session/request_permission` (ACP v2-unstable): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L671), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9336).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
     impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
@@ -14084,7 +14241,7 @@ pub mod methods {
     }
     /// `session/resume` (ACP v2-unstable)
     pub const SESSION_RESUME: &str = "session/resume";
-    /// `session/resume` (ACP v2-unstable)
+    /// `session/resume` (ACP v2-unstable): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8438), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5021).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
     impl ::protocols_runtime::method::RpcMethod for SessionResume {
@@ -14094,7 +14251,7 @@ pub mod methods {
     }
     /// `session/set_config_option` (ACP v2-unstable)
     pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// `session/set_config_option` (ACP v2-unstable)
+    /// `session/set_config_option` (ACP v2-unstable): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8588), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5058).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
     impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
@@ -14104,7 +14261,7 @@ pub mod methods {
     }
     /// `session/update` (ACP v2-unstable)
     pub const SESSION_UPDATE: &str = "session/update";
-    /// `session/update` (ACP v2-unstable)
+    /// `session/update` (ACP v2-unstable): params [`UpdateSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5687).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
     impl ::protocols_runtime::method::RpcNotification for SessionUpdate {

@@ -23,6 +23,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub annotations: ::std::option::Option<AnnotatedAnnotations>,
     }
+    /// Part of [`Annotated`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L4) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct AnnotatedAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -49,6 +50,7 @@ pub mod types {
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L51) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -125,6 +127,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L80) of MCP 2024-11-05.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultContentItem {
@@ -153,6 +156,7 @@ pub mod types {
         pub method: CancelledNotificationMethod,
         pub params: CancelledNotificationParams,
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L114) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -228,6 +232,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L144) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
         #[serde(
@@ -244,6 +249,7 @@ pub mod types {
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L247) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -301,11 +307,13 @@ pub mod types {
         #[serde(rename = "ref")]
         pub ref_: CompleteRequestParamsRef,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L247) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsArgument {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L247) of MCP 2024-11-05.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
@@ -334,6 +342,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L298) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
         #[serde(
@@ -353,6 +362,7 @@ pub mod types {
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L335) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -440,6 +450,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub temperature: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L335) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -518,6 +529,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L400) of MCP 2024-11-05.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
@@ -584,6 +596,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L441) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct EmbeddedResourceAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -591,6 +604,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L441) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -607,6 +621,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L441) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -685,6 +700,7 @@ pub mod types {
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L486) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -769,6 +785,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ImageContentType,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L543) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ImageContentAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -776,6 +793,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L543) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -840,6 +858,7 @@ pub mod types {
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
+    /// Part of [`InitializeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L601) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -924,6 +943,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<InitializedNotificationParams>,
     }
+    /// Part of [`InitializedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L665) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -997,6 +1017,7 @@ pub mod types {
         pub id: RequestId,
         pub jsonrpc: JsonrpcErrorJsonrpc,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L689) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcErrorError {
         pub code: i64,
@@ -1004,6 +1025,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L689) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1091,6 +1113,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcNotificationParams>,
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L743) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1141,6 +1164,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L743) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcNotificationParams {
         #[serde(
@@ -1162,6 +1186,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcRequestParams>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L771) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1212,6 +1237,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L771) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcRequestParams {
         #[serde(
@@ -1222,6 +1248,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L771) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct JsonrpcRequestParamsMeta {
         #[serde(
@@ -1237,6 +1264,7 @@ pub mod types {
         pub jsonrpc: JsonrpcResponseJsonrpc,
         pub result: Result,
     }
+    /// Part of [`JSONRPCResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L807) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1296,6 +1324,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L828) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1378,6 +1407,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L874) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1462,6 +1492,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L920) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1544,6 +1575,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L966) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1605,6 +1637,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L966) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListRootsRequestParamsMeta {
         #[serde(
@@ -1634,6 +1667,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1014) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1792,6 +1826,7 @@ pub mod types {
         pub method: LoggingMessageNotificationMethod,
         pub params: LoggingMessageNotificationParams,
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1074) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1885,6 +1920,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`Notification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1149) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NotificationParams {
         #[serde(
@@ -1904,6 +1940,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`PaginatedRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1171) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PaginatedRequestParams {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1934,6 +1971,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
     }
+    /// Part of [`PingRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1205) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1995,6 +2033,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1205) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PingRequestParamsMeta {
         #[serde(
@@ -2009,6 +2048,7 @@ pub mod types {
         pub method: ProgressNotificationMethod,
         pub params: ProgressNotificationParams,
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1233) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2113,6 +2153,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PromptListChangedNotificationParams>,
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1320) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2187,6 +2228,7 @@ pub mod types {
         pub content: PromptMessageContent,
         pub role: Role,
     }
+    /// Part of [`PromptMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1344) of MCP 2024-11-05.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PromptMessageContent {
@@ -2216,6 +2258,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: PromptReferenceType,
     }
+    /// Part of [`PromptReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1370) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2274,6 +2317,7 @@ pub mod types {
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1388) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2341,6 +2385,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1415) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultContentsItem {
@@ -2384,6 +2429,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1442) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestParams {
         #[serde(
@@ -2394,6 +2440,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1442) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RequestParamsMeta {
         #[serde(
@@ -2419,6 +2466,7 @@ pub mod types {
         pub size: ::std::option::Option<i64>,
         pub uri: ::std::string::String,
     }
+    /// Part of [`Resource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1475) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResourceAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2443,6 +2491,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ResourceListChangedNotificationParams>,
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1542) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2518,6 +2567,7 @@ pub mod types {
         pub type_: ResourceReferenceType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1566) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2584,6 +2634,7 @@ pub mod types {
         #[serde(rename = "uriTemplate")]
         pub uri_template: ::std::string::String,
     }
+    /// Part of [`ResourceTemplate`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1585) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ResourceTemplateAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2597,6 +2648,7 @@ pub mod types {
         pub method: ResourceUpdatedNotificationMethod,
         pub params: ResourceUpdatedNotificationParams,
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1630) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2739,6 +2791,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<RootsListChangedNotificationParams>,
     }
+    /// Part of [`RootsListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1694) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2813,6 +2866,7 @@ pub mod types {
         pub content: SamplingMessageContent,
         pub role: Role,
     }
+    /// Part of [`SamplingMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1718) of MCP 2024-11-05.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
@@ -2850,6 +2904,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1741) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesPrompts {
         #[serde(
@@ -2858,6 +2913,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1741) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesResources {
         #[serde(
@@ -2868,6 +2924,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub subscribe: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1741) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
         #[serde(
@@ -2884,6 +2941,7 @@ pub mod types {
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
+    /// Part of [`SetLevelRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1868) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2947,6 +3005,7 @@ pub mod types {
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
+    /// Part of [`SubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1894) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3011,6 +3070,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TextContentType,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1921) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct TextContentAnnotations {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3018,6 +3078,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub priority: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1921) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3088,6 +3149,7 @@ pub mod types {
         pub input_schema: ToolInputSchema,
         pub name: ::std::string::String,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1979) of MCP 2024-11-05.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3104,6 +3166,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1979) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3161,6 +3224,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ToolListChangedNotificationParams>,
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L2024) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3237,6 +3301,7 @@ pub mod types {
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }
+    /// Part of [`UnsubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L2048) of MCP 2024-11-05.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3468,7 +3533,7 @@ pub mod methods {
     use super::types;
     /// `completion/complete` (MCP 2024-11-05)
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// `completion/complete` (MCP 2024-11-05)
+    /// `completion/complete` (MCP 2024-11-05): params [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L247), result [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L298).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
     impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
@@ -3478,7 +3543,7 @@ pub mod methods {
     }
     /// `initialize` (MCP 2024-11-05)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (MCP 2024-11-05)
+    /// `initialize` (MCP 2024-11-05): params [`InitializeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L601), result [`InitializeResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L635).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -3488,7 +3553,7 @@ pub mod methods {
     }
     /// `logging/setLevel` (MCP 2024-11-05)
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// `logging/setLevel` (MCP 2024-11-05)
+    /// `logging/setLevel` (MCP 2024-11-05): params [`SetLevelRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1868), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L483).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
     impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
@@ -3498,7 +3563,7 @@ pub mod methods {
     }
     /// `ping` (MCP 2024-11-05)
     pub const PING: &str = "ping";
-    /// `ping` (MCP 2024-11-05)
+    /// `ping` (MCP 2024-11-05): params [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1205), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L483).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
     impl ::protocols_runtime::method::RpcMethod for Ping {
@@ -3508,7 +3573,7 @@ pub mod methods {
     }
     /// `prompts/get` (MCP 2024-11-05)
     pub const PROMPTS_GET: &str = "prompts/get";
-    /// `prompts/get` (MCP 2024-11-05)
+    /// `prompts/get` (MCP 2024-11-05): params [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L486), result [`GetPromptResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L519).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
     impl ::protocols_runtime::method::RpcMethod for PromptsGet {
@@ -3518,7 +3583,7 @@ pub mod methods {
     }
     /// `prompts/list` (MCP 2024-11-05)
     pub const PROMPTS_LIST: &str = "prompts/list";
-    /// `prompts/list` (MCP 2024-11-05)
+    /// `prompts/list` (MCP 2024-11-05): params [`ListPromptsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L828), result [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L850).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
     impl ::protocols_runtime::method::RpcMethod for PromptsList {
@@ -3528,7 +3593,7 @@ pub mod methods {
     }
     /// `resources/list` (MCP 2024-11-05)
     pub const RESOURCES_LIST: &str = "resources/list";
-    /// `resources/list` (MCP 2024-11-05)
+    /// `resources/list` (MCP 2024-11-05): params [`ListResourcesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L920), result [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L942).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesList {
@@ -3538,7 +3603,7 @@ pub mod methods {
     }
     /// `resources/read` (MCP 2024-11-05)
     pub const RESOURCES_READ: &str = "resources/read";
-    /// `resources/read` (MCP 2024-11-05)
+    /// `resources/read` (MCP 2024-11-05): params [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1388), result [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1415).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
     impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
@@ -3548,7 +3613,7 @@ pub mod methods {
     }
     /// `resources/subscribe` (MCP 2024-11-05)
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// `resources/subscribe` (MCP 2024-11-05)
+    /// `resources/subscribe` (MCP 2024-11-05): params [`SubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1894), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L483).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
@@ -3558,7 +3623,7 @@ pub mod methods {
     }
     /// `resources/templates/list` (MCP 2024-11-05)
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// `resources/templates/list` (MCP 2024-11-05)
+    /// `resources/templates/list` (MCP 2024-11-05): params [`ListResourceTemplatesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L874), result [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L896).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
@@ -3568,7 +3633,7 @@ pub mod methods {
     }
     /// `resources/unsubscribe` (MCP 2024-11-05)
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// `resources/unsubscribe` (MCP 2024-11-05)
+    /// `resources/unsubscribe` (MCP 2024-11-05): params [`UnsubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L2048), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L483).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
@@ -3578,7 +3643,7 @@ pub mod methods {
     }
     /// `roots/list` (MCP 2024-11-05)
     pub const ROOTS_LIST: &str = "roots/list";
-    /// `roots/list` (MCP 2024-11-05)
+    /// `roots/list` (MCP 2024-11-05): params [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L966), result [`ListRootsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L994).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
     impl ::protocols_runtime::method::RpcMethod for RootsList {
@@ -3588,7 +3653,7 @@ pub mod methods {
     }
     /// `sampling/createMessage` (MCP 2024-11-05)
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// `sampling/createMessage` (MCP 2024-11-05)
+    /// `sampling/createMessage` (MCP 2024-11-05): params [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L335), result [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L400).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
     impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
@@ -3598,7 +3663,7 @@ pub mod methods {
     }
     /// `tools/call` (MCP 2024-11-05)
     pub const TOOLS_CALL: &str = "tools/call";
-    /// `tools/call` (MCP 2024-11-05)
+    /// `tools/call` (MCP 2024-11-05): params [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L51), result [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L80).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
     impl ::protocols_runtime::method::RpcMethod for ToolsCall {
@@ -3608,7 +3673,7 @@ pub mod methods {
     }
     /// `tools/list` (MCP 2024-11-05)
     pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/list` (MCP 2024-11-05)
+    /// `tools/list` (MCP 2024-11-05): params [`ListToolsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1014), result [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1036).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
     impl ::protocols_runtime::method::RpcMethod for ToolsList {
@@ -3618,7 +3683,7 @@ pub mod methods {
     }
     /// `notifications/cancelled` (MCP 2024-11-05)
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// `notifications/cancelled` (MCP 2024-11-05)
+    /// `notifications/cancelled` (MCP 2024-11-05): params [`CancelledNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L114).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
     impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
@@ -3627,7 +3692,7 @@ pub mod methods {
     }
     /// `notifications/initialized` (MCP 2024-11-05)
     pub const NOTIFICATIONS_INITIALIZED: &str = "notifications/initialized";
-    /// `notifications/initialized` (MCP 2024-11-05)
+    /// `notifications/initialized` (MCP 2024-11-05): params [`InitializedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L665).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
     impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
@@ -3636,7 +3701,7 @@ pub mod methods {
     }
     /// `notifications/message` (MCP 2024-11-05)
     pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// `notifications/message` (MCP 2024-11-05)
+    /// `notifications/message` (MCP 2024-11-05): params [`LoggingMessageNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1074).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
     impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
@@ -3645,7 +3710,7 @@ pub mod methods {
     }
     /// `notifications/progress` (MCP 2024-11-05)
     pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// `notifications/progress` (MCP 2024-11-05)
+    /// `notifications/progress` (MCP 2024-11-05): params [`ProgressNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1233).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
     impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
@@ -3654,7 +3719,7 @@ pub mod methods {
     }
     /// `notifications/prompts/list_changed` (MCP 2024-11-05)
     pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// `notifications/prompts/list_changed` (MCP 2024-11-05)
+    /// `notifications/prompts/list_changed` (MCP 2024-11-05): params [`PromptListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1320).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -3664,7 +3729,7 @@ pub mod methods {
     }
     /// `notifications/resources/list_changed` (MCP 2024-11-05)
     pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// `notifications/resources/list_changed` (MCP 2024-11-05)
+    /// `notifications/resources/list_changed` (MCP 2024-11-05): params [`ResourceListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1542).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -3676,7 +3741,7 @@ pub mod methods {
     }
     /// `notifications/resources/updated` (MCP 2024-11-05)
     pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    /// `notifications/resources/updated` (MCP 2024-11-05)
+    /// `notifications/resources/updated` (MCP 2024-11-05): params [`ResourceUpdatedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1630).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
     impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
@@ -3685,7 +3750,7 @@ pub mod methods {
     }
     /// `notifications/roots/list_changed` (MCP 2024-11-05)
     pub const NOTIFICATIONS_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// `notifications/roots/list_changed` (MCP 2024-11-05)
+    /// `notifications/roots/list_changed` (MCP 2024-11-05): params [`RootsListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1694).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
@@ -3694,7 +3759,7 @@ pub mod methods {
     }
     /// `notifications/tools/list_changed` (MCP 2024-11-05)
     pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// `notifications/tools/list_changed` (MCP 2024-11-05)
+    /// `notifications/tools/list_changed` (MCP 2024-11-05): params [`ToolListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L2024).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
@@ -3994,7 +4059,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         http: &[],
     },
 ];
-/// Requests the server sends (MCP 2024-11-05), dispatched by method name.
+/// Requests the server sends (MCP 2024-11-05), dispatched by method name. It stands for [`ServerRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1821) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
@@ -4074,7 +4139,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Notifications the server sends (MCP 2024-11-05), dispatched by method name.
+/// Notifications the server sends (MCP 2024-11-05), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1796) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
@@ -4214,7 +4279,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Results the server sends (MCP 2024-11-05), decoded by the method they answer.
+/// Results the server sends (MCP 2024-11-05), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1834) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerResult {

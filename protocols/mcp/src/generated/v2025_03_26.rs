@@ -36,6 +36,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: AudioContentType,
     }
+    /// Part of [`AudioContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L23) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -105,6 +106,7 @@ pub mod types {
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L74) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -181,6 +183,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L103) of MCP 2025-03-26.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CallToolResultContentItem {
@@ -215,6 +218,7 @@ pub mod types {
         pub method: CancelledNotificationMethod,
         pub params: CancelledNotificationParams,
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L140) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -290,6 +294,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L170) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
         #[serde(
@@ -306,6 +311,7 @@ pub mod types {
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L273) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -363,11 +369,13 @@ pub mod types {
         #[serde(rename = "ref")]
         pub ref_: CompleteRequestParamsRef,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L273) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsArgument {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L273) of MCP 2025-03-26.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
@@ -396,6 +404,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L324) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
         #[serde(
@@ -415,6 +424,7 @@ pub mod types {
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L361) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -502,6 +512,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub temperature: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L361) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -580,6 +591,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L426) of MCP 2025-03-26.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
@@ -652,6 +664,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L470) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -668,6 +681,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L470) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -746,6 +760,7 @@ pub mod types {
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L501) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -830,6 +845,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ImageContentType,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L558) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -894,6 +910,7 @@ pub mod types {
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
+    /// Part of [`InitializeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L602) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -978,6 +995,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<InitializedNotificationParams>,
     }
+    /// Part of [`InitializedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L666) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1066,6 +1084,7 @@ pub mod types {
             Self(value)
         }
     }
+    /// Part of [`JSONRPCBatchRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L690) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcBatchRequestItem {
@@ -1104,6 +1123,7 @@ pub mod types {
             Self(value)
         }
     }
+    /// Part of [`JSONRPCBatchResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L704) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcBatchResponseItem {
@@ -1127,6 +1147,7 @@ pub mod types {
         pub id: RequestId,
         pub jsonrpc: JsonrpcErrorJsonrpc,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L718) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcErrorError {
         pub code: i64,
@@ -1134,6 +1155,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L718) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1227,6 +1249,7 @@ pub mod types {
             Self::Variant5(value)
         }
     }
+    /// Part of [`JSONRPCMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L756) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcMessageVariant2Item {
@@ -1243,6 +1266,7 @@ pub mod types {
             Self::Notification(value)
         }
     }
+    /// Part of [`JSONRPCMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L756) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonrpcMessageVariant5Item {
@@ -1267,6 +1291,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcNotificationParams>,
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L801) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1317,6 +1342,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L801) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcNotificationParams {
         #[serde(
@@ -1338,6 +1364,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcRequestParams>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L829) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1388,6 +1415,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L829) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcRequestParams {
         #[serde(
@@ -1398,6 +1426,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L829) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct JsonrpcRequestParamsMeta {
         #[serde(
@@ -1413,6 +1442,7 @@ pub mod types {
         pub jsonrpc: JsonrpcResponseJsonrpc,
         pub result: Result,
     }
+    /// Part of [`JSONRPCResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L865) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1472,6 +1502,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L886) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1554,6 +1585,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L932) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1638,6 +1670,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L978) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1720,6 +1753,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1024) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1781,6 +1815,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1024) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ListRootsRequestParamsMeta {
         #[serde(
@@ -1810,6 +1845,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1072) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1968,6 +2004,7 @@ pub mod types {
         pub method: LoggingMessageNotificationMethod,
         pub params: LoggingMessageNotificationParams,
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1132) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2061,6 +2098,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`Notification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1207) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NotificationParams {
         #[serde(
@@ -2080,6 +2118,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`PaginatedRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1229) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PaginatedRequestParams {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2110,6 +2149,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
     }
+    /// Part of [`PingRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1263) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2171,6 +2211,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1263) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PingRequestParamsMeta {
         #[serde(
@@ -2185,6 +2226,7 @@ pub mod types {
         pub method: ProgressNotificationMethod,
         pub params: ProgressNotificationParams,
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1291) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2291,6 +2333,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PromptListChangedNotificationParams>,
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1382) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2365,6 +2408,7 @@ pub mod types {
         pub content: PromptMessageContent,
         pub role: Role,
     }
+    /// Part of [`PromptMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1406) of MCP 2025-03-26.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum PromptMessageContent {
@@ -2400,6 +2444,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: PromptReferenceType,
     }
+    /// Part of [`PromptReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1435) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2458,6 +2503,7 @@ pub mod types {
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1453) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2525,6 +2571,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1480) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultContentsItem {
@@ -2568,6 +2615,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1507) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestParams {
         #[serde(
@@ -2578,6 +2626,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1507) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct RequestParamsMeta {
         #[serde(
@@ -2620,6 +2669,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ResourceListChangedNotificationParams>,
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1593) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2695,6 +2745,7 @@ pub mod types {
         pub type_: ResourceReferenceType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1617) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2767,6 +2818,7 @@ pub mod types {
         pub method: ResourceUpdatedNotificationMethod,
         pub params: ResourceUpdatedNotificationParams,
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1667) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2909,6 +2961,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<RootsListChangedNotificationParams>,
     }
+    /// Part of [`RootsListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1731) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2983,6 +3036,7 @@ pub mod types {
         pub content: SamplingMessageContent,
         pub role: Role,
     }
+    /// Part of [`SamplingMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1755) of MCP 2025-03-26.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
@@ -3030,6 +3084,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1781) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesPrompts {
         #[serde(
@@ -3038,6 +3093,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1781) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesResources {
         #[serde(
@@ -3048,6 +3104,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub subscribe: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1781) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
         #[serde(
@@ -3064,6 +3121,7 @@ pub mod types {
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
+    /// Part of [`SetLevelRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1914) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3127,6 +3185,7 @@ pub mod types {
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
+    /// Part of [`SubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1940) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3191,6 +3250,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TextContentType,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1967) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3289,6 +3349,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2011) of MCP 2025-03-26.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3305,6 +3366,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2011) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3362,6 +3424,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ToolListChangedNotificationParams>,
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2086) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3438,6 +3501,7 @@ pub mod types {
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }
+    /// Part of [`UnsubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2110) of MCP 2025-03-26.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3681,7 +3745,7 @@ pub mod methods {
     use super::types;
     /// `completion/complete` (MCP 2025-03-26)
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// `completion/complete` (MCP 2025-03-26)
+    /// `completion/complete` (MCP 2025-03-26): params [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L273), result [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L324).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
     impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
@@ -3691,7 +3755,7 @@ pub mod methods {
     }
     /// `initialize` (MCP 2025-03-26)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (MCP 2025-03-26)
+    /// `initialize` (MCP 2025-03-26): params [`InitializeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L602), result [`InitializeResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L636).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -3701,7 +3765,7 @@ pub mod methods {
     }
     /// `logging/setLevel` (MCP 2025-03-26)
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// `logging/setLevel` (MCP 2025-03-26)
+    /// `logging/setLevel` (MCP 2025-03-26): params [`SetLevelRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1914), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L498).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
     impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
@@ -3711,7 +3775,7 @@ pub mod methods {
     }
     /// `ping` (MCP 2025-03-26)
     pub const PING: &str = "ping";
-    /// `ping` (MCP 2025-03-26)
+    /// `ping` (MCP 2025-03-26): params [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1263), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L498).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
     impl ::protocols_runtime::method::RpcMethod for Ping {
@@ -3721,7 +3785,7 @@ pub mod methods {
     }
     /// `prompts/get` (MCP 2025-03-26)
     pub const PROMPTS_GET: &str = "prompts/get";
-    /// `prompts/get` (MCP 2025-03-26)
+    /// `prompts/get` (MCP 2025-03-26): params [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L501), result [`GetPromptResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L534).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
     impl ::protocols_runtime::method::RpcMethod for PromptsGet {
@@ -3731,7 +3795,7 @@ pub mod methods {
     }
     /// `prompts/list` (MCP 2025-03-26)
     pub const PROMPTS_LIST: &str = "prompts/list";
-    /// `prompts/list` (MCP 2025-03-26)
+    /// `prompts/list` (MCP 2025-03-26): params [`ListPromptsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L886), result [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L908).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
     impl ::protocols_runtime::method::RpcMethod for PromptsList {
@@ -3741,7 +3805,7 @@ pub mod methods {
     }
     /// `resources/list` (MCP 2025-03-26)
     pub const RESOURCES_LIST: &str = "resources/list";
-    /// `resources/list` (MCP 2025-03-26)
+    /// `resources/list` (MCP 2025-03-26): params [`ListResourcesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L978), result [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1000).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesList {
@@ -3751,7 +3815,7 @@ pub mod methods {
     }
     /// `resources/read` (MCP 2025-03-26)
     pub const RESOURCES_READ: &str = "resources/read";
-    /// `resources/read` (MCP 2025-03-26)
+    /// `resources/read` (MCP 2025-03-26): params [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1453), result [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1480).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
     impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
@@ -3761,7 +3825,7 @@ pub mod methods {
     }
     /// `resources/subscribe` (MCP 2025-03-26)
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// `resources/subscribe` (MCP 2025-03-26)
+    /// `resources/subscribe` (MCP 2025-03-26): params [`SubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1940), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L498).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
@@ -3771,7 +3835,7 @@ pub mod methods {
     }
     /// `resources/templates/list` (MCP 2025-03-26)
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// `resources/templates/list` (MCP 2025-03-26)
+    /// `resources/templates/list` (MCP 2025-03-26): params [`ListResourceTemplatesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L932), result [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L954).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
@@ -3781,7 +3845,7 @@ pub mod methods {
     }
     /// `resources/unsubscribe` (MCP 2025-03-26)
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// `resources/unsubscribe` (MCP 2025-03-26)
+    /// `resources/unsubscribe` (MCP 2025-03-26): params [`UnsubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2110), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L498).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
@@ -3791,7 +3855,7 @@ pub mod methods {
     }
     /// `roots/list` (MCP 2025-03-26)
     pub const ROOTS_LIST: &str = "roots/list";
-    /// `roots/list` (MCP 2025-03-26)
+    /// `roots/list` (MCP 2025-03-26): params [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1024), result [`ListRootsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1052).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
     impl ::protocols_runtime::method::RpcMethod for RootsList {
@@ -3801,7 +3865,7 @@ pub mod methods {
     }
     /// `sampling/createMessage` (MCP 2025-03-26)
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// `sampling/createMessage` (MCP 2025-03-26)
+    /// `sampling/createMessage` (MCP 2025-03-26): params [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L361), result [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L426).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
     impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
@@ -3811,7 +3875,7 @@ pub mod methods {
     }
     /// `tools/call` (MCP 2025-03-26)
     pub const TOOLS_CALL: &str = "tools/call";
-    /// `tools/call` (MCP 2025-03-26)
+    /// `tools/call` (MCP 2025-03-26): params [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L74), result [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L103).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
     impl ::protocols_runtime::method::RpcMethod for ToolsCall {
@@ -3821,7 +3885,7 @@ pub mod methods {
     }
     /// `tools/list` (MCP 2025-03-26)
     pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/list` (MCP 2025-03-26)
+    /// `tools/list` (MCP 2025-03-26): params [`ListToolsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1072), result [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1094).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
     impl ::protocols_runtime::method::RpcMethod for ToolsList {
@@ -3831,7 +3895,7 @@ pub mod methods {
     }
     /// `notifications/cancelled` (MCP 2025-03-26)
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// `notifications/cancelled` (MCP 2025-03-26)
+    /// `notifications/cancelled` (MCP 2025-03-26): params [`CancelledNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L140).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
     impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
@@ -3840,7 +3904,7 @@ pub mod methods {
     }
     /// `notifications/initialized` (MCP 2025-03-26)
     pub const NOTIFICATIONS_INITIALIZED: &str = "notifications/initialized";
-    /// `notifications/initialized` (MCP 2025-03-26)
+    /// `notifications/initialized` (MCP 2025-03-26): params [`InitializedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L666).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
     impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
@@ -3849,7 +3913,7 @@ pub mod methods {
     }
     /// `notifications/message` (MCP 2025-03-26)
     pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// `notifications/message` (MCP 2025-03-26)
+    /// `notifications/message` (MCP 2025-03-26): params [`LoggingMessageNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1132).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
     impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
@@ -3858,7 +3922,7 @@ pub mod methods {
     }
     /// `notifications/progress` (MCP 2025-03-26)
     pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// `notifications/progress` (MCP 2025-03-26)
+    /// `notifications/progress` (MCP 2025-03-26): params [`ProgressNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1291).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
     impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
@@ -3867,7 +3931,7 @@ pub mod methods {
     }
     /// `notifications/prompts/list_changed` (MCP 2025-03-26)
     pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// `notifications/prompts/list_changed` (MCP 2025-03-26)
+    /// `notifications/prompts/list_changed` (MCP 2025-03-26): params [`PromptListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1382).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -3877,7 +3941,7 @@ pub mod methods {
     }
     /// `notifications/resources/list_changed` (MCP 2025-03-26)
     pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// `notifications/resources/list_changed` (MCP 2025-03-26)
+    /// `notifications/resources/list_changed` (MCP 2025-03-26): params [`ResourceListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1593).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -3889,7 +3953,7 @@ pub mod methods {
     }
     /// `notifications/resources/updated` (MCP 2025-03-26)
     pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    /// `notifications/resources/updated` (MCP 2025-03-26)
+    /// `notifications/resources/updated` (MCP 2025-03-26): params [`ResourceUpdatedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1667).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
     impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
@@ -3898,7 +3962,7 @@ pub mod methods {
     }
     /// `notifications/roots/list_changed` (MCP 2025-03-26)
     pub const NOTIFICATIONS_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// `notifications/roots/list_changed` (MCP 2025-03-26)
+    /// `notifications/roots/list_changed` (MCP 2025-03-26): params [`RootsListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1731).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
@@ -3907,7 +3971,7 @@ pub mod methods {
     }
     /// `notifications/tools/list_changed` (MCP 2025-03-26)
     pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// `notifications/tools/list_changed` (MCP 2025-03-26)
+    /// `notifications/tools/list_changed` (MCP 2025-03-26): params [`ToolListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L2086).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
@@ -4207,7 +4271,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         http: &[],
     },
 ];
-/// Requests the server sends (MCP 2025-03-26), dispatched by method name.
+/// Requests the server sends (MCP 2025-03-26), dispatched by method name. It stands for [`ServerRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1867) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
@@ -4287,7 +4351,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Notifications the server sends (MCP 2025-03-26), dispatched by method name.
+/// Notifications the server sends (MCP 2025-03-26), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1842) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
@@ -4427,7 +4491,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Results the server sends (MCP 2025-03-26), decoded by the method they answer.
+/// Results the server sends (MCP 2025-03-26), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-03-26/schema.json#L1880) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerResult {

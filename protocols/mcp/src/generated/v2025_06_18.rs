@@ -48,6 +48,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: AudioContentType,
     }
+    /// Part of [`AudioContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L27) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -135,6 +136,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: BooleanSchemaType,
     }
+    /// Part of [`BooleanSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L105) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -193,6 +195,7 @@ pub mod types {
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L126) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -282,6 +285,7 @@ pub mod types {
         pub method: CancelledNotificationMethod,
         pub params: CancelledNotificationParams,
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L185) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -361,6 +365,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L215) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
         #[serde(
@@ -377,6 +382,7 @@ pub mod types {
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L327) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -436,11 +442,13 @@ pub mod types {
         #[serde(rename = "ref")]
         pub ref_: CompleteRequestParamsRef,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L327) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsArgument {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L327) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -448,6 +456,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L327) of MCP 2025-06-18.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
@@ -476,6 +485,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L391) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
         #[serde(
@@ -530,6 +540,7 @@ pub mod types {
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L447) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -617,6 +628,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub temperature: ::std::option::Option<::serde_json::Number>,
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L447) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -695,6 +707,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L512) of MCP 2025-06-18.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
@@ -766,6 +779,7 @@ pub mod types {
         pub method: ElicitRequestMethod,
         pub params: ElicitRequestParams,
     }
+    /// Part of [`ElicitRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L556) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -823,6 +837,7 @@ pub mod types {
         #[serde(rename = "requestedSchema")]
         pub requested_schema: ElicitRequestParamsRequestedSchema,
     }
+    /// Part of [`ElicitRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L556) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequestParamsRequestedSchema {
         pub properties: ::std::collections::HashMap<
@@ -836,6 +851,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ElicitRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L556) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -903,6 +919,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L609) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -961,6 +978,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L609) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitResultContentValue {
@@ -1003,6 +1021,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L643) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -1019,6 +1038,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L643) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1106,6 +1126,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EnumSchemaType,
     }
+    /// Part of [`EnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L679) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1164,6 +1185,7 @@ pub mod types {
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L710) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1255,6 +1277,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ImageContentType,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L767) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1321,6 +1344,7 @@ pub mod types {
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
+    /// Part of [`InitializeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L821) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1405,6 +1429,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<InitializedNotificationParams>,
     }
+    /// Part of [`InitializedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L885) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1478,6 +1503,7 @@ pub mod types {
         pub id: RequestId,
         pub jsonrpc: JsonrpcErrorJsonrpc,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L909) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcErrorError {
         pub code: i64,
@@ -1485,6 +1511,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`JSONRPCError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L909) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1572,6 +1599,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcNotificationParams>,
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L964) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1622,6 +1650,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L964) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcNotificationParams {
         #[serde(
@@ -1643,6 +1672,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<JsonrpcRequestParams>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L992) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1693,6 +1723,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L992) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcRequestParams {
         #[serde(
@@ -1703,6 +1734,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L992) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JsonrpcRequestParamsMeta {
         #[serde(
@@ -1720,6 +1752,7 @@ pub mod types {
         pub jsonrpc: JsonrpcResponseJsonrpc,
         pub result: Result,
     }
+    /// Part of [`JSONRPCResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1030) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1779,6 +1812,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListPromptsRequestParams>,
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1051) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1861,6 +1895,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourceTemplatesRequestParams>,
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1097) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1945,6 +1980,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListResourcesRequestParams>,
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1143) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2027,6 +2063,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1189) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2088,6 +2125,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1189) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ListRootsRequestParamsMeta {
         #[serde(
@@ -2119,6 +2157,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListToolsRequestParams>,
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1239) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2277,6 +2316,7 @@ pub mod types {
         pub method: LoggingMessageNotificationMethod,
         pub params: LoggingMessageNotificationParams,
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1299) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2370,6 +2410,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`Notification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1374) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NotificationParams {
         #[serde(
@@ -2396,6 +2437,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: NumberSchemaType,
     }
+    /// Part of [`NumberSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1396) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2457,6 +2499,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`PaginatedRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1423) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PaginatedRequestParams {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2487,6 +2530,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PingRequestParams>,
     }
+    /// Part of [`PingRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1457) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2548,6 +2592,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1457) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PingRequestParamsMeta {
         #[serde(
@@ -2593,6 +2638,7 @@ pub mod types {
         pub method: ProgressNotificationMethod,
         pub params: ProgressNotificationParams,
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1504) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2710,6 +2756,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PromptListChangedNotificationParams>,
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1608) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2793,6 +2840,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: PromptReferenceType,
     }
+    /// Part of [`PromptReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1648) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2851,6 +2899,7 @@ pub mod types {
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1670) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2918,6 +2967,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1697) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultContentsItem {
@@ -2961,6 +3011,7 @@ pub mod types {
             Self::Integer(value)
         }
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1724) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestParams {
         #[serde(
@@ -2971,6 +3022,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Request`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1724) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestParamsMeta {
         #[serde(
@@ -3052,6 +3104,7 @@ pub mod types {
         pub type_: ResourceLinkType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceLink`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1826) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3109,6 +3162,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ResourceListChangedNotificationParams>,
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1875) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3209,6 +3263,7 @@ pub mod types {
         pub type_: ResourceTemplateReferenceType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceTemplateReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1939) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3266,6 +3321,7 @@ pub mod types {
         pub method: ResourceUpdatedNotificationMethod,
         pub params: ResourceUpdatedNotificationParams,
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1958) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3415,6 +3471,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<RootsListChangedNotificationParams>,
     }
+    /// Part of [`RootsListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2027) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3489,6 +3546,7 @@ pub mod types {
         pub content: SamplingMessageContent,
         pub role: Role,
     }
+    /// Part of [`SamplingMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2051) of MCP 2025-06-18.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
@@ -3536,6 +3594,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2077) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesPrompts {
         #[serde(
@@ -3544,6 +3603,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2077) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesResources {
         #[serde(
@@ -3554,6 +3614,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub subscribe: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2077) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
         #[serde(
@@ -3570,6 +3631,7 @@ pub mod types {
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
+    /// Part of [`SetLevelRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2213) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3647,6 +3709,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: StringSchemaType,
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2239) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3709,6 +3772,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2239) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3767,6 +3831,7 @@ pub mod types {
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
+    /// Part of [`SubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2272) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3838,6 +3903,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TextContentType,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2299) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3957,6 +4023,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub title: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2353) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3973,6 +4040,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2353) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4030,6 +4098,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ToolListChangedNotificationParams>,
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2464) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4098,6 +4167,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2353) of MCP 2025-06-18.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolOutputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4114,6 +4184,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2353) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4172,6 +4243,7 @@ pub mod types {
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }
+    /// Part of [`UnsubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2488) of MCP 2025-06-18.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4393,7 +4465,7 @@ pub mod methods {
     use super::types;
     /// `completion/complete` (MCP 2025-06-18)
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// `completion/complete` (MCP 2025-06-18)
+    /// `completion/complete` (MCP 2025-06-18): params [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L327), result [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L391).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
     impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
@@ -4403,7 +4475,7 @@ pub mod methods {
     }
     /// `elicitation/create` (MCP 2025-06-18)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (MCP 2025-06-18)
+    /// `elicitation/create` (MCP 2025-06-18): params [`ElicitRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L556), result [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L609).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -4413,7 +4485,7 @@ pub mod methods {
     }
     /// `initialize` (MCP 2025-06-18)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (MCP 2025-06-18)
+    /// `initialize` (MCP 2025-06-18): params [`InitializeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L821), result [`InitializeResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L855).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -4423,7 +4495,7 @@ pub mod methods {
     }
     /// `logging/setLevel` (MCP 2025-06-18)
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// `logging/setLevel` (MCP 2025-06-18)
+    /// `logging/setLevel` (MCP 2025-06-18): params [`SetLevelRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2213), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
     impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
@@ -4433,7 +4505,7 @@ pub mod methods {
     }
     /// `ping` (MCP 2025-06-18)
     pub const PING: &str = "ping";
-    /// `ping` (MCP 2025-06-18)
+    /// `ping` (MCP 2025-06-18): params [`PingRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1457), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
     impl ::protocols_runtime::method::RpcMethod for Ping {
@@ -4443,7 +4515,7 @@ pub mod methods {
     }
     /// `prompts/get` (MCP 2025-06-18)
     pub const PROMPTS_GET: &str = "prompts/get";
-    /// `prompts/get` (MCP 2025-06-18)
+    /// `prompts/get` (MCP 2025-06-18): params [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L710), result [`GetPromptResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L743).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
     impl ::protocols_runtime::method::RpcMethod for PromptsGet {
@@ -4453,7 +4525,7 @@ pub mod methods {
     }
     /// `prompts/list` (MCP 2025-06-18)
     pub const PROMPTS_LIST: &str = "prompts/list";
-    /// `prompts/list` (MCP 2025-06-18)
+    /// `prompts/list` (MCP 2025-06-18): params [`ListPromptsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1051), result [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1073).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
     impl ::protocols_runtime::method::RpcMethod for PromptsList {
@@ -4463,7 +4535,7 @@ pub mod methods {
     }
     /// `resources/list` (MCP 2025-06-18)
     pub const RESOURCES_LIST: &str = "resources/list";
-    /// `resources/list` (MCP 2025-06-18)
+    /// `resources/list` (MCP 2025-06-18): params [`ListResourcesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1143), result [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1165).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesList {
@@ -4473,7 +4545,7 @@ pub mod methods {
     }
     /// `resources/read` (MCP 2025-06-18)
     pub const RESOURCES_READ: &str = "resources/read";
-    /// `resources/read` (MCP 2025-06-18)
+    /// `resources/read` (MCP 2025-06-18): params [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1670), result [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1697).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
     impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
@@ -4483,7 +4555,7 @@ pub mod methods {
     }
     /// `resources/subscribe` (MCP 2025-06-18)
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// `resources/subscribe` (MCP 2025-06-18)
+    /// `resources/subscribe` (MCP 2025-06-18): params [`SubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2272), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
@@ -4493,7 +4565,7 @@ pub mod methods {
     }
     /// `resources/templates/list` (MCP 2025-06-18)
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// `resources/templates/list` (MCP 2025-06-18)
+    /// `resources/templates/list` (MCP 2025-06-18): params [`ListResourceTemplatesRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1097), result [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1119).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
@@ -4503,7 +4575,7 @@ pub mod methods {
     }
     /// `resources/unsubscribe` (MCP 2025-06-18)
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// `resources/unsubscribe` (MCP 2025-06-18)
+    /// `resources/unsubscribe` (MCP 2025-06-18): params [`UnsubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2488), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
@@ -4513,7 +4585,7 @@ pub mod methods {
     }
     /// `roots/list` (MCP 2025-06-18)
     pub const ROOTS_LIST: &str = "roots/list";
-    /// `roots/list` (MCP 2025-06-18)
+    /// `roots/list` (MCP 2025-06-18): params [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1189), result [`ListRootsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1219).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
     impl ::protocols_runtime::method::RpcMethod for RootsList {
@@ -4523,7 +4595,7 @@ pub mod methods {
     }
     /// `sampling/createMessage` (MCP 2025-06-18)
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// `sampling/createMessage` (MCP 2025-06-18)
+    /// `sampling/createMessage` (MCP 2025-06-18): params [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L447), result [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L512).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
     impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
@@ -4533,7 +4605,7 @@ pub mod methods {
     }
     /// `tools/call` (MCP 2025-06-18)
     pub const TOOLS_CALL: &str = "tools/call";
-    /// `tools/call` (MCP 2025-06-18)
+    /// `tools/call` (MCP 2025-06-18): params [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L126), result [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L155).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
     impl ::protocols_runtime::method::RpcMethod for ToolsCall {
@@ -4543,7 +4615,7 @@ pub mod methods {
     }
     /// `tools/list` (MCP 2025-06-18)
     pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/list` (MCP 2025-06-18)
+    /// `tools/list` (MCP 2025-06-18): params [`ListToolsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1239), result [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1261).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
     impl ::protocols_runtime::method::RpcMethod for ToolsList {
@@ -4553,7 +4625,7 @@ pub mod methods {
     }
     /// `notifications/cancelled` (MCP 2025-06-18)
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// `notifications/cancelled` (MCP 2025-06-18)
+    /// `notifications/cancelled` (MCP 2025-06-18): params [`CancelledNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L185).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
     impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
@@ -4562,7 +4634,7 @@ pub mod methods {
     }
     /// `notifications/initialized` (MCP 2025-06-18)
     pub const NOTIFICATIONS_INITIALIZED: &str = "notifications/initialized";
-    /// `notifications/initialized` (MCP 2025-06-18)
+    /// `notifications/initialized` (MCP 2025-06-18): params [`InitializedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L885).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
     impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
@@ -4571,7 +4643,7 @@ pub mod methods {
     }
     /// `notifications/message` (MCP 2025-06-18)
     pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// `notifications/message` (MCP 2025-06-18)
+    /// `notifications/message` (MCP 2025-06-18): params [`LoggingMessageNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1299).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
     impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
@@ -4580,7 +4652,7 @@ pub mod methods {
     }
     /// `notifications/progress` (MCP 2025-06-18)
     pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// `notifications/progress` (MCP 2025-06-18)
+    /// `notifications/progress` (MCP 2025-06-18): params [`ProgressNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1504).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
     impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
@@ -4589,7 +4661,7 @@ pub mod methods {
     }
     /// `notifications/prompts/list_changed` (MCP 2025-06-18)
     pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// `notifications/prompts/list_changed` (MCP 2025-06-18)
+    /// `notifications/prompts/list_changed` (MCP 2025-06-18): params [`PromptListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1608).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -4599,7 +4671,7 @@ pub mod methods {
     }
     /// `notifications/resources/list_changed` (MCP 2025-06-18)
     pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// `notifications/resources/list_changed` (MCP 2025-06-18)
+    /// `notifications/resources/list_changed` (MCP 2025-06-18): params [`ResourceListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1875).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -4611,7 +4683,7 @@ pub mod methods {
     }
     /// `notifications/resources/updated` (MCP 2025-06-18)
     pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    /// `notifications/resources/updated` (MCP 2025-06-18)
+    /// `notifications/resources/updated` (MCP 2025-06-18): params [`ResourceUpdatedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L1958).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
     impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
@@ -4620,7 +4692,7 @@ pub mod methods {
     }
     /// `notifications/roots/list_changed` (MCP 2025-06-18)
     pub const NOTIFICATIONS_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// `notifications/roots/list_changed` (MCP 2025-06-18)
+    /// `notifications/roots/list_changed` (MCP 2025-06-18): params [`RootsListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2027).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
@@ -4629,7 +4701,7 @@ pub mod methods {
     }
     /// `notifications/tools/list_changed` (MCP 2025-06-18)
     pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// `notifications/tools/list_changed` (MCP 2025-06-18)
+    /// `notifications/tools/list_changed` (MCP 2025-06-18): params [`ToolListChangedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2464).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
@@ -4941,7 +5013,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         http: &[],
     },
 ];
-/// Requests the server sends (MCP 2025-06-18), dispatched by method name.
+/// Requests the server sends (MCP 2025-06-18), dispatched by method name. It stands for [`ServerRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2163) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
@@ -5029,7 +5101,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Notifications the server sends (MCP 2025-06-18), dispatched by method name.
+/// Notifications the server sends (MCP 2025-06-18), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2138) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
@@ -5169,7 +5241,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Results the server sends (MCP 2025-06-18), decoded by the method they answer.
+/// Results the server sends (MCP 2025-06-18), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-06-18/schema.json#L2179) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerResult {

@@ -48,6 +48,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: AudioContentType,
     }
+    /// Part of [`AudioContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L27) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -135,6 +136,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: BooleanSchemaType,
     }
+    /// Part of [`BooleanSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L105) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -193,6 +195,7 @@ pub mod types {
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L126) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -243,6 +246,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L126) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -309,6 +313,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub task: ::std::option::Option<TaskMetadata>,
     }
+    /// Part of [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L152) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CallToolRequestParamsMeta {
         #[serde(
@@ -351,6 +356,7 @@ pub mod types {
         pub method: CancelTaskRequestMethod,
         pub params: CancelTaskRequestParams,
     }
+    /// Part of [`CancelTaskRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L215) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -401,6 +407,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CancelTaskRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L215) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -496,6 +503,7 @@ pub mod types {
         pub method: CancelledNotificationMethod,
         pub params: CancelledNotificationParams,
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L261) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -547,6 +555,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L261) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -634,6 +643,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tasks: ::std::option::Option<ClientCapabilitiesTasks>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesElicitation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -645,6 +655,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesRoots {
         #[serde(
@@ -653,6 +664,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesSampling {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -664,6 +676,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasks {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -677,6 +690,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub requests: ::std::option::Option<ClientCapabilitiesTasksRequests>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasksRequests {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -686,6 +700,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sampling: ::std::option::Option<ClientCapabilitiesTasksRequestsSampling>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasksRequestsElicitation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -693,6 +708,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L302) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesTasksRequestsSampling {
         #[serde(
@@ -711,6 +727,7 @@ pub mod types {
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L513) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -761,6 +778,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L513) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -825,11 +843,13 @@ pub mod types {
         #[serde(rename = "ref")]
         pub ref_: CompleteRequestParamsRef,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L539) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsArgument {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L539) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -837,6 +857,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L539) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsMeta {
         #[serde(
@@ -847,6 +868,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L539) of MCP 2025-11-25.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
@@ -875,6 +897,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L601) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
         #[serde(
@@ -929,6 +952,7 @@ pub mod types {
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L657) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -979,6 +1003,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L657) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1080,6 +1105,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<::std::vec::Vec<Tool>>,
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L683) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1139,6 +1165,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L683) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CreateMessageRequestParamsMeta {
         #[serde(
@@ -1168,6 +1195,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L761) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
@@ -1286,6 +1314,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub task: ::std::option::Option<TaskMetadata>,
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L860) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequestFormParamsMeta {
         #[serde(
@@ -1296,6 +1325,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L860) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1346,6 +1376,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L860) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequestFormParamsRequestedSchema {
         pub properties: ::std::collections::HashMap<
@@ -1364,6 +1395,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L860) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1415,6 +1447,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L834) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1465,6 +1498,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L834) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1548,6 +1582,7 @@ pub mod types {
         pub task: ::std::option::Option<TaskMetadata>,
         pub url: ::std::string::String,
     }
+    /// Part of [`ElicitRequestURLParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L934) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequestUrlParamsMeta {
         #[serde(
@@ -1558,6 +1593,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ElicitRequestURLParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L934) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1624,6 +1660,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L979) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1682,6 +1719,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L979) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitResultContentValue {
@@ -1700,6 +1738,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L979) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitResultContentValueVariant1 {
@@ -1733,6 +1772,7 @@ pub mod types {
         pub method: ElicitationCompleteNotificationMethod,
         pub params: ElicitationCompleteNotificationParams,
     }
+    /// Part of [`ElicitationCompleteNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1023) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1784,6 +1824,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitationCompleteNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1023) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1861,6 +1902,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1054) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -1877,6 +1919,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1054) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1998,6 +2041,7 @@ pub mod types {
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1129) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2048,6 +2092,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1129) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2112,6 +2157,7 @@ pub mod types {
         pub meta: ::std::option::Option<GetPromptRequestParamsMeta>,
         pub name: ::std::string::String,
     }
+    /// Part of [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1155) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GetPromptRequestParamsMeta {
         #[serde(
@@ -2144,6 +2190,7 @@ pub mod types {
         pub method: GetTaskPayloadRequestMethod,
         pub params: GetTaskPayloadRequestParams,
     }
+    /// Part of [`GetTaskPayloadRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1210) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2195,6 +2242,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetTaskPayloadRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1210) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2272,6 +2320,7 @@ pub mod types {
         pub method: GetTaskRequestMethod,
         pub params: GetTaskRequestParams,
     }
+    /// Part of [`GetTaskRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1257) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2322,6 +2371,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetTaskRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1257) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2424,6 +2474,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
     }
+    /// Part of [`Icon`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1303) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2502,6 +2553,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ImageContentType,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1349) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2577,6 +2629,7 @@ pub mod types {
         pub method: InitializeRequestMethod,
         pub params: InitializeRequestParams,
     }
+    /// Part of [`InitializeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1419) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2627,6 +2680,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`InitializeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1419) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2691,6 +2745,7 @@ pub mod types {
         #[serde(rename = "protocolVersion")]
         pub protocol_version: ::std::string::String,
     }
+    /// Part of [`InitializeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1445) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct InitializeRequestParamsMeta {
         #[serde(
@@ -2727,6 +2782,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`InitializedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1507) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2778,6 +2834,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`InitializedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1507) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2839,6 +2896,7 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: JsonrpcErrorResponseJsonrpc,
     }
+    /// Part of [`JSONRPCErrorResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1528) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2928,6 +2986,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1565) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2989,6 +3048,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1586) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3063,6 +3123,7 @@ pub mod types {
         pub jsonrpc: JsonrpcResultResponseJsonrpc,
         pub result: Result,
     }
+    /// Part of [`JSONRPCResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1622) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3133,6 +3194,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: LegacyTitledEnumSchemaType,
     }
+    /// Part of [`LegacyTitledEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1643) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3192,6 +3254,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1679) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3242,6 +3305,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1679) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3318,6 +3382,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1728) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3369,6 +3434,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1728) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3447,6 +3513,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1777) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3497,6 +3564,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1777) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3573,6 +3641,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<RequestParams>,
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1826) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3623,6 +3692,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1826) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3694,6 +3764,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`ListTasksRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1871) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3744,6 +3815,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListTasksRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1871) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3820,6 +3892,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1920) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3870,6 +3943,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1920) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4023,6 +4097,7 @@ pub mod types {
         pub method: LoggingMessageNotificationMethod,
         pub params: LoggingMessageNotificationParams,
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1983) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4074,6 +4149,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1983) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4220,6 +4296,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: NumberSchemaType,
     }
+    /// Part of [`NumberSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2107) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4283,6 +4360,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<PaginatedRequestParams>,
     }
+    /// Part of [`PaginatedRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2137) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4344,6 +4422,7 @@ pub mod types {
         )]
         pub meta: ::std::option::Option<PaginatedRequestParamsMeta>,
     }
+    /// Part of [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PaginatedRequestParamsMeta {
         #[serde(
@@ -4379,6 +4458,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<RequestParams>,
     }
+    /// Part of [`PingRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2195) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4429,6 +4509,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PingRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2195) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4543,6 +4624,7 @@ pub mod types {
         pub method: ProgressNotificationMethod,
         pub params: ProgressNotificationParams,
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2249) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4593,6 +4675,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2249) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4720,6 +4803,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2374) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4771,6 +4855,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2374) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4841,6 +4926,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: PromptReferenceType,
     }
+    /// Part of [`PromptReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2411) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4899,6 +4985,7 @@ pub mod types {
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2433) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4949,6 +5036,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2433) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5009,6 +5097,7 @@ pub mod types {
         pub meta: ::std::option::Option<ReadResourceRequestParamsMeta>,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2459) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReadResourceRequestParamsMeta {
         #[serde(
@@ -5031,6 +5120,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2484) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultContentsItem {
@@ -5091,6 +5181,7 @@ pub mod types {
         )]
         pub meta: ::std::option::Option<RequestParamsMeta>,
     }
+    /// Part of [`RequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2546) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RequestParamsMeta {
         #[serde(
@@ -5176,6 +5267,7 @@ pub mod types {
         pub type_: ResourceLinkType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceLink`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2637) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5234,6 +5326,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2693) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5285,6 +5378,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2693) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5350,6 +5444,7 @@ pub mod types {
         pub meta: ::std::option::Option<ResourceRequestParamsMeta>,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2714) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ResourceRequestParamsMeta {
         #[serde(
@@ -5394,6 +5489,7 @@ pub mod types {
         pub type_: ResourceTemplateReferenceType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceTemplateReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2786) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5452,6 +5548,7 @@ pub mod types {
         pub method: ResourceUpdatedNotificationMethod,
         pub params: ResourceUpdatedNotificationParams,
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2805) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5503,6 +5600,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2805) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5660,6 +5758,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`RootsListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2888) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5711,6 +5810,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`RootsListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2888) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5779,6 +5879,7 @@ pub mod types {
         >,
         pub role: Role,
     }
+    /// Part of [`SamplingMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2909) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
@@ -5882,6 +5983,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesPrompts {
         #[serde(
@@ -5890,6 +5992,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesResources {
         #[serde(
@@ -5900,6 +6003,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub subscribe: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTasks {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5913,11 +6017,13 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub requests: ::std::option::Option<ServerCapabilitiesTasksRequests>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTasksRequests {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTasksRequestsTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTasksRequestsTools {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5925,6 +6031,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2971) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
         #[serde(
@@ -5941,6 +6048,7 @@ pub mod types {
         pub method: SetLevelRequestMethod,
         pub params: SetLevelRequestParams,
     }
+    /// Part of [`SetLevelRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3175) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5991,6 +6099,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SetLevelRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3175) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6051,6 +6160,7 @@ pub mod types {
         )]
         pub meta: ::std::option::Option<SetLevelRequestParamsMeta>,
     }
+    /// Part of [`SetLevelRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3201) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SetLevelRequestParamsMeta {
         #[serde(
@@ -6103,6 +6213,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: StringSchemaType,
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3235) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6165,6 +6276,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3235) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6223,6 +6335,7 @@ pub mod types {
         pub method: SubscribeRequestMethod,
         pub params: SubscribeRequestParams,
     }
+    /// Part of [`SubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3271) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6273,6 +6386,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3271) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6333,6 +6447,7 @@ pub mod types {
         pub meta: ::std::option::Option<SubscribeRequestParamsMeta>,
         pub uri: ::std::string::String,
     }
+    /// Part of [`SubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3297) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscribeRequestParamsMeta {
         #[serde(
@@ -6377,6 +6492,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub task: ::std::option::Option<TaskMetadata>,
     }
+    /// Part of [`TaskAugmentedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3366) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TaskAugmentedRequestParamsMeta {
         #[serde(
@@ -6467,6 +6583,7 @@ pub mod types {
         pub method: TaskStatusNotificationMethod,
         pub params: TaskStatusNotificationParams,
     }
+    /// Part of [`TaskStatusNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3408) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6518,6 +6635,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`TaskStatusNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3408) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6617,6 +6735,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TextContentType,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3441) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6708,17 +6827,20 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TitledMultiSelectEnumSchemaType,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3495) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchemaItems {
         #[serde(rename = "anyOf")]
         pub any_of: ::std::vec::Vec<TitledMultiSelectEnumSchemaItemsAnyOfItem>,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3495) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchemaItemsAnyOfItem {
         #[serde(rename = "const")]
         pub const_: ::std::string::String,
         pub title: ::std::string::String,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3495) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6784,12 +6906,14 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TitledSingleSelectEnumSchemaType,
     }
+    /// Part of [`TitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3562) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledSingleSelectEnumSchemaOneOfItem {
         #[serde(rename = "const")]
         pub const_: ::std::string::String,
         pub title: ::std::string::String,
     }
+    /// Part of [`TitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3562) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6902,6 +7026,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub mode: ::std::option::Option<ToolChoiceMode>,
     }
+    /// Part of [`ToolChoice`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3737) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6969,6 +7094,7 @@ pub mod types {
         )]
         pub task_support: ::std::option::Option<ToolExecutionTaskSupport>,
     }
+    /// Part of [`ToolExecution`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3752) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7027,6 +7153,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3609) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7048,6 +7175,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3609) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7106,6 +7234,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3767) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7157,6 +7286,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3767) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7212,6 +7342,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3609) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolOutputSchema {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7233,6 +7364,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3609) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7311,6 +7443,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ToolResultContentType,
     }
+    /// Part of [`ToolResultContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3788) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7377,6 +7510,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ToolUseContentType,
     }
+    /// Part of [`ToolUseContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3828) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7435,6 +7569,7 @@ pub mod types {
         pub method: UnsubscribeRequestMethod,
         pub params: UnsubscribeRequestParams,
     }
+    /// Part of [`UnsubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3914) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7485,6 +7620,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`UnsubscribeRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3914) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7545,6 +7681,7 @@ pub mod types {
         pub meta: ::std::option::Option<UnsubscribeRequestParamsMeta>,
         pub uri: ::std::string::String,
     }
+    /// Part of [`UnsubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3940) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsubscribeRequestParamsMeta {
         #[serde(
@@ -7578,6 +7715,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledMultiSelectEnumSchemaType,
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3965) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UntitledMultiSelectEnumSchemaItems {
         #[serde(rename = "enum")]
@@ -7585,6 +7723,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledMultiSelectEnumSchemaItemsType,
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3965) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7636,6 +7775,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3965) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7701,6 +7841,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledSingleSelectEnumSchemaType,
     }
+    /// Part of [`UntitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L4023) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7760,12 +7901,14 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: UrlElicitationRequiredErrorJsonrpc,
     }
+    /// Part of [`URLElicitationRequiredError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3862) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UrlElicitationRequiredErrorError {
         pub code: UrlElicitationRequiredErrorErrorCode,
         pub data: UrlElicitationRequiredErrorErrorData,
         pub message: ::std::string::String,
     }
+    /// Part of [`URLElicitationRequiredError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3862) of MCP 2025-11-25.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct UrlElicitationRequiredErrorErrorCode(i64);
@@ -7801,12 +7944,14 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`URLElicitationRequiredError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3862) of MCP 2025-11-25.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UrlElicitationRequiredErrorErrorData {
         pub elicitations: ::std::vec::Vec<ElicitRequestUrlParams>,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`URLElicitationRequiredError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3862) of MCP 2025-11-25.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -8001,7 +8146,7 @@ pub mod methods {
     use super::types;
     /// `completion/complete` (MCP 2025-11-25)
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// `completion/complete` (MCP 2025-11-25)
+    /// `completion/complete` (MCP 2025-11-25): params [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L539), result [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L601).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
     impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
@@ -8011,7 +8156,7 @@ pub mod methods {
     }
     /// `elicitation/create` (MCP 2025-11-25)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (MCP 2025-11-25)
+    /// `elicitation/create` (MCP 2025-11-25): params [`ElicitRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L923), result [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L979).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -8021,7 +8166,7 @@ pub mod methods {
     }
     /// `initialize` (MCP 2025-11-25)
     pub const INITIALIZE: &str = "initialize";
-    /// `initialize` (MCP 2025-11-25)
+    /// `initialize` (MCP 2025-11-25): params [`InitializeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1445), result [`InitializeResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1477).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
     impl ::protocols_runtime::method::RpcMethod for Initialize {
@@ -8031,7 +8176,7 @@ pub mod methods {
     }
     /// `logging/setLevel` (MCP 2025-11-25)
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
-    /// `logging/setLevel` (MCP 2025-11-25)
+    /// `logging/setLevel` (MCP 2025-11-25): params [`SetLevelRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3201), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
     impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
@@ -8041,7 +8186,7 @@ pub mod methods {
     }
     /// `ping` (MCP 2025-11-25)
     pub const PING: &str = "ping";
-    /// `ping` (MCP 2025-11-25)
+    /// `ping` (MCP 2025-11-25): params [`RequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2546), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
     impl ::protocols_runtime::method::RpcMethod for Ping {
@@ -8051,7 +8196,7 @@ pub mod methods {
     }
     /// `prompts/get` (MCP 2025-11-25)
     pub const PROMPTS_GET: &str = "prompts/get";
-    /// `prompts/get` (MCP 2025-11-25)
+    /// `prompts/get` (MCP 2025-11-25): params [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1155), result [`GetPromptResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1186).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
     impl ::protocols_runtime::method::RpcMethod for PromptsGet {
@@ -8061,7 +8206,7 @@ pub mod methods {
     }
     /// `prompts/list` (MCP 2025-11-25)
     pub const PROMPTS_LIST: &str = "prompts/list";
-    /// `prompts/list` (MCP 2025-11-25)
+    /// `prompts/list` (MCP 2025-11-25): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160), result [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1704).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
     impl ::protocols_runtime::method::RpcMethod for PromptsList {
@@ -8071,7 +8216,7 @@ pub mod methods {
     }
     /// `resources/list` (MCP 2025-11-25)
     pub const RESOURCES_LIST: &str = "resources/list";
-    /// `resources/list` (MCP 2025-11-25)
+    /// `resources/list` (MCP 2025-11-25): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160), result [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1802).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesList {
@@ -8081,7 +8226,7 @@ pub mod methods {
     }
     /// `resources/read` (MCP 2025-11-25)
     pub const RESOURCES_READ: &str = "resources/read";
-    /// `resources/read` (MCP 2025-11-25)
+    /// `resources/read` (MCP 2025-11-25): params [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2459), result [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2484).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
     impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
@@ -8091,7 +8236,7 @@ pub mod methods {
     }
     /// `resources/subscribe` (MCP 2025-11-25)
     pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
-    /// `resources/subscribe` (MCP 2025-11-25)
+    /// `resources/subscribe` (MCP 2025-11-25): params [`SubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3297), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
@@ -8101,7 +8246,7 @@ pub mod methods {
     }
     /// `resources/templates/list` (MCP 2025-11-25)
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// `resources/templates/list` (MCP 2025-11-25)
+    /// `resources/templates/list` (MCP 2025-11-25): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160), result [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1753).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
@@ -8111,7 +8256,7 @@ pub mod methods {
     }
     /// `resources/unsubscribe` (MCP 2025-11-25)
     pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
-    /// `resources/unsubscribe` (MCP 2025-11-25)
+    /// `resources/unsubscribe` (MCP 2025-11-25): params [`UnsubscribeRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3940), result [`EmptyResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
     impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
@@ -8121,7 +8266,7 @@ pub mod methods {
     }
     /// `roots/list` (MCP 2025-11-25)
     pub const ROOTS_LIST: &str = "roots/list";
-    /// `roots/list` (MCP 2025-11-25)
+    /// `roots/list` (MCP 2025-11-25): params [`RequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2546), result [`ListRootsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1851).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
     impl ::protocols_runtime::method::RpcMethod for RootsList {
@@ -8131,7 +8276,7 @@ pub mod methods {
     }
     /// `sampling/createMessage` (MCP 2025-11-25)
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// `sampling/createMessage` (MCP 2025-11-25)
+    /// `sampling/createMessage` (MCP 2025-11-25): params [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L683), result [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L761).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
     impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
@@ -8141,7 +8286,7 @@ pub mod methods {
     }
     /// `tasks/cancel` (MCP 2025-11-25)
     pub const TASKS_CANCEL: &str = "tasks/cancel";
-    /// `tasks/cancel` (MCP 2025-11-25)
+    /// `tasks/cancel` (MCP 2025-11-25): params [`CancelTaskRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L215), result [`CancelTaskResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L250).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksCancel;
     impl ::protocols_runtime::method::RpcMethod for TasksCancel {
@@ -8151,7 +8296,7 @@ pub mod methods {
     }
     /// `tasks/get` (MCP 2025-11-25)
     pub const TASKS_GET: &str = "tasks/get";
-    /// `tasks/get` (MCP 2025-11-25)
+    /// `tasks/get` (MCP 2025-11-25): params [`GetTaskRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1257), result [`GetTaskResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1292).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksGet;
     impl ::protocols_runtime::method::RpcMethod for TasksGet {
@@ -8161,7 +8306,7 @@ pub mod methods {
     }
     /// `tasks/list` (MCP 2025-11-25)
     pub const TASKS_LIST: &str = "tasks/list";
-    /// `tasks/list` (MCP 2025-11-25)
+    /// `tasks/list` (MCP 2025-11-25): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160), result [`ListTasksResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1896).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksList;
     impl ::protocols_runtime::method::RpcMethod for TasksList {
@@ -8171,7 +8316,7 @@ pub mod methods {
     }
     /// `tasks/result` (MCP 2025-11-25)
     pub const TASKS_RESULT: &str = "tasks/result";
-    /// `tasks/result` (MCP 2025-11-25)
+    /// `tasks/result` (MCP 2025-11-25): params [`GetTaskPayloadRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1210), result [`GetTaskPayloadResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1245).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksResult;
     impl ::protocols_runtime::method::RpcMethod for TasksResult {
@@ -8181,7 +8326,7 @@ pub mod methods {
     }
     /// `tools/call` (MCP 2025-11-25)
     pub const TOOLS_CALL: &str = "tools/call";
-    /// `tools/call` (MCP 2025-11-25)
+    /// `tools/call` (MCP 2025-11-25): params [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L152), result [`CallToolResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L185).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
     impl ::protocols_runtime::method::RpcMethod for ToolsCall {
@@ -8191,7 +8336,7 @@ pub mod methods {
     }
     /// `tools/list` (MCP 2025-11-25)
     pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/list` (MCP 2025-11-25)
+    /// `tools/list` (MCP 2025-11-25): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2160), result [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1945).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
     impl ::protocols_runtime::method::RpcMethod for ToolsList {
@@ -8201,7 +8346,7 @@ pub mod methods {
     }
     /// `notifications/cancelled` (MCP 2025-11-25)
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// `notifications/cancelled` (MCP 2025-11-25)
+    /// `notifications/cancelled` (MCP 2025-11-25): params [`CancelledNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L283).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
     impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
@@ -8210,7 +8355,7 @@ pub mod methods {
     }
     /// `notifications/elicitation/complete` (MCP 2025-11-25)
     pub const NOTIFICATIONS_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
-    /// `notifications/elicitation/complete` (MCP 2025-11-25)
+    /// `notifications/elicitation/complete` (MCP 2025-11-25): params [`ElicitationCompleteNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L1023).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsElicitationComplete;
     impl ::protocols_runtime::method::RpcNotification
@@ -8220,7 +8365,7 @@ pub mod methods {
     }
     /// `notifications/initialized` (MCP 2025-11-25)
     pub const NOTIFICATIONS_INITIALIZED: &str = "notifications/initialized";
-    /// `notifications/initialized` (MCP 2025-11-25)
+    /// `notifications/initialized` (MCP 2025-11-25): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2097).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
     impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
@@ -8229,7 +8374,7 @@ pub mod methods {
     }
     /// `notifications/message` (MCP 2025-11-25)
     pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// `notifications/message` (MCP 2025-11-25)
+    /// `notifications/message` (MCP 2025-11-25): params [`LoggingMessageNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2005).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
     impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
@@ -8238,7 +8383,7 @@ pub mod methods {
     }
     /// `notifications/progress` (MCP 2025-11-25)
     pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// `notifications/progress` (MCP 2025-11-25)
+    /// `notifications/progress` (MCP 2025-11-25): params [`ProgressNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2271).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
     impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
@@ -8247,7 +8392,7 @@ pub mod methods {
     }
     /// `notifications/prompts/list_changed` (MCP 2025-11-25)
     pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// `notifications/prompts/list_changed` (MCP 2025-11-25)
+    /// `notifications/prompts/list_changed` (MCP 2025-11-25): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2097).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -8257,7 +8402,7 @@ pub mod methods {
     }
     /// `notifications/resources/list_changed` (MCP 2025-11-25)
     pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// `notifications/resources/list_changed` (MCP 2025-11-25)
+    /// `notifications/resources/list_changed` (MCP 2025-11-25): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2097).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -8267,7 +8412,7 @@ pub mod methods {
     }
     /// `notifications/resources/updated` (MCP 2025-11-25)
     pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    /// `notifications/resources/updated` (MCP 2025-11-25)
+    /// `notifications/resources/updated` (MCP 2025-11-25): params [`ResourceUpdatedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2827).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
     impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
@@ -8276,7 +8421,7 @@ pub mod methods {
     }
     /// `notifications/roots/list_changed` (MCP 2025-11-25)
     pub const NOTIFICATIONS_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
-    /// `notifications/roots/list_changed` (MCP 2025-11-25)
+    /// `notifications/roots/list_changed` (MCP 2025-11-25): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2097).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
@@ -8285,7 +8430,7 @@ pub mod methods {
     }
     /// `notifications/tasks/status` (MCP 2025-11-25)
     pub const NOTIFICATIONS_TASKS_STATUS: &str = "notifications/tasks/status";
-    /// `notifications/tasks/status` (MCP 2025-11-25)
+    /// `notifications/tasks/status` (MCP 2025-11-25): params [`TaskStatusNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3430).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsTasksStatus;
     impl ::protocols_runtime::method::RpcNotification for NotificationsTasksStatus {
@@ -8294,7 +8439,7 @@ pub mod methods {
     }
     /// `notifications/tools/list_changed` (MCP 2025-11-25)
     pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// `notifications/tools/list_changed` (MCP 2025-11-25)
+    /// `notifications/tools/list_changed` (MCP 2025-11-25): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L2097).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
@@ -8678,7 +8823,7 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         http: &[],
     },
 ];
-/// Requests the server sends (MCP 2025-11-25), dispatched by method name.
+/// Requests the server sends (MCP 2025-11-25), dispatched by method name. It stands for [`ServerRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3099) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerRequest {
@@ -8796,7 +8941,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Notifications the server sends (MCP 2025-11-25), dispatched by method name.
+/// Notifications the server sends (MCP 2025-11-25), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3068) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
@@ -8952,7 +9097,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Results the server sends (MCP 2025-11-25), decoded by the method they answer.
+/// Results the server sends (MCP 2025-11-25), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3127) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerResult {

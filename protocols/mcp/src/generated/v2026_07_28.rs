@@ -46,6 +46,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: AudioContentType,
     }
+    /// Part of [`AudioContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L27) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -131,6 +132,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: BooleanSchemaType,
     }
+    /// Part of [`BooleanSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L101) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -196,6 +198,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`CacheableResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L122) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -258,6 +261,7 @@ pub mod types {
         pub method: CallToolRequestMethod,
         pub params: CallToolRequestParams,
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L153) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -308,6 +312,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CallToolRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L153) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -408,6 +413,7 @@ pub mod types {
         pub jsonrpc: CallToolResultResponseJsonrpc,
         pub result: CallToolResultResponseResult,
     }
+    /// Part of [`CallToolResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L238) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -483,6 +489,7 @@ pub mod types {
         pub method: CancelledNotificationMethod,
         pub params: CancelledNotificationParams,
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L266) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -534,6 +541,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CancelledNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L266) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -617,6 +625,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sampling: ::std::option::Option<ClientCapabilitiesSampling>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L308) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesElicitation {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -624,6 +633,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<JsonObject>,
     }
+    /// Part of [`ClientCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L308) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ClientCapabilitiesSampling {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -639,6 +649,7 @@ pub mod types {
         pub method: CompleteRequestMethod,
         pub params: CompleteRequestParams,
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L419) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -689,6 +700,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`CompleteRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L419) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -750,11 +762,13 @@ pub mod types {
         #[serde(rename = "ref")]
         pub ref_: CompleteRequestParamsRef,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L445) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteRequestParamsArgument {
         pub name: ::std::string::String,
         pub value: ::std::string::String,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L445) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct CompleteRequestParamsContext {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -762,6 +776,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ::std::string::String>,
         >,
     }
+    /// Part of [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L445) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CompleteRequestParamsRef {
@@ -790,6 +805,7 @@ pub mod types {
         #[serde(rename = "resultType")]
         pub result_type: ::std::string::String,
     }
+    /// Part of [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L500) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompleteResultCompletion {
         #[serde(
@@ -808,6 +824,7 @@ pub mod types {
         pub jsonrpc: CompleteResultResponseJsonrpc,
         pub result: CompleteResult,
     }
+    /// Part of [`CompleteResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L541) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -902,6 +919,7 @@ pub mod types {
         pub method: CreateMessageRequestMethod,
         pub params: CreateMessageRequestParams,
     }
+    /// Part of [`CreateMessageRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L581) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -994,6 +1012,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<::std::vec::Vec<Tool>>,
     }
+    /// Part of [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L598) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1070,6 +1089,7 @@ pub mod types {
         )]
         pub stop_reason: ::std::option::Option<::std::string::String>,
     }
+    /// Part of [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L659) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CreateMessageResultContent {
@@ -1160,6 +1180,7 @@ pub mod types {
         pub method: DiscoverRequestMethod,
         pub params: RequestParams,
     }
+    /// Part of [`DiscoverRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L713) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1210,6 +1231,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`DiscoverRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L713) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1280,6 +1302,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`DiscoverResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L739) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1341,6 +1364,7 @@ pub mod types {
         pub jsonrpc: DiscoverResultResponseJsonrpc,
         pub result: DiscoverResult,
     }
+    /// Part of [`DiscoverResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L787) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1409,6 +1433,7 @@ pub mod types {
         #[serde(rename = "requestedSchema")]
         pub requested_schema: ElicitRequestFormParamsRequestedSchema,
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L825) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1459,6 +1484,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L825) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ElicitRequestFormParamsRequestedSchema {
         pub properties: ::std::collections::HashMap<
@@ -1477,6 +1503,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`ElicitRequestFormParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L825) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1528,6 +1555,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L808) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1602,6 +1630,7 @@ pub mod types {
         pub mode: ElicitRequestUrlParamsMode,
         pub url: ::std::string::String,
     }
+    /// Part of [`ElicitRequestURLParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L884) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1661,6 +1690,7 @@ pub mod types {
             ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
         >,
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L909) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1719,6 +1749,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L909) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitResultContentValue {
@@ -1737,6 +1768,7 @@ pub mod types {
             Self::Variant1(value)
         }
     }
+    /// Part of [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L909) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ElicitResultContentValueVariant1 {
@@ -1777,6 +1809,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: EmbeddedResourceType,
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L948) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum EmbeddedResourceResource {
@@ -1793,6 +1826,7 @@ pub mod types {
             Self::BlobResourceContents(value)
         }
     }
+    /// Part of [`EmbeddedResource`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L948) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1914,6 +1948,7 @@ pub mod types {
         pub method: GetPromptRequestMethod,
         pub params: GetPromptRequestParams,
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1022) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -1964,6 +1999,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`GetPromptRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1022) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2056,6 +2092,7 @@ pub mod types {
         pub jsonrpc: GetPromptResultResponseJsonrpc,
         pub result: GetPromptResultResponseResult,
     }
+    /// Part of [`GetPromptResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1105) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2132,6 +2169,7 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: HeaderMismatchErrorJsonrpc,
     }
+    /// Part of [`HeaderMismatchError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1133) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct HeaderMismatchErrorError {
         pub code: HeaderMismatchErrorErrorCode,
@@ -2139,6 +2177,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`HeaderMismatchError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1133) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct HeaderMismatchErrorErrorCode(i64);
@@ -2174,6 +2213,7 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`HeaderMismatchError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1133) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2238,6 +2278,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub theme: ::std::option::Option<IconTheme>,
     }
+    /// Part of [`Icon`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1169) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2314,6 +2355,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ImageContentType,
     }
+    /// Part of [`ImageContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1215) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2530,6 +2572,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InternalError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1363) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InternalErrorCode(i64);
@@ -2573,6 +2616,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InvalidParamsError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1385) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InvalidParamsErrorCode(i64);
@@ -2616,6 +2660,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`InvalidRequestError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1407) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct InvalidRequestErrorCode(i64);
@@ -2723,6 +2768,7 @@ pub mod types {
             Self::Variant2(value)
         }
     }
+    /// Part of [`JSONValue`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1556) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum JsonValueVariant2 {
@@ -2757,6 +2803,7 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: JsonrpcErrorResponseJsonrpc,
     }
+    /// Part of [`JSONRPCErrorResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1441) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2846,6 +2893,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`JSONRPCNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1478) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2907,6 +2955,7 @@ pub mod types {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     }
+    /// Part of [`JSONRPCRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1499) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -2981,6 +3030,7 @@ pub mod types {
         pub jsonrpc: JsonrpcResultResponseJsonrpc,
         pub result: Result,
     }
+    /// Part of [`JSONRPCResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1535) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3051,6 +3101,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: LegacyTitledEnumSchemaType,
     }
+    /// Part of [`LegacyTitledEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1576) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3109,6 +3160,7 @@ pub mod types {
         pub method: ListPromptsRequestMethod,
         pub params: PaginatedRequestParams,
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1612) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3159,6 +3211,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListPromptsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1612) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3230,6 +3283,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1638) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3291,6 +3345,7 @@ pub mod types {
         pub jsonrpc: ListPromptsResultResponseJsonrpc,
         pub result: ListPromptsResult,
     }
+    /// Part of [`ListPromptsResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1680) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3350,6 +3405,7 @@ pub mod types {
         pub method: ListResourceTemplatesRequestMethod,
         pub params: PaginatedRequestParams,
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1701) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3401,6 +3457,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListResourceTemplatesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1701) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3474,6 +3531,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1727) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3536,6 +3594,7 @@ pub mod types {
         pub jsonrpc: ListResourceTemplatesResultResponseJsonrpc,
         pub result: ListResourceTemplatesResult,
     }
+    /// Part of [`ListResourceTemplatesResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1769) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3595,6 +3654,7 @@ pub mod types {
         pub method: ListResourcesRequestMethod,
         pub params: PaginatedRequestParams,
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1790) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3645,6 +3705,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListResourcesRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1790) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3716,6 +3777,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1816) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3778,6 +3840,7 @@ pub mod types {
         pub jsonrpc: ListResourcesResultResponseJsonrpc,
         pub result: ListResourcesResult,
     }
+    /// Part of [`ListResourcesResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1858) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3838,6 +3901,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<ListRootsRequestParams>,
     }
+    /// Part of [`ListRootsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1879) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3910,6 +3974,7 @@ pub mod types {
         pub method: ListToolsRequestMethod,
         pub params: PaginatedRequestParams,
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1915) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -3960,6 +4025,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ListToolsRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1915) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4031,6 +4097,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1941) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4092,6 +4159,7 @@ pub mod types {
         pub jsonrpc: ListToolsResultResponseJsonrpc,
         pub result: ListToolsResult,
     }
+    /// Part of [`ListToolsResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1983) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4229,6 +4297,7 @@ pub mod types {
         pub method: LoggingMessageNotificationMethod,
         pub params: LoggingMessageNotificationParams,
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2018) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4280,6 +4349,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`LoggingMessageNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2018) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4381,6 +4451,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`MethodNotFoundError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2068) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct MethodNotFoundErrorCode(i64);
@@ -4424,12 +4495,14 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: MissingRequiredClientCapabilityErrorJsonrpc,
     }
+    /// Part of [`MissingRequiredClientCapabilityError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2090) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MissingRequiredClientCapabilityErrorError {
         pub code: MissingRequiredClientCapabilityErrorErrorCode,
         pub data: MissingRequiredClientCapabilityErrorErrorData,
         pub message: ::std::string::String,
     }
+    /// Part of [`MissingRequiredClientCapabilityError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2090) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct MissingRequiredClientCapabilityErrorErrorCode(i64);
@@ -4466,11 +4539,13 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`MissingRequiredClientCapabilityError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2090) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct MissingRequiredClientCapabilityErrorErrorData {
         #[serde(rename = "requiredCapabilities")]
         pub required_capabilities: ClientCapabilities,
     }
+    /// Part of [`MissingRequiredClientCapabilityError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2090) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4609,6 +4684,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: NumberSchemaType,
     }
+    /// Part of [`NumberSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2224) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4671,6 +4747,7 @@ pub mod types {
         pub method: ::std::string::String,
         pub params: PaginatedRequestParams,
     }
+    /// Part of [`PaginatedRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2254) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4753,6 +4830,7 @@ pub mod types {
         pub data: ::std::option::Option<::serde_json::Value>,
         pub message: ::std::string::String,
     }
+    /// Part of [`ParseError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2313) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct ParseErrorCode(i64);
@@ -4852,6 +4930,7 @@ pub mod types {
         pub method: ProgressNotificationMethod,
         pub params: ProgressNotificationParams,
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2364) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -4902,6 +4981,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ProgressNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2364) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5025,6 +5105,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2485) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5076,6 +5157,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`PromptListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2485) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5146,6 +5228,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: PromptReferenceType,
     }
+    /// Part of [`PromptReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2522) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5204,6 +5287,7 @@ pub mod types {
         pub method: ReadResourceRequestMethod,
         pub params: ReadResourceRequestParams,
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2544) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5254,6 +5338,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ReadResourceRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2544) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5337,6 +5422,7 @@ pub mod types {
         #[serde(rename = "ttlMs")]
         pub ttl_ms: u64,
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2594) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5392,6 +5478,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ReadResourceResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2594) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ReadResourceResultContentsItem {
@@ -5415,6 +5502,7 @@ pub mod types {
         pub jsonrpc: ReadResourceResultResponseJsonrpc,
         pub result: ReadResourceResultResponseResult,
     }
+    /// Part of [`ReadResourceResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2639) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5610,6 +5698,7 @@ pub mod types {
         pub type_: ResourceLinkType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceLink`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2801) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5668,6 +5757,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2855) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5719,6 +5809,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ResourceListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2855) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5813,6 +5904,7 @@ pub mod types {
         pub type_: ResourceTemplateReferenceType,
         pub uri: ::std::string::String,
     }
+    /// Part of [`ResourceTemplateReference`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2939) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5871,6 +5963,7 @@ pub mod types {
         pub method: ResourceUpdatedNotificationMethod,
         pub params: ResourceUpdatedNotificationParams,
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2958) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5922,6 +6015,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ResourceUpdatedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2958) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6128,6 +6222,7 @@ pub mod types {
         pub meta: ::std::option::Option<MetaObject>,
         pub role: Role,
     }
+    /// Part of [`SamplingMessage`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3057) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum SamplingMessageContent {
@@ -6226,6 +6321,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub tools: ::std::option::Option<ServerCapabilitiesTools>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3117) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesPrompts {
         #[serde(
@@ -6234,6 +6330,7 @@ pub mod types {
         )]
         pub list_changed: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3117) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesResources {
         #[serde(
@@ -6244,6 +6341,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub subscribe: ::std::option::Option<bool>,
     }
+    /// Part of [`ServerCapabilities`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3117) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct ServerCapabilitiesTools {
         #[serde(
@@ -6294,6 +6392,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: StringSchemaType,
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3257) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6356,6 +6455,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`StringSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3257) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6439,6 +6539,7 @@ pub mod types {
         pub method: SubscriptionsAcknowledgedNotificationMethod,
         pub params: SubscriptionsAcknowledgedNotificationParams,
     }
+    /// Part of [`SubscriptionsAcknowledgedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3318) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6490,6 +6591,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SubscriptionsAcknowledgedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3318) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6563,6 +6665,7 @@ pub mod types {
         pub method: SubscriptionsListenRequestMethod,
         pub params: SubscriptionsListenRequestParams,
     }
+    /// Part of [`SubscriptionsListenRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3356) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6614,6 +6717,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`SubscriptionsListenRequest`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3356) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6698,6 +6802,7 @@ pub mod types {
         pub jsonrpc: SubscriptionsListenResultResponseJsonrpc,
         pub result: SubscriptionsListenResult,
     }
+    /// Part of [`SubscriptionsListenResultResponse`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3433) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6763,6 +6868,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TextContentType,
     }
+    /// Part of [`TextContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3454) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6852,17 +6958,20 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TitledMultiSelectEnumSchemaType,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3504) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchemaItems {
         #[serde(rename = "anyOf")]
         pub any_of: ::std::vec::Vec<TitledMultiSelectEnumSchemaItemsAnyOfItem>,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3504) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledMultiSelectEnumSchemaItemsAnyOfItem {
         #[serde(rename = "const")]
         pub const_: ::std::string::String,
         pub title: ::std::string::String,
     }
+    /// Part of [`TitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3504) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6928,12 +7037,14 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: TitledSingleSelectEnumSchemaType,
     }
+    /// Part of [`TitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3571) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TitledSingleSelectEnumSchemaOneOfItem {
         #[serde(rename = "const")]
         pub const_: ::std::string::String,
         pub title: ::std::string::String,
     }
+    /// Part of [`TitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3571) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7042,6 +7153,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub mode: ::std::option::Option<ToolChoiceMode>,
     }
+    /// Part of [`ToolChoice`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3707) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7100,6 +7212,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3618) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolInputSchema {
         #[serde(
@@ -7112,6 +7225,7 @@ pub mod types {
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3618) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7170,6 +7284,7 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub params: ::std::option::Option<NotificationParams>,
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3722) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7221,6 +7336,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`ToolListChangedNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3722) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7276,6 +7392,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`Tool`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3618) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ToolOutputSchema {
         #[serde(
@@ -7310,6 +7427,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ToolResultContentType,
     }
+    /// Part of [`ToolResultContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3743) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7374,6 +7492,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: ToolUseContentType,
     }
+    /// Part of [`ToolUseContent`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3780) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7432,12 +7551,14 @@ pub mod types {
         pub id: ::std::option::Option<RequestId>,
         pub jsonrpc: UnsupportedProtocolVersionErrorJsonrpc,
     }
+    /// Part of [`UnsupportedProtocolVersionError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3813) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsupportedProtocolVersionErrorError {
         pub code: UnsupportedProtocolVersionErrorErrorCode,
         pub data: UnsupportedProtocolVersionErrorErrorData,
         pub message: ::std::string::String,
     }
+    /// Part of [`UnsupportedProtocolVersionError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3813) of MCP 2026-07-28.
     #[derive(::serde::Serialize, Clone, Debug)]
     #[serde(transparent)]
     pub struct UnsupportedProtocolVersionErrorErrorCode(i64);
@@ -7473,11 +7594,13 @@ pub mod types {
                 .map_err(|e| { <D::Error as ::serde::de::Error>::custom(e.to_string()) })
         }
     }
+    /// Part of [`UnsupportedProtocolVersionError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3813) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UnsupportedProtocolVersionErrorErrorData {
         pub requested: ::std::string::String,
         pub supported: ::std::vec::Vec<::std::string::String>,
     }
+    /// Part of [`UnsupportedProtocolVersionError`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3813) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7552,6 +7675,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledMultiSelectEnumSchemaType,
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3870) of MCP 2026-07-28.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UntitledMultiSelectEnumSchemaItems {
         #[serde(rename = "enum")]
@@ -7559,6 +7683,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledMultiSelectEnumSchemaItemsType,
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3870) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7610,6 +7735,7 @@ pub mod types {
             value.parse()
         }
     }
+    /// Part of [`UntitledMultiSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3870) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7675,6 +7801,7 @@ pub mod types {
         #[serde(rename = "type")]
         pub type_: UntitledSingleSelectEnumSchemaType,
     }
+    /// Part of [`UntitledSingleSelectEnumSchema`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3928) of MCP 2026-07-28.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -7905,7 +8032,7 @@ pub mod methods {
     use super::types;
     /// `completion/complete` (MCP 2026-07-28)
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// `completion/complete` (MCP 2026-07-28)
+    /// `completion/complete` (MCP 2026-07-28): params [`CompleteRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L445), result [`CompleteResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L500).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
     impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
@@ -7915,7 +8042,7 @@ pub mod methods {
     }
     /// `elicitation/create` (MCP 2026-07-28)
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `elicitation/create` (MCP 2026-07-28)
+    /// `elicitation/create` (MCP 2026-07-28): params [`ElicitRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L873), result [`ElicitResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L909).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
     impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
@@ -7925,7 +8052,7 @@ pub mod methods {
     }
     /// `prompts/get` (MCP 2026-07-28)
     pub const PROMPTS_GET: &str = "prompts/get";
-    /// `prompts/get` (MCP 2026-07-28)
+    /// `prompts/get` (MCP 2026-07-28): params [`GetPromptRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1048), result [`GetPromptResultResponseResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1105).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
     impl ::protocols_runtime::method::RpcMethod for PromptsGet {
@@ -7935,7 +8062,7 @@ pub mod methods {
     }
     /// `prompts/list` (MCP 2026-07-28)
     pub const PROMPTS_LIST: &str = "prompts/list";
-    /// `prompts/list` (MCP 2026-07-28)
+    /// `prompts/list` (MCP 2026-07-28): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2278), result [`ListPromptsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1638).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
     impl ::protocols_runtime::method::RpcMethod for PromptsList {
@@ -7945,7 +8072,7 @@ pub mod methods {
     }
     /// `resources/list` (MCP 2026-07-28)
     pub const RESOURCES_LIST: &str = "resources/list";
-    /// `resources/list` (MCP 2026-07-28)
+    /// `resources/list` (MCP 2026-07-28): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2278), result [`ListResourcesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1816).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesList {
@@ -7955,7 +8082,7 @@ pub mod methods {
     }
     /// `resources/read` (MCP 2026-07-28)
     pub const RESOURCES_READ: &str = "resources/read";
-    /// `resources/read` (MCP 2026-07-28)
+    /// `resources/read` (MCP 2026-07-28): params [`ReadResourceRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2570), result [`ReadResourceResultResponseResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2639).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
     impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
@@ -7965,7 +8092,7 @@ pub mod methods {
     }
     /// `resources/templates/list` (MCP 2026-07-28)
     pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    /// `resources/templates/list` (MCP 2026-07-28)
+    /// `resources/templates/list` (MCP 2026-07-28): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2278), result [`ListResourceTemplatesResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1727).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
     impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
@@ -7975,7 +8102,7 @@ pub mod methods {
     }
     /// `roots/list` (MCP 2026-07-28)
     pub const ROOTS_LIST: &str = "roots/list";
-    /// `roots/list` (MCP 2026-07-28)
+    /// `roots/list` (MCP 2026-07-28): params [`ListRootsRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1879), result [`ListRootsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1900).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
     impl ::protocols_runtime::method::RpcMethod for RootsList {
@@ -7985,7 +8112,7 @@ pub mod methods {
     }
     /// `sampling/createMessage` (MCP 2026-07-28)
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    /// `sampling/createMessage` (MCP 2026-07-28)
+    /// `sampling/createMessage` (MCP 2026-07-28): params [`CreateMessageRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L598), result [`CreateMessageResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L659).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
     impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
@@ -7995,7 +8122,7 @@ pub mod methods {
     }
     /// `server/discover` (MCP 2026-07-28)
     pub const SERVER_DISCOVER: &str = "server/discover";
-    /// `server/discover` (MCP 2026-07-28)
+    /// `server/discover` (MCP 2026-07-28): params [`RequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2719), result [`DiscoverResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L739).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ServerDiscover;
     impl ::protocols_runtime::method::RpcMethod for ServerDiscover {
@@ -8005,7 +8132,7 @@ pub mod methods {
     }
     /// `subscriptions/listen` (MCP 2026-07-28)
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// `subscriptions/listen` (MCP 2026-07-28)
+    /// `subscriptions/listen` (MCP 2026-07-28): params [`SubscriptionsListenRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3382), result [`SubscriptionsListenResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3399).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SubscriptionsListen;
     impl ::protocols_runtime::method::RpcMethod for SubscriptionsListen {
@@ -8015,7 +8142,7 @@ pub mod methods {
     }
     /// `tools/call` (MCP 2026-07-28)
     pub const TOOLS_CALL: &str = "tools/call";
-    /// `tools/call` (MCP 2026-07-28)
+    /// `tools/call` (MCP 2026-07-28): params [`CallToolRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L179), result [`CallToolResultResponseResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L238).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
     impl ::protocols_runtime::method::RpcMethod for ToolsCall {
@@ -8025,7 +8152,7 @@ pub mod methods {
     }
     /// `tools/list` (MCP 2026-07-28)
     pub const TOOLS_LIST: &str = "tools/list";
-    /// `tools/list` (MCP 2026-07-28)
+    /// `tools/list` (MCP 2026-07-28): params [`PaginatedRequestParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2278), result [`ListToolsResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L1941).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
     impl ::protocols_runtime::method::RpcMethod for ToolsList {
@@ -8035,7 +8162,7 @@ pub mod methods {
     }
     /// `notifications/cancelled` (MCP 2026-07-28)
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
-    /// `notifications/cancelled` (MCP 2026-07-28)
+    /// `notifications/cancelled` (MCP 2026-07-28): params [`CancelledNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L288).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
     impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
@@ -8044,7 +8171,7 @@ pub mod methods {
     }
     /// `notifications/message` (MCP 2026-07-28)
     pub const NOTIFICATIONS_MESSAGE: &str = "notifications/message";
-    /// `notifications/message` (MCP 2026-07-28)
+    /// `notifications/message` (MCP 2026-07-28): params [`LoggingMessageNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2040).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
     impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
@@ -8053,7 +8180,7 @@ pub mod methods {
     }
     /// `notifications/progress` (MCP 2026-07-28)
     pub const NOTIFICATIONS_PROGRESS: &str = "notifications/progress";
-    /// `notifications/progress` (MCP 2026-07-28)
+    /// `notifications/progress` (MCP 2026-07-28): params [`ProgressNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2386).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
     impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
@@ -8062,7 +8189,7 @@ pub mod methods {
     }
     /// `notifications/prompts/list_changed` (MCP 2026-07-28)
     pub const NOTIFICATIONS_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-    /// `notifications/prompts/list_changed` (MCP 2026-07-28)
+    /// `notifications/prompts/list_changed` (MCP 2026-07-28): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2215).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -8072,7 +8199,7 @@ pub mod methods {
     }
     /// `notifications/resources/list_changed` (MCP 2026-07-28)
     pub const NOTIFICATIONS_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    /// `notifications/resources/list_changed` (MCP 2026-07-28)
+    /// `notifications/resources/list_changed` (MCP 2026-07-28): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2215).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
     impl ::protocols_runtime::method::RpcNotification
@@ -8082,7 +8209,7 @@ pub mod methods {
     }
     /// `notifications/resources/updated` (MCP 2026-07-28)
     pub const NOTIFICATIONS_RESOURCES_UPDATED: &str = "notifications/resources/updated";
-    /// `notifications/resources/updated` (MCP 2026-07-28)
+    /// `notifications/resources/updated` (MCP 2026-07-28): params [`ResourceUpdatedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2980).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
     impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
@@ -8091,7 +8218,7 @@ pub mod methods {
     }
     /// `notifications/subscriptions/acknowledged` (MCP 2026-07-28)
     pub const NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-    /// `notifications/subscriptions/acknowledged` (MCP 2026-07-28)
+    /// `notifications/subscriptions/acknowledged` (MCP 2026-07-28): params [`SubscriptionsAcknowledgedNotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3340).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsSubscriptionsAcknowledged;
     impl ::protocols_runtime::method::RpcNotification
@@ -8101,7 +8228,7 @@ pub mod methods {
     }
     /// `notifications/tools/list_changed` (MCP 2026-07-28)
     pub const NOTIFICATIONS_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-    /// `notifications/tools/list_changed` (MCP 2026-07-28)
+    /// `notifications/tools/list_changed` (MCP 2026-07-28): params [`NotificationParams`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L2215).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
     impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
@@ -8448,7 +8575,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerRequest {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Notifications the server sends (MCP 2026-07-28), dispatched by method name.
+/// Notifications the server sends (MCP 2026-07-28), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3179) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerNotification {
@@ -8599,7 +8726,7 @@ impl<'de> ::serde::Deserialize<'de> for ServerNotification {
             .map_err(::serde::de::Error::custom)
     }
 }
-/// Results the server sends (MCP 2026-07-28), decoded by the method they answer.
+/// Results the server sends (MCP 2026-07-28), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2026-07-28/schema.json#L3207) upstream.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerResult {
