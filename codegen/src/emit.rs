@@ -164,9 +164,21 @@ pub fn handler_method_name(method: &str) -> String {
     method_words(method).to_snake_case()
 }
 
-/// The peers whose method-dispatched enums are emitted: those the front end asks for, and those
-/// whose upstream union another definition refers to (it must then be a type).
-fn dispatched_peers(model: &RevisionModel) -> BTreeSet<Peer> {
+/// What a peer's method-dispatched enums are emitted for, which decides what they carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum EnumUse {
+    /// The front end asks for them to re-express what the peer sends: each is decoded by method
+    /// name and its params or result encoded again, and nothing else is emitted for it.
+    Reexpress,
+    /// A definition refers to the peer's upstream union, so they are types in their own right
+    /// and read and write whole messages (`{"method", "params"}`) too.
+    Type,
+}
+
+/// The peers whose method-dispatched enums are emitted, with what for: those the front end
+/// asks for, and those whose upstream union another definition refers to (it must then be a
+/// type).
+fn dispatched_peers(model: &RevisionModel) -> BTreeMap<Peer, EnumUse> {
     let unions: BTreeSet<&str> = model
         .message_unions
         .iter()
@@ -178,14 +190,16 @@ fn dispatched_peers(model: &RevisionModel) -> BTreeSet<Peer> {
         .filter(|(name, _)| !unions.contains(name.as_str()))
         .flat_map(|(_, schema)| referenced_names(schema))
         .collect();
-    let mut peers: BTreeSet<Peer> = model.dispatched_enums.iter().copied().collect();
-    peers.extend(
-        model
-            .message_unions
-            .iter()
-            .filter(|union| referenced.contains(&union.definition))
-            .map(|union| union.sender),
-    );
+    let mut peers: BTreeMap<Peer, EnumUse> = model
+        .dispatched_enums
+        .iter()
+        .map(|peer| (*peer, EnumUse::Reexpress))
+        .collect();
+    for union in &model.message_unions {
+        if referenced.contains(&union.definition) {
+            peers.insert(union.sender, EnumUse::Type);
+        }
+    }
     peers
 }
 
@@ -205,7 +219,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
     let mut replacements: BTreeMap<String, TokenStream> = BTreeMap::new();
     let mut dropped = BTreeSet::new();
     for union in &model.message_unions {
-        if peers.contains(&union.sender) {
+        if peers.contains_key(&union.sender) {
             let ident = checked_ident(model, &enum_name(model, union.sender, union.kind))?;
             replacements.insert(union.definition.clone(), quote! { super::#ident });
         } else {
@@ -245,7 +259,7 @@ pub fn emit_revision(model: &RevisionModel) -> Result<EmittedRevision> {
     let reexports: Vec<Ident> = model
         .message_unions
         .iter()
-        .filter(|union| peers.contains(&union.sender))
+        .filter(|union| peers.contains_key(&union.sender))
         .map(|union| checked_ident(model, &enum_name(model, union.sender, union.kind)))
         .collect::<Result<BTreeSet<_>>>()?
         .into_iter()
@@ -587,6 +601,7 @@ fn union_link(model: &RevisionModel, peer: Peer, kind: UnionKind) -> String {
 /// Which helpers the dispatch code calls, so none is emitted unused.
 #[derive(Debug, Default)]
 struct HelperUse {
+    envelope: bool,
     required: bool,
     optional: bool,
     result: bool,
@@ -594,11 +609,14 @@ struct HelperUse {
 
 /// Per peer asked for: the requests and notifications it sends and the results it answers with,
 /// each an enum decoded by method name (never by shape).
-fn dispatched_enums(revision: &Revision<'_>, peers: &BTreeSet<Peer>) -> Result<TokenStream> {
+fn dispatched_enums(
+    revision: &Revision<'_>,
+    peers: &BTreeMap<Peer, EnumUse>,
+) -> Result<TokenStream> {
     let model = revision.model;
     let mut helpers = HelperUse::default();
     let mut out = Vec::new();
-    for peer in peers {
+    for (peer, used) in peers {
         let other = match peer {
             Peer::Client => Peer::Server,
             Peer::Server => Peer::Client,
@@ -619,6 +637,7 @@ fn dispatched_enums(revision: &Revision<'_>, peers: &BTreeSet<Peer>) -> Result<T
                 union_link(model, *peer, UnionKind::Request)
             ),
             &sent(MethodKind::Request, *peer),
+            *used,
             &mut helpers,
         ));
         out.push(message_enum(
@@ -628,6 +647,7 @@ fn dispatched_enums(revision: &Revision<'_>, peers: &BTreeSet<Peer>) -> Result<T
                 union_link(model, *peer, UnionKind::Notification)
             ),
             &sent(MethodKind::Notification, *peer),
+            *used,
             &mut helpers,
         ));
         out.push(result_enum(
@@ -654,6 +674,7 @@ fn message_enum(
     ident: &Ident,
     doc: &str,
     rows: &[&TypedRow<'_>],
+    used: EnumUse,
     helpers: &mut HelperUse,
 ) -> TokenStream {
     let doc = format!(" {doc}");
@@ -704,6 +725,13 @@ fn message_enum(
             quote! { match self { #(#params_arms,)* } },
         )
     };
+    let whole_messages = match used {
+        EnumUse::Reexpress => TokenStream::new(),
+        EnumUse::Type => {
+            helpers.envelope = true;
+            whole_message_impls(ident, &method_body)
+        }
+    };
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone)]
@@ -717,14 +745,24 @@ fn message_enum(
                 #decode_body
             }
 
-            /// The wire name of this message's method.
-            pub fn method(&self) -> &'static str {
-                #method_body
-            }
-
             /// The params as JSON, `None` when the message carries none.
             pub fn params(&self) -> ::std::result::Result<::std::option::Option<::serde_json::Value>, ::serde_json::Error> {
                 #params_body
+            }
+        }
+
+        #whole_messages
+    }
+}
+
+/// What a message enum that is a type adds: its method's name, and reading and writing it as a
+/// whole `{"method", "params"}` message.
+fn whole_message_impls(ident: &Ident, method_body: &TokenStream) -> TokenStream {
+    quote! {
+        impl #ident {
+            /// The wire name of this message's method.
+            pub fn method(&self) -> &'static str {
+                #method_body
             }
         }
 
@@ -834,16 +872,107 @@ fn helper_functions(helpers: &HelperUse) -> TokenStream {
                 .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams { method, source })
         }
     });
-    quote! {
-        /// The `{"method", "params"}` part of a message, before dispatch.
-        #[derive(::serde::Deserialize)]
-        struct MethodEnvelope {
-            method: ::std::string::String,
-            #[serde(default)]
-            params: ::std::option::Option<::serde_json::Value>,
+    let envelope = helpers.envelope.then(|| {
+        quote! {
+            /// The `{"method", "params"}` part of a message, before dispatch.
+            #[derive(::serde::Deserialize)]
+            struct MethodEnvelope {
+                method: ::std::string::String,
+                #[serde(default)]
+                params: ::std::option::Option<::serde_json::Value>,
+            }
         }
+    });
+    quote! {
+        #envelope
         #required
         #optional
         #result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{MessageUnion, Origins, Peers, Streaming};
+
+    /// A revision whose server sends one request, `ping`, listed by the union `ServerRequest`;
+    /// `holder` adds a definition referring to that union.
+    fn model(dispatched_enums: Vec<Peer>, holder: bool) -> RevisionModel {
+        let mut definitions: BTreeMap<String, serde_json::Value> =
+            serde_json::from_value(serde_json::json!({
+                "PingParams": {"type": "object"},
+                "PingResult": {"type": "object"},
+                "ServerRequest": {"type": "object"}
+            }))
+            .unwrap();
+        if holder {
+            definitions.insert(
+                "Holder".into(),
+                serde_json::json!({"type": "object", "properties": {
+                    "request": {"$ref": "#/definitions/ServerRequest"}
+                }}),
+            );
+        }
+        RevisionModel {
+            protocol: "test".into(),
+            revision: "1".into(),
+            module: "v1".into(),
+            sources: Vec::new(),
+            definitions,
+            origins: Origins::default(),
+            custom_types: BTreeMap::new(),
+            methods: vec![MethodRow {
+                name: "ping".into(),
+                direction: Direction::ServerToClient,
+                kind: MethodKind::Request,
+                params: Some("PingParams".into()),
+                params_optional: false,
+                result: Some("PingResult".into()),
+                streaming: Streaming::Unary,
+                http: Vec::new(),
+            }],
+            peers: Peers {
+                client: "Client",
+                server: "Server",
+            },
+            message_unions: vec![MessageUnion {
+                definition: "ServerRequest".into(),
+                sender: Peer::Server,
+                kind: UnionKind::Request,
+            }],
+            dispatched_enums,
+            field_aliases: BTreeMap::new(),
+            feature: None,
+        }
+    }
+
+    #[test]
+    fn an_enum_asked_for_to_re_express_messages_decodes_and_re_encodes_params_and_nothing_more() {
+        let source = emit_revision(&model(vec![Peer::Server], false))
+            .unwrap()
+            .source;
+        assert!(source.contains("pub enum ServerRequest"), "{source}");
+        assert!(source.contains("pub fn from_method("), "{source}");
+        assert!(source.contains("pub fn params("), "{source}");
+        assert!(
+            !source.contains("for ServerRequest"),
+            "no serde impl: {source}"
+        );
+        assert!(!source.contains("MethodEnvelope"), "{source}");
+    }
+
+    #[test]
+    fn an_enum_standing_for_a_union_another_definition_refers_to_reads_and_writes_whole_messages() {
+        let source = emit_revision(&model(Vec::new(), true)).unwrap().source;
+        assert!(
+            source.contains("impl ::serde::Serialize for ServerRequest"),
+            "{source}"
+        );
+        assert!(
+            source.contains("impl<'de> ::serde::Deserialize<'de> for ServerRequest"),
+            "{source}"
+        );
+        assert!(source.contains("struct MethodEnvelope"), "{source}");
     }
 }

@@ -38,7 +38,9 @@ pub struct RevisionModel {
     /// the method table replaces them, so they become no type of their own.
     pub message_unions: Vec<MessageUnion>,
     /// Peers whose messages get method-dispatched enums all the same (MCP: the glue re-expresses
-    /// what a server sends in the peer's revision through them).
+    /// what a server sends in the peer's revision through them). These carry only that: decoding
+    /// by method name and the params or result encoded again; a union another definition refers
+    /// to gets whole-message serde as well, being a type.
     pub dispatched_enums: Vec<Peer>,
     /// Per definition, other names each property is accepted under on input (proto field names
     /// beside their lowerCamelCase JSON names), by JSON name.

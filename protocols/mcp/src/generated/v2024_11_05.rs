@@ -4089,14 +4089,6 @@ impl ServerRequest {
             _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
         }
     }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::Ping(_) => methods::PING,
-            Self::RootsList(_) => methods::ROOTS_LIST,
-            Self::SamplingCreateMessage(_) => methods::SAMPLING_CREATE_MESSAGE,
-        }
-    }
     /// The params as JSON, `None` when the message carries none.
     pub fn params(
         &self,
@@ -4113,30 +4105,6 @@ impl ServerRequest {
                 ::serde_json::to_value(params).map(Some)
             }
         }
-    }
-}
-impl ::serde::Serialize for ServerRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ServerRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
     }
 }
 /// Notifications the server sends (MCP 2024-11-05), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1796) upstream.
@@ -4203,26 +4171,6 @@ impl ServerNotification {
             _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
         }
     }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::NotificationsCancelled(_) => methods::NOTIFICATIONS_CANCELLED,
-            Self::NotificationsMessage(_) => methods::NOTIFICATIONS_MESSAGE,
-            Self::NotificationsProgress(_) => methods::NOTIFICATIONS_PROGRESS,
-            Self::NotificationsPromptsListChanged(_) => {
-                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED
-            }
-            Self::NotificationsResourcesListChanged(_) => {
-                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED
-            }
-            Self::NotificationsResourcesUpdated(_) => {
-                methods::NOTIFICATIONS_RESOURCES_UPDATED
-            }
-            Self::NotificationsToolsListChanged(_) => {
-                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED
-            }
-        }
-    }
     /// The params as JSON, `None` when the message carries none.
     pub fn params(
         &self,
@@ -4253,30 +4201,6 @@ impl ServerNotification {
                 params.as_ref().map(::serde_json::to_value).transpose()
             }
         }
-    }
-}
-impl ::serde::Serialize for ServerNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ServerNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
     }
 }
 /// Results the server sends (MCP 2024-11-05), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2024-11-05/schema.json#L1834) upstream.
@@ -4404,13 +4328,6 @@ impl ::serde::Serialize for ServerResult {
             Self::ToolsList(result) => result.serialize(serializer),
         }
     }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
 }
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,

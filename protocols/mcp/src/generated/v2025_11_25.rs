@@ -8879,19 +8879,6 @@ impl ServerRequest {
             _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
         }
     }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::ElicitationCreate(_) => methods::ELICITATION_CREATE,
-            Self::Ping(_) => methods::PING,
-            Self::RootsList(_) => methods::ROOTS_LIST,
-            Self::SamplingCreateMessage(_) => methods::SAMPLING_CREATE_MESSAGE,
-            Self::TasksCancel(_) => methods::TASKS_CANCEL,
-            Self::TasksGet(_) => methods::TASKS_GET,
-            Self::TasksList(_) => methods::TASKS_LIST,
-            Self::TasksResult(_) => methods::TASKS_RESULT,
-        }
-    }
     /// The params as JSON, `None` when the message carries none.
     pub fn params(
         &self,
@@ -8915,30 +8902,6 @@ impl ServerRequest {
             }
             Self::TasksResult(params) => ::serde_json::to_value(params).map(Some),
         }
-    }
-}
-impl ::serde::Serialize for ServerRequest {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ServerRequest {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
     }
 }
 /// Notifications the server sends (MCP 2025-11-25), dispatched by method name. It stands for [`ServerNotification`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3068) upstream.
@@ -9011,30 +8974,6 @@ impl ServerNotification {
             _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
         }
     }
-    /// The wire name of this message's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Self::NotificationsCancelled(_) => methods::NOTIFICATIONS_CANCELLED,
-            Self::NotificationsElicitationComplete(_) => {
-                methods::NOTIFICATIONS_ELICITATION_COMPLETE
-            }
-            Self::NotificationsMessage(_) => methods::NOTIFICATIONS_MESSAGE,
-            Self::NotificationsProgress(_) => methods::NOTIFICATIONS_PROGRESS,
-            Self::NotificationsPromptsListChanged(_) => {
-                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED
-            }
-            Self::NotificationsResourcesListChanged(_) => {
-                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED
-            }
-            Self::NotificationsResourcesUpdated(_) => {
-                methods::NOTIFICATIONS_RESOURCES_UPDATED
-            }
-            Self::NotificationsTasksStatus(_) => methods::NOTIFICATIONS_TASKS_STATUS,
-            Self::NotificationsToolsListChanged(_) => {
-                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED
-            }
-        }
-    }
     /// The params as JSON, `None` when the message carries none.
     pub fn params(
         &self,
@@ -9071,30 +9010,6 @@ impl ServerNotification {
                 params.as_ref().map(::serde_json::to_value).transpose()
             }
         }
-    }
-}
-impl ::serde::Serialize for ServerNotification {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        use ::serde::ser::{Error as _, SerializeMap as _};
-        let params = self.params().map_err(S::Error::custom)?;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.method())?;
-        if let Some(params) = params {
-            map.serialize_entry("params", &params)?;
-        }
-        map.end()
-    }
-}
-impl<'de> ::serde::Deserialize<'de> for ServerNotification {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        let envelope = MethodEnvelope::deserialize(deserializer)?;
-        Self::from_method(&envelope.method, envelope.params)
-            .map_err(::serde::de::Error::custom)
     }
 }
 /// Results the server sends (MCP 2025-11-25), decoded by the method they answer. It stands for [`ServerResult`](https://github.com/modelcontextprotocol/modelcontextprotocol/blob/b0f60ba5409db7a6582440a7b473cc0398890f15/schema/2025-11-25/schema.json#L3127) upstream.
@@ -9250,13 +9165,6 @@ impl ::serde::Serialize for ServerResult {
             Self::ToolsList(result) => result.serialize(serializer),
         }
     }
-}
-/// The `{"method", "params"}` part of a message, before dispatch.
-#[derive(::serde::Deserialize)]
-struct MethodEnvelope {
-    method: ::std::string::String,
-    #[serde(default)]
-    params: ::std::option::Option<::serde_json::Value>,
 }
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
