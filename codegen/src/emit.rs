@@ -629,7 +629,7 @@ fn dispatched_enums(
                 .collect()
         };
         let label = &revision.label;
-        let lower = side.to_lowercase();
+        let lower = side.to_string().to_lowercase();
         out.push(message_enum(
             &checked_ident(model, &enum_name(model, *peer, UnionKind::Request))?,
             &format!(
@@ -932,10 +932,7 @@ mod tests {
                 streaming: Streaming::Unary,
                 http: Vec::new(),
             }],
-            peers: Peers {
-                client: "Client",
-                server: "Server",
-            },
+            peers: Peers::new("Client", "Server"),
             message_unions: vec![MessageUnion {
                 definition: "ServerRequest".into(),
                 sender: Peer::Server,

@@ -502,12 +502,12 @@ pub fn emit_support(model: &RevisionModel) -> Result<String> {
     let module = ident(&model.module, "module")?;
     let module_name = &model.module;
     let protocol = &model.protocol;
-    let peers = model.peers;
+    let peers = &model.peers;
     let mut impls = Vec::new();
     let mut arms = Vec::new();
     for (side, receiver, sender) in [
-        (peers.server, quote! { Server }, Peer::Client),
-        (peers.client, quote! { Client }, Peer::Server),
+        (&peers.server, quote! { Server }, Peer::Client),
+        (&peers.client, quote! { Client }, Peer::Server),
     ] {
         let received: Vec<_> = revision
             .bound_rows()
@@ -516,8 +516,8 @@ pub fn emit_support(model: &RevisionModel) -> Result<String> {
         if received.is_empty() {
             continue;
         }
-        let trait_ident = format_ident!("{}", side);
-        let lower = side.to_lowercase();
+        let trait_ident = side.clone();
+        let lower = side.to_string().to_lowercase();
         let request_dispatcher = format_ident!("dispatch_{}_request", lower);
         let notification_dispatcher = format_ident!("dispatch_{}_notification", lower);
         let mut seen = BTreeSet::new();

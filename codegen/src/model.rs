@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream};
 use serde_json::Value;
 
 use crate::types_emit::TypeNames;
@@ -113,18 +113,28 @@ pub enum Peer {
     Server,
 }
 
-/// How a protocol names its peers in generated items (`Server`, `Agent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a protocol names its peers in generated items (`Server`, `Agent`): the identifier each
+/// peer's trait is called, which its dispatchers, proxy and enums are named from.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peers {
-    pub client: &'static str,
-    pub server: &'static str,
+    pub client: Ident,
+    pub server: Ident,
 }
 
 impl Peers {
-    pub fn name(&self, peer: Peer) -> &'static str {
+    /// The peers a front end names; each name must be a Rust identifier (front ends pass
+    /// literals, so a bad one fails every run at once).
+    pub fn new(client: &str, server: &str) -> Self {
+        Self {
+            client: Ident::new(client, Span::call_site()),
+            server: Ident::new(server, Span::call_site()),
+        }
+    }
+
+    pub fn name(&self, peer: Peer) -> &Ident {
         match peer {
-            Peer::Client => self.client,
-            Peer::Server => self.server,
+            Peer::Client => &self.client,
+            Peer::Server => &self.server,
         }
     }
 }

@@ -52,9 +52,9 @@ fn feature_gate(feature: &str) -> TokenStream {
 /// One side that receives calls: its trait name and the rows it answers.
 struct ReceivingSide<'a> {
     /// `Server`, `Client` or `Agent`.
-    name: &'static str,
+    name: &'a Ident,
     /// The other side, which sends these calls (for docs).
-    sender: &'static str,
+    sender: &'a Ident,
     /// The crate feature of the side that implements this trait (`server` or `client`).
     implementer: &'static str,
     /// The crate feature of the side that calls it through the proxy.
@@ -131,10 +131,10 @@ pub fn emit_service(revision: &Revision<'_>) -> Result<TokenStream> {
 /// The server (agent) side receives what the client sends and the other way round; a `Both`
 /// row is received by each.
 fn receiving_sides<'a>(revision: &'a Revision<'a>) -> Result<Vec<ReceivingSide<'a>>> {
-    let peers = revision.model.peers;
+    let peers = &revision.model.peers;
     [
-        (peers.server, peers.client, Direction::ClientToServer),
-        (peers.client, peers.server, Direction::ServerToClient),
+        (&peers.server, &peers.client, Direction::ClientToServer),
+        (&peers.client, &peers.server, Direction::ServerToClient),
     ]
     .into_iter()
     .map(|(name, sender, direction)| {
@@ -165,7 +165,7 @@ fn receiving_sides<'a>(revision: &'a Revision<'a>) -> Result<Vec<ReceivingSide<'
 /// Keeps one row per wire method, refusing two rows that would share a handler method.
 fn distinct_handlers<'a>(
     revision: &Revision<'_>,
-    side: &str,
+    side: &Ident,
     rows: Vec<&'a TypedRow<'a>>,
 ) -> Result<Vec<&'a TypedRow<'a>>> {
     let mut seen_wire = BTreeSet::new();
@@ -196,13 +196,13 @@ fn has_streaming(side: &ReceivingSide<'_>) -> bool {
 }
 
 fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
-    let name = format_ident!("{}", side.name);
+    let name = side.name;
     let doc = format!(
         " The {} side of {label}: one method per request and notification the {} sends. \
          Unimplemented requests answer -32601 and unimplemented notifications are ignored; serve \
          it with [`{}`] and [`{}`].",
-        side.name.to_lowercase(),
-        side.sender.to_lowercase(),
+        side.name.to_string().to_lowercase(),
+        side.sender.to_string().to_lowercase(),
         request_dispatcher_name(side),
         notification_dispatcher_name(side),
     );
@@ -263,15 +263,18 @@ fn unused_args(rpc: &TypedRow<'_>) -> TokenStream {
 }
 
 fn request_dispatcher_name(side: &ReceivingSide<'_>) -> Ident {
-    format_ident!("dispatch_{}_request", side.name.to_lowercase())
+    format_ident!("dispatch_{}_request", side.name.to_string().to_lowercase())
 }
 
 fn notification_dispatcher_name(side: &ReceivingSide<'_>) -> Ident {
-    format_ident!("dispatch_{}_notification", side.name.to_lowercase())
+    format_ident!(
+        "dispatch_{}_notification",
+        side.name.to_string().to_lowercase()
+    )
 }
 
 fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
-    let trait_name = format_ident!("{}", side.name);
+    let trait_name = side.name;
     let function = request_dispatcher_name(side);
     let streaming = has_streaming(side);
     let arms = side.requests.iter().map(|rpc| {
@@ -339,7 +342,7 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
 }
 
 fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
-    let trait_name = format_ident!("{}", side.name);
+    let trait_name = side.name;
     let function = notification_dispatcher_name(side);
     let doc = format!(
         " Delivers one notification to a [`{}`]. Nothing is answered, so a notification that is \
@@ -386,7 +389,7 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         " Calls a remote {} of {label} through any `RpcClient` transport (the runtime's `Peer` \
          from inside a handler, or a protocol crate's client transport); each result is decoded \
          as the type of the method it answers.",
-        side.name.to_lowercase()
+        side.name.to_string().to_lowercase()
     );
     let requests = side.requests.iter().map(|rpc| {
         let method = &rpc.handler;
@@ -489,10 +492,7 @@ mod tests {
             origins: Origins::default(),
             custom_types: BTreeMap::new(),
             methods,
-            peers: Peers {
-                client: "Client",
-                server,
-            },
+            peers: Peers::new("Client", server),
             message_unions: Vec::new(),
             dispatched_enums: Vec::new(),
             field_aliases: BTreeMap::new(),

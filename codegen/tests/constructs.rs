@@ -41,10 +41,7 @@ fn generate(definitions: Value) -> Result<String, String> {
         definitions: normalized,
         custom_types: BTreeMap::new(),
         methods: Vec::new(),
-        peers: Peers {
-            client: "Client",
-            server: "Server",
-        },
+        peers: Peers::new("Client", "Server"),
         message_unions: Vec::new(),
         dispatched_enums: Vec::new(),
         field_aliases: BTreeMap::new(),

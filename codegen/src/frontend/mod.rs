@@ -31,7 +31,8 @@ pub struct LoadedRevision {
 
 /// What a JSON Schema front end knows about its protocol that the schema does not say.
 struct Protocol {
-    peers: Peers,
+    /// How the client and the server are named in generated items.
+    peers: (&'static str, &'static str),
     /// Upstream unions of one peer's messages, by definition name.
     unions: &'static [(&'static str, Peer, UnionKind)],
     /// Peers whose messages get method-dispatched enums though no definition references them.
@@ -40,10 +41,7 @@ struct Protocol {
 }
 
 const MCP: Protocol = Protocol {
-    peers: Peers {
-        client: "Client",
-        server: "Server",
-    },
+    peers: ("Client", "Server"),
     unions: &[
         ("ClientRequest", Peer::Client, UnionKind::Request),
         ("ClientNotification", Peer::Client, UnionKind::Notification),
@@ -59,10 +57,7 @@ const MCP: Protocol = Protocol {
 };
 
 const ACP: Protocol = Protocol {
-    peers: Peers {
-        client: "Client",
-        server: "Agent",
-    },
+    peers: ("Client", "Agent"),
     unions: &[
         ("ClientRequest", Peer::Client, UnionKind::Request),
         ("ClientNotification", Peer::Client, UnionKind::Notification),
@@ -82,10 +77,7 @@ const A2A_JSON: Protocol = Protocol {
     methods: &a2a::methods,
 };
 
-const A2A_PEERS: Peers = Peers {
-    client: "Client",
-    server: "Agent",
-};
+const A2A_PEERS: (&str, &str) = ("Client", "Agent");
 
 /// Loads one revision through its front end.
 pub fn load(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<LoadedRevision> {
@@ -167,7 +159,7 @@ fn load_json(
             origins,
             custom_types: Default::default(),
             methods,
-            peers: protocol.peers,
+            peers: Peers::new(protocol.peers.0, protocol.peers.1),
             message_unions,
             dispatched_enums: protocol.dispatched_enums.to_vec(),
             field_aliases: Default::default(),
@@ -314,7 +306,7 @@ fn load_proto(spec: &RevisionSpec, sources: &Sources, cache: &Path) -> Result<Lo
         module: spec.module.clone(),
         source_path: proto_path.clone(),
         browse_url: sources.pin(proto_path).and_then(|pin| browse_url(&pin.url)),
-        peers: A2A_PEERS,
+        peers: Peers::new(A2A_PEERS.0, A2A_PEERS.1),
     };
     let mut model = crate::proto::load(&cache.join(proto_path), &include_dirs, &revision)
         .map_err(|e| CodegenError::Proto(e.to_string()))?;

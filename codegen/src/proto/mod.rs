@@ -102,7 +102,7 @@ pub fn load(
         },
         custom_types: BTreeMap::new(),
         methods: Vec::new(),
-        peers: revision.peers,
+        peers: revision.peers.clone(),
         message_unions: Vec::new(),
         dispatched_enums: Vec::new(),
         field_aliases: BTreeMap::new(),

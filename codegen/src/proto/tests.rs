@@ -34,10 +34,7 @@ fn revision(source_path: &str) -> ProtoRevision {
         module: "v1_0_1".to_owned(),
         source_path: source_path.to_owned(),
         browse_url: Some("https://github.com/o/r/blob/c/a2a.proto".to_owned()),
-        peers: crate::model::Peers {
-            client: "Client",
-            server: "Agent",
-        },
+        peers: crate::model::Peers::new("Client", "Agent"),
     }
 }
 
