@@ -57,6 +57,9 @@
 // Unit tests may index (a panic there is a failed test).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+// The door generated code names the runtime through; not part of the documented API.
+#[doc(hidden)]
+pub mod codegen;
 mod config_setters;
 pub mod connect;
 #[cfg(feature = "server")]
@@ -88,7 +91,7 @@ pub mod stdio;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod stream;
-pub mod tagged;
+mod tagged;
 pub mod tail;
 
 pub use handler::{

@@ -5599,7 +5599,7 @@ pub mod methods {
     /// `$/cancel_request` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
-    impl ::protocols_runtime::method::RpcNotification for CancelRequest {
+    impl ::protocols_runtime::codegen::RpcNotification for CancelRequest {
         const NAME: &'static str = CANCEL_REQUEST;
         type Params = types::CancelRequestNotification;
     }
@@ -5608,7 +5608,7 @@ pub mod methods {
     /// `authenticate` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Authenticate;
-    impl ::protocols_runtime::method::RpcMethod for Authenticate {
+    impl ::protocols_runtime::codegen::RpcMethod for Authenticate {
         const NAME: &'static str = AUTHENTICATE;
         type Params = types::AuthenticateRequest;
         type Result = types::AuthenticateResponse;
@@ -5618,7 +5618,7 @@ pub mod methods {
     /// `elicitation/complete` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
+    impl ::protocols_runtime::codegen::RpcNotification for ElicitationComplete {
         const NAME: &'static str = ELICITATION_COMPLETE;
         type Params = types::CompleteElicitationNotification;
     }
@@ -5627,7 +5627,7 @@ pub mod methods {
     /// `elicitation/create` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::CreateElicitationRequest;
         type Result = types::CreateElicitationResponse;
@@ -5637,7 +5637,7 @@ pub mod methods {
     /// `fs/read_text_file` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsReadTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsReadTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsReadTextFile {
         const NAME: &'static str = FS_READ_TEXT_FILE;
         type Params = types::ReadTextFileRequest;
         type Result = types::ReadTextFileResponse;
@@ -5647,7 +5647,7 @@ pub mod methods {
     /// `fs/write_text_file` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsWriteTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsWriteTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsWriteTextFile {
         const NAME: &'static str = FS_WRITE_TEXT_FILE;
         type Params = types::WriteTextFileRequest;
         type Result = types::WriteTextFileResponse;
@@ -5657,7 +5657,7 @@ pub mod methods {
     /// `initialize` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequest;
         type Result = types::InitializeResponse;
@@ -5667,7 +5667,7 @@ pub mod methods {
     /// `logout` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Logout;
-    impl ::protocols_runtime::method::RpcMethod for Logout {
+    impl ::protocols_runtime::codegen::RpcMethod for Logout {
         const NAME: &'static str = LOGOUT;
         type Params = types::LogoutRequest;
         type Result = types::LogoutResponse;
@@ -5677,7 +5677,7 @@ pub mod methods {
     /// `session/cancel` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
-    impl ::protocols_runtime::method::RpcNotification for SessionCancel {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionCancel {
         const NAME: &'static str = SESSION_CANCEL;
         type Params = types::CancelNotification;
     }
@@ -5686,7 +5686,7 @@ pub mod methods {
     /// `session/close` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
-    impl ::protocols_runtime::method::RpcMethod for SessionClose {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionClose {
         const NAME: &'static str = SESSION_CLOSE;
         type Params = types::CloseSessionRequest;
         type Result = types::CloseSessionResponse;
@@ -5696,7 +5696,7 @@ pub mod methods {
     /// `session/delete` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
-    impl ::protocols_runtime::method::RpcMethod for SessionDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionDelete {
         const NAME: &'static str = SESSION_DELETE;
         type Params = types::DeleteSessionRequest;
         type Result = types::DeleteSessionResponse;
@@ -5706,7 +5706,7 @@ pub mod methods {
     /// `session/list` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
-    impl ::protocols_runtime::method::RpcMethod for SessionList {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionList {
         const NAME: &'static str = SESSION_LIST;
         type Params = types::ListSessionsRequest;
         type Result = types::ListSessionsResponse;
@@ -5716,7 +5716,7 @@ pub mod methods {
     /// `session/load` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionLoad;
-    impl ::protocols_runtime::method::RpcMethod for SessionLoad {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionLoad {
         const NAME: &'static str = SESSION_LOAD;
         type Params = types::LoadSessionRequest;
         type Result = types::LoadSessionResponse;
@@ -5726,7 +5726,7 @@ pub mod methods {
     /// `session/new` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
-    impl ::protocols_runtime::method::RpcMethod for SessionNew {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionNew {
         const NAME: &'static str = SESSION_NEW;
         type Params = types::NewSessionRequest;
         type Result = types::NewSessionResponse;
@@ -5736,7 +5736,7 @@ pub mod methods {
     /// `session/prompt` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
-    impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionPrompt {
         const NAME: &'static str = SESSION_PROMPT;
         type Params = types::PromptRequest;
         type Result = types::PromptResponse;
@@ -5746,7 +5746,7 @@ pub mod methods {
     /// `session/request_permission` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
-    impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionRequestPermission {
         const NAME: &'static str = SESSION_REQUEST_PERMISSION;
         type Params = types::RequestPermissionRequest;
         type Result = types::RequestPermissionResponse;
@@ -5756,7 +5756,7 @@ pub mod methods {
     /// `session/resume` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
-    impl ::protocols_runtime::method::RpcMethod for SessionResume {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionResume {
         const NAME: &'static str = SESSION_RESUME;
         type Params = types::ResumeSessionRequest;
         type Result = types::ResumeSessionResponse;
@@ -5766,7 +5766,7 @@ pub mod methods {
     /// `session/set_config_option` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetConfigOption {
         const NAME: &'static str = SESSION_SET_CONFIG_OPTION;
         type Params = types::SetSessionConfigOptionRequest;
         type Result = types::SetSessionConfigOptionResponse;
@@ -5776,7 +5776,7 @@ pub mod methods {
     /// `session/set_mode` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetMode;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetMode {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetMode {
         const NAME: &'static str = SESSION_SET_MODE;
         type Params = types::SetSessionModeRequest;
         type Result = types::SetSessionModeResponse;
@@ -5786,7 +5786,7 @@ pub mod methods {
     /// `session/update` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
-    impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionUpdate {
         const NAME: &'static str = SESSION_UPDATE;
         type Params = types::SessionNotification;
     }
@@ -5795,7 +5795,7 @@ pub mod methods {
     /// `terminal/create` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalCreate;
-    impl ::protocols_runtime::method::RpcMethod for TerminalCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalCreate {
         const NAME: &'static str = TERMINAL_CREATE;
         type Params = types::CreateTerminalRequest;
         type Result = types::CreateTerminalResponse;
@@ -5805,7 +5805,7 @@ pub mod methods {
     /// `terminal/kill` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalKill;
-    impl ::protocols_runtime::method::RpcMethod for TerminalKill {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalKill {
         const NAME: &'static str = TERMINAL_KILL;
         type Params = types::KillTerminalRequest;
         type Result = types::KillTerminalResponse;
@@ -5815,7 +5815,7 @@ pub mod methods {
     /// `terminal/output` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalOutput;
-    impl ::protocols_runtime::method::RpcMethod for TerminalOutput {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalOutput {
         const NAME: &'static str = TERMINAL_OUTPUT;
         type Params = types::TerminalOutputRequest;
         type Result = types::TerminalOutputResponse;
@@ -5825,7 +5825,7 @@ pub mod methods {
     /// `terminal/release` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalRelease;
-    impl ::protocols_runtime::method::RpcMethod for TerminalRelease {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalRelease {
         const NAME: &'static str = TERMINAL_RELEASE;
         type Params = types::ReleaseTerminalRequest;
         type Result = types::ReleaseTerminalResponse;
@@ -5835,7 +5835,7 @@ pub mod methods {
     /// `terminal/wait_for_exit` (ACP v1)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalWaitForExit;
-    impl ::protocols_runtime::method::RpcMethod for TerminalWaitForExit {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalWaitForExit {
         const NAME: &'static str = TERMINAL_WAIT_FOR_EXIT;
         type Params = types::WaitForTerminalExitRequest;
         type Result = types::WaitForTerminalExitResponse;
@@ -5843,11 +5843,11 @@ pub mod methods {
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "$/cancel_request",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelRequestNotification"),
         params_optional: false,
         result_type: None,
@@ -5856,10 +5856,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "authenticate",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::AuthenticateRequest"),
         params_optional: false,
         result_type: Some("types::AuthenticateResponse"),
@@ -5868,10 +5868,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CompleteElicitationNotification"),
         params_optional: false,
         result_type: None,
@@ -5880,10 +5880,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateElicitationRequest"),
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
@@ -5892,10 +5892,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/read_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadTextFileRequest"),
         params_optional: false,
         result_type: Some("types::ReadTextFileResponse"),
@@ -5904,10 +5904,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/write_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WriteTextFileRequest"),
         params_optional: false,
         result_type: Some("types::WriteTextFileResponse"),
@@ -5916,10 +5916,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequest"),
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
@@ -5928,10 +5928,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logout",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LogoutRequest"),
         params_optional: false,
         result_type: Some("types::LogoutResponse"),
@@ -5940,10 +5940,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelNotification"),
         params_optional: false,
         result_type: None,
@@ -5952,10 +5952,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseSessionRequest"),
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
@@ -5964,10 +5964,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteSessionRequest"),
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
@@ -5976,10 +5976,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListSessionsRequest"),
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
@@ -5988,10 +5988,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/load",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LoadSessionRequest"),
         params_optional: false,
         result_type: Some("types::LoadSessionResponse"),
@@ -6000,10 +6000,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/new",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::NewSessionRequest"),
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
@@ -6012,10 +6012,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/prompt",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PromptRequest"),
         params_optional: false,
         result_type: Some("types::PromptResponse"),
@@ -6024,10 +6024,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/request_permission",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestPermissionRequest"),
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
@@ -6036,10 +6036,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/resume",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ResumeSessionRequest"),
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
@@ -6048,10 +6048,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_config_option",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionConfigOptionRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
@@ -6060,10 +6060,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_mode",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionModeRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionModeResponse"),
@@ -6072,10 +6072,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/update",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::SessionNotification"),
         params_optional: false,
         result_type: None,
@@ -6084,10 +6084,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateTerminalRequest"),
         params_optional: false,
         result_type: Some("types::CreateTerminalResponse"),
@@ -6096,10 +6096,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/kill",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::KillTerminalRequest"),
         params_optional: false,
         result_type: Some("types::KillTerminalResponse"),
@@ -6108,10 +6108,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/output",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TerminalOutputRequest"),
         params_optional: false,
         result_type: Some("types::TerminalOutputResponse"),
@@ -6120,10 +6120,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/release",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReleaseTerminalRequest"),
         params_optional: false,
         result_type: Some("types::ReleaseTerminalResponse"),
@@ -6132,10 +6132,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/wait_for_exit",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WaitForTerminalExitRequest"),
         params_optional: false,
         result_type: Some("types::WaitForTerminalExitResponse"),
@@ -6159,13 +6159,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AuthenticateResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6177,13 +6177,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6195,13 +6195,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6213,13 +6213,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6231,13 +6231,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6249,13 +6249,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6267,13 +6267,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoadSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6285,13 +6285,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6303,13 +6303,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6321,13 +6321,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6339,13 +6339,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6357,13 +6357,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionModeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6393,13 +6393,13 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::AUTHENTICATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .authenticate(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTHENTICATE,
                             params,
                         )?,
@@ -6409,10 +6409,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -6422,10 +6422,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::LOGOUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logout(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGOUT,
                             params,
                         )?,
@@ -6435,10 +6435,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_CLOSE,
                             params,
                         )?,
@@ -6448,10 +6448,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_DELETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_delete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_DELETE,
                             params,
                         )?,
@@ -6461,10 +6461,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LIST,
                             params,
                         )?,
@@ -6474,10 +6474,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LOAD => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_load(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LOAD,
                             params,
                         )?,
@@ -6487,10 +6487,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_NEW => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_new(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_NEW,
                             params,
                         )?,
@@ -6500,10 +6500,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_PROMPT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_prompt(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_PROMPT,
                             params,
                         )?,
@@ -6513,10 +6513,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_RESUME => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_resume(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_RESUME,
                             params,
                         )?,
@@ -6526,10 +6526,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_CONFIG_OPTION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_config_option(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_CONFIG_OPTION,
                             params,
                         )?,
@@ -6539,10 +6539,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_MODE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_mode(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_MODE,
                             params,
                         )?,
@@ -6553,7 +6553,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -6565,12 +6565,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -6581,7 +6581,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::SESSION_CANCEL => {
             handler
                 .session_cancel(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_CANCEL,
                         params,
                     )?,
@@ -6591,7 +6591,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -6615,26 +6615,26 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `authenticate`.
     pub async fn authenticate(
         &self,
         params: types::AuthenticateRequest,
     ) -> ::std::result::Result<
         types::AuthenticateResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTHENTICATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::AUTHENTICATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTHENTICATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTHENTICATE, &result)
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -6642,16 +6642,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::InitializeRequest,
     ) -> ::std::result::Result<
         types::InitializeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logout`.
     pub async fn logout(
@@ -6659,16 +6662,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LogoutRequest,
     ) -> ::std::result::Result<
         types::LogoutResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGOUT,
-                ::protocols_runtime::method::encode_params(methods::LOGOUT, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::LOGOUT, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGOUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGOUT, &result)
     }
     /// Calls `session/close`.
     pub async fn session_close(
@@ -6676,19 +6679,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseSessionRequest,
     ) -> ::std::result::Result<
         types::CloseSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CLOSE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_CLOSE, &result)
     }
     /// Calls `session/delete`.
     pub async fn session_delete(
@@ -6696,19 +6699,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteSessionRequest,
     ) -> ::std::result::Result<
         types::DeleteSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_DELETE, &result)
     }
     /// Calls `session/list`.
     pub async fn session_list(
@@ -6716,19 +6719,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListSessionsRequest,
     ) -> ::std::result::Result<
         types::ListSessionsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LIST, &result)
     }
     /// Calls `session/load`.
     pub async fn session_load(
@@ -6736,19 +6739,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LoadSessionRequest,
     ) -> ::std::result::Result<
         types::LoadSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LOAD,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LOAD,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LOAD, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LOAD, &result)
     }
     /// Calls `session/new`.
     pub async fn session_new(
@@ -6756,19 +6759,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::NewSessionRequest,
     ) -> ::std::result::Result<
         types::NewSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_NEW,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_NEW,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_NEW, &result)
     }
     /// Calls `session/prompt`.
     pub async fn session_prompt(
@@ -6776,19 +6779,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::PromptRequest,
     ) -> ::std::result::Result<
         types::PromptResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_PROMPT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_PROMPT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_PROMPT, &result)
     }
     /// Calls `session/resume`.
     pub async fn session_resume(
@@ -6796,19 +6799,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ResumeSessionRequest,
     ) -> ::std::result::Result<
         types::ResumeSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_RESUME,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_RESUME,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_RESUME, &result)
     }
     /// Calls `session/set_config_option`.
     pub async fn session_set_config_option(
@@ -6816,19 +6819,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionConfigOptionRequest,
     ) -> ::std::result::Result<
         types::SetSessionConfigOptionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_CONFIG_OPTION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_CONFIG_OPTION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_SET_CONFIG_OPTION,
             &result,
         )
@@ -6839,29 +6842,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionModeRequest,
     ) -> ::std::result::Result<
         types::SetSessionModeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_MODE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_MODE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_SET_MODE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_SET_MODE, &result)
     }
     /// Sends `$/cancel_request`.
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -6872,11 +6875,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn session_cancel(
         &self,
         params: types::CancelNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CANCEL,
                     &params,
                 )?,
@@ -6898,13 +6901,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6916,13 +6919,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6934,13 +6937,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WriteTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6952,13 +6955,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6970,13 +6973,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6988,13 +6991,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::KillTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -7006,13 +7009,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TerminalOutputResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -7024,13 +7027,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReleaseTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -7042,13 +7045,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WaitForTerminalExitResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -7087,13 +7090,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -7103,10 +7106,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_READ_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_read_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_READ_TEXT_FILE,
                             params,
                         )?,
@@ -7116,10 +7119,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_WRITE_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_write_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_WRITE_TEXT_FILE,
                             params,
                         )?,
@@ -7129,10 +7132,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SESSION_REQUEST_PERMISSION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_request_permission(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_REQUEST_PERMISSION,
                             params,
                         )?,
@@ -7142,10 +7145,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_CREATE,
                             params,
                         )?,
@@ -7155,10 +7158,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_KILL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_kill(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_KILL,
                             params,
                         )?,
@@ -7168,10 +7171,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_OUTPUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_output(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_OUTPUT,
                             params,
                         )?,
@@ -7181,10 +7184,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_RELEASE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_release(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_RELEASE,
                             params,
                         )?,
@@ -7194,10 +7197,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_WAIT_FOR_EXIT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_wait_for_exit(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_WAIT_FOR_EXIT,
                             params,
                         )?,
@@ -7208,7 +7211,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -7220,12 +7223,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -7236,7 +7239,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::ELICITATION_COMPLETE => {
             handler
                 .elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -7247,7 +7250,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::SESSION_UPDATE => {
             handler
                 .session_update(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_UPDATE,
                         params,
                     )?,
@@ -7257,7 +7260,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -7281,26 +7284,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::CreateElicitationRequest,
     ) -> ::std::result::Result<
         types::CreateElicitationResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `fs/read_text_file`.
     pub async fn fs_read_text_file(
@@ -7308,19 +7311,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReadTextFileRequest,
     ) -> ::std::result::Result<
         types::ReadTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_READ_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_READ_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_READ_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_READ_TEXT_FILE, &result)
     }
     /// Calls `fs/write_text_file`.
     pub async fn fs_write_text_file(
@@ -7328,19 +7331,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WriteTextFileRequest,
     ) -> ::std::result::Result<
         types::WriteTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_WRITE_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_WRITE_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
     }
     /// Calls `session/request_permission`.
     pub async fn session_request_permission(
@@ -7348,19 +7351,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::RequestPermissionRequest,
     ) -> ::std::result::Result<
         types::RequestPermissionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_REQUEST_PERMISSION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_REQUEST_PERMISSION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_REQUEST_PERMISSION,
             &result,
         )
@@ -7371,19 +7374,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateTerminalRequest,
     ) -> ::std::result::Result<
         types::CreateTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_CREATE, &result)
     }
     /// Calls `terminal/kill`.
     pub async fn terminal_kill(
@@ -7391,19 +7394,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::KillTerminalRequest,
     ) -> ::std::result::Result<
         types::KillTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_KILL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_KILL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_KILL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_KILL, &result)
     }
     /// Calls `terminal/output`.
     pub async fn terminal_output(
@@ -7411,19 +7414,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::TerminalOutputRequest,
     ) -> ::std::result::Result<
         types::TerminalOutputResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_OUTPUT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_OUTPUT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_OUTPUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_OUTPUT, &result)
     }
     /// Calls `terminal/release`.
     pub async fn terminal_release(
@@ -7431,19 +7434,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReleaseTerminalRequest,
     ) -> ::std::result::Result<
         types::ReleaseTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_RELEASE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_RELEASE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_RELEASE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_RELEASE, &result)
     }
     /// Calls `terminal/wait_for_exit`.
     pub async fn terminal_wait_for_exit(
@@ -7451,19 +7454,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WaitForTerminalExitRequest,
     ) -> ::std::result::Result<
         types::WaitForTerminalExitResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_WAIT_FOR_EXIT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_WAIT_FOR_EXIT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TERMINAL_WAIT_FOR_EXIT,
             &result,
         )
@@ -7472,11 +7475,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -7487,11 +7490,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn elicitation_complete(
         &self,
         params: types::CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -7502,11 +7505,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn session_update(
         &self,
         params: types::SessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_UPDATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_UPDATE,
                     &params,
                 )?,

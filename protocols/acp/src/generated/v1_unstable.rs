@@ -8196,7 +8196,7 @@ pub mod methods {
     /// `$/cancel_request` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
-    impl ::protocols_runtime::method::RpcNotification for CancelRequest {
+    impl ::protocols_runtime::codegen::RpcNotification for CancelRequest {
         const NAME: &'static str = CANCEL_REQUEST;
         type Params = types::CancelRequestNotification;
     }
@@ -8205,7 +8205,7 @@ pub mod methods {
     /// `authenticate` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Authenticate;
-    impl ::protocols_runtime::method::RpcMethod for Authenticate {
+    impl ::protocols_runtime::codegen::RpcMethod for Authenticate {
         const NAME: &'static str = AUTHENTICATE;
         type Params = types::AuthenticateRequest;
         type Result = types::AuthenticateResponse;
@@ -8215,7 +8215,7 @@ pub mod methods {
     /// `document/didChange` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidChange {
         const NAME: &'static str = DOCUMENT_DID_CHANGE;
         type Params = types::DidChangeDocumentNotification;
     }
@@ -8224,7 +8224,7 @@ pub mod methods {
     /// `document/didClose` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidClose {
         const NAME: &'static str = DOCUMENT_DID_CLOSE;
         type Params = types::DidCloseDocumentNotification;
     }
@@ -8233,7 +8233,7 @@ pub mod methods {
     /// `document/didFocus` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidFocus {
         const NAME: &'static str = DOCUMENT_DID_FOCUS;
         type Params = types::DidFocusDocumentNotification;
     }
@@ -8242,7 +8242,7 @@ pub mod methods {
     /// `document/didOpen` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidOpen {
         const NAME: &'static str = DOCUMENT_DID_OPEN;
         type Params = types::DidOpenDocumentNotification;
     }
@@ -8251,7 +8251,7 @@ pub mod methods {
     /// `document/didSave` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidSave {
         const NAME: &'static str = DOCUMENT_DID_SAVE;
         type Params = types::DidSaveDocumentNotification;
     }
@@ -8260,7 +8260,7 @@ pub mod methods {
     /// `elicitation/complete` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
+    impl ::protocols_runtime::codegen::RpcNotification for ElicitationComplete {
         const NAME: &'static str = ELICITATION_COMPLETE;
         type Params = types::CompleteElicitationNotification;
     }
@@ -8269,7 +8269,7 @@ pub mod methods {
     /// `elicitation/create` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::CreateElicitationRequest;
         type Result = types::CreateElicitationResponse;
@@ -8279,7 +8279,7 @@ pub mod methods {
     /// `fs/read_text_file` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsReadTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsReadTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsReadTextFile {
         const NAME: &'static str = FS_READ_TEXT_FILE;
         type Params = types::ReadTextFileRequest;
         type Result = types::ReadTextFileResponse;
@@ -8289,7 +8289,7 @@ pub mod methods {
     /// `fs/write_text_file` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsWriteTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsWriteTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsWriteTextFile {
         const NAME: &'static str = FS_WRITE_TEXT_FILE;
         type Params = types::WriteTextFileRequest;
         type Result = types::WriteTextFileResponse;
@@ -8299,7 +8299,7 @@ pub mod methods {
     /// `initialize` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequest;
         type Result = types::InitializeResponse;
@@ -8309,7 +8309,7 @@ pub mod methods {
     /// `logout` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Logout;
-    impl ::protocols_runtime::method::RpcMethod for Logout {
+    impl ::protocols_runtime::codegen::RpcMethod for Logout {
         const NAME: &'static str = LOGOUT;
         type Params = types::LogoutRequest;
         type Result = types::LogoutResponse;
@@ -8319,7 +8319,7 @@ pub mod methods {
     /// `mcp/connect` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
-    impl ::protocols_runtime::method::RpcMethod for McpConnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpConnect {
         const NAME: &'static str = MCP_CONNECT;
         type Params = types::ConnectMcpRequest;
         type Result = types::ConnectMcpResponse;
@@ -8329,7 +8329,7 @@ pub mod methods {
     /// `mcp/disconnect` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
-    impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpDisconnect {
         const NAME: &'static str = MCP_DISCONNECT;
         type Params = types::DisconnectMcpRequest;
         type Result = types::DisconnectMcpResponse;
@@ -8339,7 +8339,7 @@ pub mod methods {
     /// `mcp/message` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
-    impl ::protocols_runtime::method::RpcMethod for McpMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for McpMessage {
         const NAME: &'static str = MCP_MESSAGE;
         type Params = types::MessageMcpRequest;
         type Result = types::MessageMcpResponse;
@@ -8349,7 +8349,7 @@ pub mod methods {
     /// `nes/accept` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
-    impl ::protocols_runtime::method::RpcNotification for NesAccept {
+    impl ::protocols_runtime::codegen::RpcNotification for NesAccept {
         const NAME: &'static str = NES_ACCEPT;
         type Params = types::AcceptNesNotification;
     }
@@ -8358,7 +8358,7 @@ pub mod methods {
     /// `nes/close` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
-    impl ::protocols_runtime::method::RpcMethod for NesClose {
+    impl ::protocols_runtime::codegen::RpcMethod for NesClose {
         const NAME: &'static str = NES_CLOSE;
         type Params = types::CloseNesRequest;
         type Result = types::CloseNesResponse;
@@ -8368,7 +8368,7 @@ pub mod methods {
     /// `nes/reject` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
-    impl ::protocols_runtime::method::RpcNotification for NesReject {
+    impl ::protocols_runtime::codegen::RpcNotification for NesReject {
         const NAME: &'static str = NES_REJECT;
         type Params = types::RejectNesNotification;
     }
@@ -8377,7 +8377,7 @@ pub mod methods {
     /// `nes/start` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
-    impl ::protocols_runtime::method::RpcMethod for NesStart {
+    impl ::protocols_runtime::codegen::RpcMethod for NesStart {
         const NAME: &'static str = NES_START;
         type Params = types::StartNesRequest;
         type Result = types::StartNesResponse;
@@ -8387,7 +8387,7 @@ pub mod methods {
     /// `nes/suggest` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
-    impl ::protocols_runtime::method::RpcMethod for NesSuggest {
+    impl ::protocols_runtime::codegen::RpcMethod for NesSuggest {
         const NAME: &'static str = NES_SUGGEST;
         type Params = types::SuggestNesRequest;
         type Result = types::SuggestNesResponse;
@@ -8397,7 +8397,7 @@ pub mod methods {
     /// `providers/disable` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersDisable {
         const NAME: &'static str = PROVIDERS_DISABLE;
         type Params = types::DisableProviderRequest;
         type Result = types::DisableProviderResponse;
@@ -8407,7 +8407,7 @@ pub mod methods {
     /// `providers/list` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersList {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersList {
         const NAME: &'static str = PROVIDERS_LIST;
         type Params = types::ListProvidersRequest;
         type Result = types::ListProvidersResponse;
@@ -8417,7 +8417,7 @@ pub mod methods {
     /// `providers/set` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersSet {
         const NAME: &'static str = PROVIDERS_SET;
         type Params = types::SetProviderRequest;
         type Result = types::SetProviderResponse;
@@ -8427,7 +8427,7 @@ pub mod methods {
     /// `session/cancel` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
-    impl ::protocols_runtime::method::RpcNotification for SessionCancel {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionCancel {
         const NAME: &'static str = SESSION_CANCEL;
         type Params = types::CancelNotification;
     }
@@ -8436,7 +8436,7 @@ pub mod methods {
     /// `session/close` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
-    impl ::protocols_runtime::method::RpcMethod for SessionClose {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionClose {
         const NAME: &'static str = SESSION_CLOSE;
         type Params = types::CloseSessionRequest;
         type Result = types::CloseSessionResponse;
@@ -8446,7 +8446,7 @@ pub mod methods {
     /// `session/delete` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
-    impl ::protocols_runtime::method::RpcMethod for SessionDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionDelete {
         const NAME: &'static str = SESSION_DELETE;
         type Params = types::DeleteSessionRequest;
         type Result = types::DeleteSessionResponse;
@@ -8456,7 +8456,7 @@ pub mod methods {
     /// `session/fork` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
-    impl ::protocols_runtime::method::RpcMethod for SessionFork {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionFork {
         const NAME: &'static str = SESSION_FORK;
         type Params = types::ForkSessionRequest;
         type Result = types::ForkSessionResponse;
@@ -8466,7 +8466,7 @@ pub mod methods {
     /// `session/list` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
-    impl ::protocols_runtime::method::RpcMethod for SessionList {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionList {
         const NAME: &'static str = SESSION_LIST;
         type Params = types::ListSessionsRequest;
         type Result = types::ListSessionsResponse;
@@ -8476,7 +8476,7 @@ pub mod methods {
     /// `session/load` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionLoad;
-    impl ::protocols_runtime::method::RpcMethod for SessionLoad {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionLoad {
         const NAME: &'static str = SESSION_LOAD;
         type Params = types::LoadSessionRequest;
         type Result = types::LoadSessionResponse;
@@ -8486,7 +8486,7 @@ pub mod methods {
     /// `session/new` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
-    impl ::protocols_runtime::method::RpcMethod for SessionNew {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionNew {
         const NAME: &'static str = SESSION_NEW;
         type Params = types::NewSessionRequest;
         type Result = types::NewSessionResponse;
@@ -8496,7 +8496,7 @@ pub mod methods {
     /// `session/prompt` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
-    impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionPrompt {
         const NAME: &'static str = SESSION_PROMPT;
         type Params = types::PromptRequest;
         type Result = types::PromptResponse;
@@ -8506,7 +8506,7 @@ pub mod methods {
     /// `session/request_permission` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
-    impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionRequestPermission {
         const NAME: &'static str = SESSION_REQUEST_PERMISSION;
         type Params = types::RequestPermissionRequest;
         type Result = types::RequestPermissionResponse;
@@ -8516,7 +8516,7 @@ pub mod methods {
     /// `session/resume` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
-    impl ::protocols_runtime::method::RpcMethod for SessionResume {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionResume {
         const NAME: &'static str = SESSION_RESUME;
         type Params = types::ResumeSessionRequest;
         type Result = types::ResumeSessionResponse;
@@ -8526,7 +8526,7 @@ pub mod methods {
     /// `session/set_config_option` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetConfigOption {
         const NAME: &'static str = SESSION_SET_CONFIG_OPTION;
         type Params = types::SetSessionConfigOptionRequest;
         type Result = types::SetSessionConfigOptionResponse;
@@ -8536,7 +8536,7 @@ pub mod methods {
     /// `session/set_mode` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetMode;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetMode {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetMode {
         const NAME: &'static str = SESSION_SET_MODE;
         type Params = types::SetSessionModeRequest;
         type Result = types::SetSessionModeResponse;
@@ -8546,7 +8546,7 @@ pub mod methods {
     /// `session/update` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
-    impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionUpdate {
         const NAME: &'static str = SESSION_UPDATE;
         type Params = types::SessionNotification;
     }
@@ -8555,7 +8555,7 @@ pub mod methods {
     /// `terminal/create` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalCreate;
-    impl ::protocols_runtime::method::RpcMethod for TerminalCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalCreate {
         const NAME: &'static str = TERMINAL_CREATE;
         type Params = types::CreateTerminalRequest;
         type Result = types::CreateTerminalResponse;
@@ -8565,7 +8565,7 @@ pub mod methods {
     /// `terminal/kill` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalKill;
-    impl ::protocols_runtime::method::RpcMethod for TerminalKill {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalKill {
         const NAME: &'static str = TERMINAL_KILL;
         type Params = types::KillTerminalRequest;
         type Result = types::KillTerminalResponse;
@@ -8575,7 +8575,7 @@ pub mod methods {
     /// `terminal/output` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalOutput;
-    impl ::protocols_runtime::method::RpcMethod for TerminalOutput {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalOutput {
         const NAME: &'static str = TERMINAL_OUTPUT;
         type Params = types::TerminalOutputRequest;
         type Result = types::TerminalOutputResponse;
@@ -8585,7 +8585,7 @@ pub mod methods {
     /// `terminal/release` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalRelease;
-    impl ::protocols_runtime::method::RpcMethod for TerminalRelease {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalRelease {
         const NAME: &'static str = TERMINAL_RELEASE;
         type Params = types::ReleaseTerminalRequest;
         type Result = types::ReleaseTerminalResponse;
@@ -8595,7 +8595,7 @@ pub mod methods {
     /// `terminal/wait_for_exit` (ACP v1-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalWaitForExit;
-    impl ::protocols_runtime::method::RpcMethod for TerminalWaitForExit {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalWaitForExit {
         const NAME: &'static str = TERMINAL_WAIT_FOR_EXIT;
         type Params = types::WaitForTerminalExitRequest;
         type Result = types::WaitForTerminalExitResponse;
@@ -8603,11 +8603,11 @@ pub mod methods {
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "$/cancel_request",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelRequestNotification"),
         params_optional: false,
         result_type: None,
@@ -8616,10 +8616,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "authenticate",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::AuthenticateRequest"),
         params_optional: false,
         result_type: Some("types::AuthenticateResponse"),
@@ -8628,10 +8628,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didChange",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidChangeDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8640,10 +8640,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didClose",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidCloseDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8652,10 +8652,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didFocus",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidFocusDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8664,10 +8664,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didOpen",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidOpenDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8676,10 +8676,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didSave",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidSaveDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8688,10 +8688,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CompleteElicitationNotification"),
         params_optional: false,
         result_type: None,
@@ -8700,10 +8700,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateElicitationRequest"),
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
@@ -8712,10 +8712,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/read_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadTextFileRequest"),
         params_optional: false,
         result_type: Some("types::ReadTextFileResponse"),
@@ -8724,10 +8724,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/write_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WriteTextFileRequest"),
         params_optional: false,
         result_type: Some("types::WriteTextFileResponse"),
@@ -8736,10 +8736,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequest"),
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
@@ -8748,10 +8748,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logout",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LogoutRequest"),
         params_optional: false,
         result_type: Some("types::LogoutResponse"),
@@ -8760,10 +8760,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/connect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ConnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
@@ -8772,10 +8772,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/disconnect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisconnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
@@ -8784,10 +8784,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/message",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageMcpRequest"),
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
@@ -8796,10 +8796,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/accept",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::AcceptNesNotification"),
         params_optional: false,
         result_type: None,
@@ -8808,10 +8808,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseNesRequest"),
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
@@ -8820,10 +8820,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/reject",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RejectNesNotification"),
         params_optional: false,
         result_type: None,
@@ -8832,10 +8832,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/start",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::StartNesRequest"),
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
@@ -8844,10 +8844,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/suggest",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SuggestNesRequest"),
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
@@ -8856,10 +8856,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/disable",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisableProviderRequest"),
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
@@ -8868,10 +8868,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListProvidersRequest"),
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
@@ -8880,10 +8880,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/set",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetProviderRequest"),
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
@@ -8892,10 +8892,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelNotification"),
         params_optional: false,
         result_type: None,
@@ -8904,10 +8904,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseSessionRequest"),
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
@@ -8916,10 +8916,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteSessionRequest"),
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
@@ -8928,10 +8928,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/fork",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ForkSessionRequest"),
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
@@ -8940,10 +8940,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListSessionsRequest"),
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
@@ -8952,10 +8952,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/load",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LoadSessionRequest"),
         params_optional: false,
         result_type: Some("types::LoadSessionResponse"),
@@ -8964,10 +8964,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/new",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::NewSessionRequest"),
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
@@ -8976,10 +8976,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/prompt",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PromptRequest"),
         params_optional: false,
         result_type: Some("types::PromptResponse"),
@@ -8988,10 +8988,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/request_permission",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestPermissionRequest"),
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
@@ -9000,10 +9000,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/resume",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ResumeSessionRequest"),
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
@@ -9012,10 +9012,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_config_option",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionConfigOptionRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
@@ -9024,10 +9024,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_mode",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionModeRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionModeResponse"),
@@ -9036,10 +9036,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/update",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::SessionNotification"),
         params_optional: false,
         result_type: None,
@@ -9048,10 +9048,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateTerminalRequest"),
         params_optional: false,
         result_type: Some("types::CreateTerminalResponse"),
@@ -9060,10 +9060,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/kill",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::KillTerminalRequest"),
         params_optional: false,
         result_type: Some("types::KillTerminalResponse"),
@@ -9072,10 +9072,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/output",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TerminalOutputRequest"),
         params_optional: false,
         result_type: Some("types::TerminalOutputResponse"),
@@ -9084,10 +9084,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/release",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReleaseTerminalRequest"),
         params_optional: false,
         result_type: Some("types::ReleaseTerminalResponse"),
@@ -9096,10 +9096,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/wait_for_exit",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WaitForTerminalExitRequest"),
         params_optional: false,
         result_type: Some("types::WaitForTerminalExitResponse"),
@@ -9123,13 +9123,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AuthenticateResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9141,13 +9141,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9159,13 +9159,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9177,13 +9177,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9195,13 +9195,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9213,13 +9213,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::StartNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9231,13 +9231,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SuggestNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9249,13 +9249,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisableProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9267,13 +9267,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListProvidersResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9285,13 +9285,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9303,13 +9303,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9321,13 +9321,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9339,13 +9339,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ForkSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9357,13 +9357,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9375,13 +9375,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoadSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9393,13 +9393,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9411,13 +9411,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9429,13 +9429,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9447,13 +9447,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9465,13 +9465,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionModeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9564,13 +9564,13 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::AUTHENTICATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .authenticate(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTHENTICATE,
                             params,
                         )?,
@@ -9580,10 +9580,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -9593,10 +9593,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::LOGOUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logout(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGOUT,
                             params,
                         )?,
@@ -9606,10 +9606,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -9619,10 +9619,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_CLOSE,
                             params,
                         )?,
@@ -9632,10 +9632,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_START => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_start(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_START,
                             params,
                         )?,
@@ -9645,10 +9645,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_SUGGEST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_suggest(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_SUGGEST,
                             params,
                         )?,
@@ -9658,10 +9658,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_DISABLE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_disable(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_DISABLE,
                             params,
                         )?,
@@ -9671,10 +9671,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_LIST,
                             params,
                         )?,
@@ -9684,10 +9684,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_SET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_set(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_SET,
                             params,
                         )?,
@@ -9697,10 +9697,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_CLOSE,
                             params,
                         )?,
@@ -9710,10 +9710,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_DELETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_delete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_DELETE,
                             params,
                         )?,
@@ -9723,10 +9723,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_FORK => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_fork(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_FORK,
                             params,
                         )?,
@@ -9736,10 +9736,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LIST,
                             params,
                         )?,
@@ -9749,10 +9749,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LOAD => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_load(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LOAD,
                             params,
                         )?,
@@ -9762,10 +9762,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_NEW => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_new(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_NEW,
                             params,
                         )?,
@@ -9775,10 +9775,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_PROMPT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_prompt(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_PROMPT,
                             params,
                         )?,
@@ -9788,10 +9788,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_RESUME => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_resume(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_RESUME,
                             params,
                         )?,
@@ -9801,10 +9801,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_CONFIG_OPTION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_config_option(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_CONFIG_OPTION,
                             params,
                         )?,
@@ -9814,10 +9814,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_MODE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_mode(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_MODE,
                             params,
                         )?,
@@ -9828,7 +9828,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -9840,12 +9840,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -9856,7 +9856,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CHANGE => {
             handler
                 .document_did_change(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CHANGE,
                         params,
                     )?,
@@ -9867,7 +9867,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CLOSE => {
             handler
                 .document_did_close(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CLOSE,
                         params,
                     )?,
@@ -9878,7 +9878,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_FOCUS => {
             handler
                 .document_did_focus(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_FOCUS,
                         params,
                     )?,
@@ -9889,7 +9889,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_OPEN => {
             handler
                 .document_did_open(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_OPEN,
                         params,
                     )?,
@@ -9900,7 +9900,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_SAVE => {
             handler
                 .document_did_save(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_SAVE,
                         params,
                     )?,
@@ -9911,7 +9911,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_ACCEPT => {
             handler
                 .nes_accept(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_ACCEPT,
                         params,
                     )?,
@@ -9922,7 +9922,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_REJECT => {
             handler
                 .nes_reject(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_REJECT,
                         params,
                     )?,
@@ -9933,7 +9933,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::SESSION_CANCEL => {
             handler
                 .session_cancel(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_CANCEL,
                         params,
                     )?,
@@ -9943,7 +9943,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -9967,26 +9967,26 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `authenticate`.
     pub async fn authenticate(
         &self,
         params: types::AuthenticateRequest,
     ) -> ::std::result::Result<
         types::AuthenticateResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTHENTICATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::AUTHENTICATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTHENTICATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTHENTICATE, &result)
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -9994,16 +9994,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::InitializeRequest,
     ) -> ::std::result::Result<
         types::InitializeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logout`.
     pub async fn logout(
@@ -10011,16 +10014,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LogoutRequest,
     ) -> ::std::result::Result<
         types::LogoutResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGOUT,
-                ::protocols_runtime::method::encode_params(methods::LOGOUT, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::LOGOUT, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGOUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGOUT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -10028,19 +10031,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `nes/close`.
     pub async fn nes_close(
@@ -10048,16 +10051,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseNesRequest,
     ) -> ::std::result::Result<
         types::CloseNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_CLOSE,
-                ::protocols_runtime::method::encode_params(methods::NES_CLOSE, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_CLOSE, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_CLOSE, &result)
     }
     /// Calls `nes/start`.
     pub async fn nes_start(
@@ -10065,16 +10068,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::StartNesRequest,
     ) -> ::std::result::Result<
         types::StartNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_START,
-                ::protocols_runtime::method::encode_params(methods::NES_START, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_START, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_START, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_START, &result)
     }
     /// Calls `nes/suggest`.
     pub async fn nes_suggest(
@@ -10082,19 +10085,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SuggestNesRequest,
     ) -> ::std::result::Result<
         types::SuggestNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_SUGGEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NES_SUGGEST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_SUGGEST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_SUGGEST, &result)
     }
     /// Calls `providers/disable`.
     pub async fn providers_disable(
@@ -10102,19 +10105,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DisableProviderRequest,
     ) -> ::std::result::Result<
         types::DisableProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_DISABLE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_DISABLE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_DISABLE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_DISABLE, &result)
     }
     /// Calls `providers/list`.
     pub async fn providers_list(
@@ -10122,19 +10125,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListProvidersRequest,
     ) -> ::std::result::Result<
         types::ListProvidersResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_LIST, &result)
     }
     /// Calls `providers/set`.
     pub async fn providers_set(
@@ -10142,19 +10145,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetProviderRequest,
     ) -> ::std::result::Result<
         types::SetProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_SET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_SET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_SET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_SET, &result)
     }
     /// Calls `session/close`.
     pub async fn session_close(
@@ -10162,19 +10165,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseSessionRequest,
     ) -> ::std::result::Result<
         types::CloseSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CLOSE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_CLOSE, &result)
     }
     /// Calls `session/delete`.
     pub async fn session_delete(
@@ -10182,19 +10185,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteSessionRequest,
     ) -> ::std::result::Result<
         types::DeleteSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_DELETE, &result)
     }
     /// Calls `session/fork`.
     pub async fn session_fork(
@@ -10202,19 +10205,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ForkSessionRequest,
     ) -> ::std::result::Result<
         types::ForkSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_FORK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_FORK,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_FORK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_FORK, &result)
     }
     /// Calls `session/list`.
     pub async fn session_list(
@@ -10222,19 +10225,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListSessionsRequest,
     ) -> ::std::result::Result<
         types::ListSessionsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LIST, &result)
     }
     /// Calls `session/load`.
     pub async fn session_load(
@@ -10242,19 +10245,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LoadSessionRequest,
     ) -> ::std::result::Result<
         types::LoadSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LOAD,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LOAD,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LOAD, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LOAD, &result)
     }
     /// Calls `session/new`.
     pub async fn session_new(
@@ -10262,19 +10265,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::NewSessionRequest,
     ) -> ::std::result::Result<
         types::NewSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_NEW,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_NEW,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_NEW, &result)
     }
     /// Calls `session/prompt`.
     pub async fn session_prompt(
@@ -10282,19 +10285,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::PromptRequest,
     ) -> ::std::result::Result<
         types::PromptResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_PROMPT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_PROMPT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_PROMPT, &result)
     }
     /// Calls `session/resume`.
     pub async fn session_resume(
@@ -10302,19 +10305,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ResumeSessionRequest,
     ) -> ::std::result::Result<
         types::ResumeSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_RESUME,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_RESUME,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_RESUME, &result)
     }
     /// Calls `session/set_config_option`.
     pub async fn session_set_config_option(
@@ -10322,19 +10325,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionConfigOptionRequest,
     ) -> ::std::result::Result<
         types::SetSessionConfigOptionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_CONFIG_OPTION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_CONFIG_OPTION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_SET_CONFIG_OPTION,
             &result,
         )
@@ -10345,29 +10348,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionModeRequest,
     ) -> ::std::result::Result<
         types::SetSessionModeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_MODE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_MODE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_SET_MODE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_SET_MODE, &result)
     }
     /// Sends `$/cancel_request`.
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -10378,11 +10381,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_change(
         &self,
         params: types::DidChangeDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CHANGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CHANGE,
                     &params,
                 )?,
@@ -10393,11 +10396,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_close(
         &self,
         params: types::DidCloseDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CLOSE,
                     &params,
                 )?,
@@ -10408,11 +10411,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_focus(
         &self,
         params: types::DidFocusDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_FOCUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_FOCUS,
                     &params,
                 )?,
@@ -10423,11 +10426,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_open(
         &self,
         params: types::DidOpenDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_OPEN,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_OPEN,
                     &params,
                 )?,
@@ -10438,11 +10441,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_save(
         &self,
         params: types::DidSaveDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_SAVE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_SAVE,
                     &params,
                 )?,
@@ -10453,11 +10456,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_accept(
         &self,
         params: types::AcceptNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_ACCEPT,
-                ::protocols_runtime::method::encode_params(methods::NES_ACCEPT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_ACCEPT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -10465,11 +10471,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_reject(
         &self,
         params: types::RejectNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_REJECT,
-                ::protocols_runtime::method::encode_params(methods::NES_REJECT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_REJECT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -10477,11 +10486,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn session_cancel(
         &self,
         params: types::CancelNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CANCEL,
                     &params,
                 )?,
@@ -10503,13 +10512,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10521,13 +10530,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10539,13 +10548,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WriteTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10557,13 +10566,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ConnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10575,13 +10584,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisconnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10593,13 +10602,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10611,13 +10620,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10629,13 +10638,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10647,13 +10656,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::KillTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10665,13 +10674,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TerminalOutputResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10683,13 +10692,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReleaseTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10701,13 +10710,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WaitForTerminalExitResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10746,13 +10755,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -10762,10 +10771,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_READ_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_read_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_READ_TEXT_FILE,
                             params,
                         )?,
@@ -10775,10 +10784,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_WRITE_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_write_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_WRITE_TEXT_FILE,
                             params,
                         )?,
@@ -10788,10 +10797,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_CONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_connect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_CONNECT,
                             params,
                         )?,
@@ -10801,10 +10810,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_DISCONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_disconnect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_DISCONNECT,
                             params,
                         )?,
@@ -10814,10 +10823,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -10827,10 +10836,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SESSION_REQUEST_PERMISSION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_request_permission(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_REQUEST_PERMISSION,
                             params,
                         )?,
@@ -10840,10 +10849,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_CREATE,
                             params,
                         )?,
@@ -10853,10 +10862,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_KILL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_kill(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_KILL,
                             params,
                         )?,
@@ -10866,10 +10875,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_OUTPUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_output(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_OUTPUT,
                             params,
                         )?,
@@ -10879,10 +10888,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_RELEASE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_release(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_RELEASE,
                             params,
                         )?,
@@ -10892,10 +10901,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_WAIT_FOR_EXIT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_wait_for_exit(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_WAIT_FOR_EXIT,
                             params,
                         )?,
@@ -10906,7 +10915,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -10918,12 +10927,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -10934,7 +10943,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::ELICITATION_COMPLETE => {
             handler
                 .elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -10945,7 +10954,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::SESSION_UPDATE => {
             handler
                 .session_update(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_UPDATE,
                         params,
                     )?,
@@ -10955,7 +10964,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -10979,26 +10988,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::CreateElicitationRequest,
     ) -> ::std::result::Result<
         types::CreateElicitationResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `fs/read_text_file`.
     pub async fn fs_read_text_file(
@@ -11006,19 +11015,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReadTextFileRequest,
     ) -> ::std::result::Result<
         types::ReadTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_READ_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_READ_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_READ_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_READ_TEXT_FILE, &result)
     }
     /// Calls `fs/write_text_file`.
     pub async fn fs_write_text_file(
@@ -11026,19 +11035,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WriteTextFileRequest,
     ) -> ::std::result::Result<
         types::WriteTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_WRITE_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_WRITE_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
     }
     /// Calls `mcp/connect`.
     pub async fn mcp_connect(
@@ -11046,19 +11055,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ConnectMcpRequest,
     ) -> ::std::result::Result<
         types::ConnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_CONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_CONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_CONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_CONNECT, &result)
     }
     /// Calls `mcp/disconnect`.
     pub async fn mcp_disconnect(
@@ -11066,19 +11075,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::DisconnectMcpRequest,
     ) -> ::std::result::Result<
         types::DisconnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_DISCONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_DISCONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_DISCONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_DISCONNECT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -11086,19 +11095,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `session/request_permission`.
     pub async fn session_request_permission(
@@ -11106,19 +11115,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::RequestPermissionRequest,
     ) -> ::std::result::Result<
         types::RequestPermissionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_REQUEST_PERMISSION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_REQUEST_PERMISSION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_REQUEST_PERMISSION,
             &result,
         )
@@ -11129,19 +11138,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateTerminalRequest,
     ) -> ::std::result::Result<
         types::CreateTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_CREATE, &result)
     }
     /// Calls `terminal/kill`.
     pub async fn terminal_kill(
@@ -11149,19 +11158,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::KillTerminalRequest,
     ) -> ::std::result::Result<
         types::KillTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_KILL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_KILL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_KILL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_KILL, &result)
     }
     /// Calls `terminal/output`.
     pub async fn terminal_output(
@@ -11169,19 +11178,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::TerminalOutputRequest,
     ) -> ::std::result::Result<
         types::TerminalOutputResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_OUTPUT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_OUTPUT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_OUTPUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_OUTPUT, &result)
     }
     /// Calls `terminal/release`.
     pub async fn terminal_release(
@@ -11189,19 +11198,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReleaseTerminalRequest,
     ) -> ::std::result::Result<
         types::ReleaseTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_RELEASE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_RELEASE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_RELEASE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_RELEASE, &result)
     }
     /// Calls `terminal/wait_for_exit`.
     pub async fn terminal_wait_for_exit(
@@ -11209,19 +11218,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WaitForTerminalExitRequest,
     ) -> ::std::result::Result<
         types::WaitForTerminalExitResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_WAIT_FOR_EXIT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_WAIT_FOR_EXIT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TERMINAL_WAIT_FOR_EXIT,
             &result,
         )
@@ -11230,11 +11239,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -11245,11 +11254,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn elicitation_complete(
         &self,
         params: types::CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -11260,11 +11269,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn session_update(
         &self,
         params: types::SessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_UPDATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_UPDATE,
                     &params,
                 )?,

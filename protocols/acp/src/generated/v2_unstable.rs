@@ -13797,7 +13797,7 @@ pub mod methods {
     /// `$/cancel_request` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
-    impl ::protocols_runtime::method::RpcNotification for CancelRequest {
+    impl ::protocols_runtime::codegen::RpcNotification for CancelRequest {
         const NAME: &'static str = CANCEL_REQUEST;
         type Params = types::CancelRequestNotification;
     }
@@ -13806,7 +13806,7 @@ pub mod methods {
     /// `auth/login` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogin;
-    impl ::protocols_runtime::method::RpcMethod for AuthLogin {
+    impl ::protocols_runtime::codegen::RpcMethod for AuthLogin {
         const NAME: &'static str = AUTH_LOGIN;
         type Params = types::LoginAuthRequest;
         type Result = types::LoginAuthResponse;
@@ -13816,7 +13816,7 @@ pub mod methods {
     /// `auth/logout` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogout;
-    impl ::protocols_runtime::method::RpcMethod for AuthLogout {
+    impl ::protocols_runtime::codegen::RpcMethod for AuthLogout {
         const NAME: &'static str = AUTH_LOGOUT;
         type Params = types::LogoutAuthRequest;
         type Result = types::LogoutAuthResponse;
@@ -13826,7 +13826,7 @@ pub mod methods {
     /// `document/didChange` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidChange {
         const NAME: &'static str = DOCUMENT_DID_CHANGE;
         type Params = types::DidChangeDocumentNotification;
     }
@@ -13835,7 +13835,7 @@ pub mod methods {
     /// `document/didClose` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidClose {
         const NAME: &'static str = DOCUMENT_DID_CLOSE;
         type Params = types::DidCloseDocumentNotification;
     }
@@ -13844,7 +13844,7 @@ pub mod methods {
     /// `document/didFocus` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidFocus {
         const NAME: &'static str = DOCUMENT_DID_FOCUS;
         type Params = types::DidFocusDocumentNotification;
     }
@@ -13853,7 +13853,7 @@ pub mod methods {
     /// `document/didOpen` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidOpen {
         const NAME: &'static str = DOCUMENT_DID_OPEN;
         type Params = types::DidOpenDocumentNotification;
     }
@@ -13862,7 +13862,7 @@ pub mod methods {
     /// `document/didSave` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidSave {
         const NAME: &'static str = DOCUMENT_DID_SAVE;
         type Params = types::DidSaveDocumentNotification;
     }
@@ -13871,7 +13871,7 @@ pub mod methods {
     /// `elicitation/complete` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
+    impl ::protocols_runtime::codegen::RpcNotification for ElicitationComplete {
         const NAME: &'static str = ELICITATION_COMPLETE;
         type Params = types::CompleteElicitationNotification;
     }
@@ -13880,7 +13880,7 @@ pub mod methods {
     /// `elicitation/create` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::CreateElicitationRequest;
         type Result = types::CreateElicitationResponse;
@@ -13890,7 +13890,7 @@ pub mod methods {
     /// `initialize` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequest;
         type Result = types::InitializeResponse;
@@ -13900,7 +13900,7 @@ pub mod methods {
     /// `mcp/connect` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
-    impl ::protocols_runtime::method::RpcMethod for McpConnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpConnect {
         const NAME: &'static str = MCP_CONNECT;
         type Params = types::ConnectMcpRequest;
         type Result = types::ConnectMcpResponse;
@@ -13910,7 +13910,7 @@ pub mod methods {
     /// `mcp/disconnect` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
-    impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpDisconnect {
         const NAME: &'static str = MCP_DISCONNECT;
         type Params = types::DisconnectMcpRequest;
         type Result = types::DisconnectMcpResponse;
@@ -13920,7 +13920,7 @@ pub mod methods {
     /// `mcp/message` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
-    impl ::protocols_runtime::method::RpcMethod for McpMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for McpMessage {
         const NAME: &'static str = MCP_MESSAGE;
         type Params = types::MessageMcpRequest;
         type Result = types::MessageMcpResponse;
@@ -13930,7 +13930,7 @@ pub mod methods {
     /// `nes/accept` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
-    impl ::protocols_runtime::method::RpcNotification for NesAccept {
+    impl ::protocols_runtime::codegen::RpcNotification for NesAccept {
         const NAME: &'static str = NES_ACCEPT;
         type Params = types::AcceptNesNotification;
     }
@@ -13939,7 +13939,7 @@ pub mod methods {
     /// `nes/close` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
-    impl ::protocols_runtime::method::RpcMethod for NesClose {
+    impl ::protocols_runtime::codegen::RpcMethod for NesClose {
         const NAME: &'static str = NES_CLOSE;
         type Params = types::CloseNesRequest;
         type Result = types::CloseNesResponse;
@@ -13949,7 +13949,7 @@ pub mod methods {
     /// `nes/reject` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
-    impl ::protocols_runtime::method::RpcNotification for NesReject {
+    impl ::protocols_runtime::codegen::RpcNotification for NesReject {
         const NAME: &'static str = NES_REJECT;
         type Params = types::RejectNesNotification;
     }
@@ -13958,7 +13958,7 @@ pub mod methods {
     /// `nes/start` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
-    impl ::protocols_runtime::method::RpcMethod for NesStart {
+    impl ::protocols_runtime::codegen::RpcMethod for NesStart {
         const NAME: &'static str = NES_START;
         type Params = types::StartNesRequest;
         type Result = types::StartNesResponse;
@@ -13968,7 +13968,7 @@ pub mod methods {
     /// `nes/suggest` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
-    impl ::protocols_runtime::method::RpcMethod for NesSuggest {
+    impl ::protocols_runtime::codegen::RpcMethod for NesSuggest {
         const NAME: &'static str = NES_SUGGEST;
         type Params = types::SuggestNesRequest;
         type Result = types::SuggestNesResponse;
@@ -13978,7 +13978,7 @@ pub mod methods {
     /// `providers/disable` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersDisable {
         const NAME: &'static str = PROVIDERS_DISABLE;
         type Params = types::DisableProviderRequest;
         type Result = types::DisableProviderResponse;
@@ -13988,7 +13988,7 @@ pub mod methods {
     /// `providers/list` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersList {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersList {
         const NAME: &'static str = PROVIDERS_LIST;
         type Params = types::ListProvidersRequest;
         type Result = types::ListProvidersResponse;
@@ -13998,7 +13998,7 @@ pub mod methods {
     /// `providers/set` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersSet {
         const NAME: &'static str = PROVIDERS_SET;
         type Params = types::SetProviderRequest;
         type Result = types::SetProviderResponse;
@@ -14008,7 +14008,7 @@ pub mod methods {
     /// `session/cancel` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
-    impl ::protocols_runtime::method::RpcNotification for SessionCancel {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionCancel {
         const NAME: &'static str = SESSION_CANCEL;
         type Params = types::CancelSessionNotification;
     }
@@ -14017,7 +14017,7 @@ pub mod methods {
     /// `session/close` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
-    impl ::protocols_runtime::method::RpcMethod for SessionClose {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionClose {
         const NAME: &'static str = SESSION_CLOSE;
         type Params = types::CloseSessionRequest;
         type Result = types::CloseSessionResponse;
@@ -14027,7 +14027,7 @@ pub mod methods {
     /// `session/delete` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
-    impl ::protocols_runtime::method::RpcMethod for SessionDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionDelete {
         const NAME: &'static str = SESSION_DELETE;
         type Params = types::DeleteSessionRequest;
         type Result = types::DeleteSessionResponse;
@@ -14037,7 +14037,7 @@ pub mod methods {
     /// `session/fork` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
-    impl ::protocols_runtime::method::RpcMethod for SessionFork {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionFork {
         const NAME: &'static str = SESSION_FORK;
         type Params = types::ForkSessionRequest;
         type Result = types::ForkSessionResponse;
@@ -14047,7 +14047,7 @@ pub mod methods {
     /// `session/list` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
-    impl ::protocols_runtime::method::RpcMethod for SessionList {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionList {
         const NAME: &'static str = SESSION_LIST;
         type Params = types::ListSessionsRequest;
         type Result = types::ListSessionsResponse;
@@ -14057,7 +14057,7 @@ pub mod methods {
     /// `session/new` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
-    impl ::protocols_runtime::method::RpcMethod for SessionNew {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionNew {
         const NAME: &'static str = SESSION_NEW;
         type Params = types::NewSessionRequest;
         type Result = types::NewSessionResponse;
@@ -14067,7 +14067,7 @@ pub mod methods {
     /// `session/prompt` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
-    impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionPrompt {
         const NAME: &'static str = SESSION_PROMPT;
         type Params = types::PromptRequest;
         type Result = types::PromptResponse;
@@ -14077,7 +14077,7 @@ pub mod methods {
     /// `session/request_permission` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
-    impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionRequestPermission {
         const NAME: &'static str = SESSION_REQUEST_PERMISSION;
         type Params = types::RequestPermissionRequest;
         type Result = types::RequestPermissionResponse;
@@ -14087,7 +14087,7 @@ pub mod methods {
     /// `session/resume` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
-    impl ::protocols_runtime::method::RpcMethod for SessionResume {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionResume {
         const NAME: &'static str = SESSION_RESUME;
         type Params = types::ResumeSessionRequest;
         type Result = types::ResumeSessionResponse;
@@ -14097,7 +14097,7 @@ pub mod methods {
     /// `session/set_config_option` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetConfigOption {
         const NAME: &'static str = SESSION_SET_CONFIG_OPTION;
         type Params = types::SetSessionConfigOptionRequest;
         type Result = types::SetSessionConfigOptionResponse;
@@ -14107,18 +14107,18 @@ pub mod methods {
     /// `session/update` (ACP v2-unstable)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
-    impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionUpdate {
         const NAME: &'static str = SESSION_UPDATE;
         type Params = types::UpdateSessionNotification;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "$/cancel_request",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelRequestNotification"),
         params_optional: false,
         result_type: None,
@@ -14127,10 +14127,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "auth/login",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LoginAuthRequest"),
         params_optional: false,
         result_type: Some("types::LoginAuthResponse"),
@@ -14139,10 +14139,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "auth/logout",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LogoutAuthRequest"),
         params_optional: false,
         result_type: Some("types::LogoutAuthResponse"),
@@ -14151,10 +14151,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didChange",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidChangeDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14163,10 +14163,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didClose",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidCloseDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14175,10 +14175,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didFocus",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidFocusDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14187,10 +14187,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didOpen",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidOpenDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14199,10 +14199,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didSave",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidSaveDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14211,10 +14211,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CompleteElicitationNotification"),
         params_optional: false,
         result_type: None,
@@ -14223,10 +14223,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateElicitationRequest"),
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
@@ -14235,10 +14235,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequest"),
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
@@ -14247,10 +14247,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/connect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ConnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
@@ -14259,10 +14259,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/disconnect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisconnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
@@ -14271,10 +14271,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/message",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageMcpRequest"),
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
@@ -14283,10 +14283,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/accept",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::AcceptNesNotification"),
         params_optional: false,
         result_type: None,
@@ -14295,10 +14295,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseNesRequest"),
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
@@ -14307,10 +14307,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/reject",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RejectNesNotification"),
         params_optional: false,
         result_type: None,
@@ -14319,10 +14319,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/start",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::StartNesRequest"),
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
@@ -14331,10 +14331,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/suggest",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SuggestNesRequest"),
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
@@ -14343,10 +14343,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/disable",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisableProviderRequest"),
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
@@ -14355,10 +14355,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListProvidersRequest"),
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
@@ -14367,10 +14367,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/set",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetProviderRequest"),
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
@@ -14379,10 +14379,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelSessionNotification"),
         params_optional: false,
         result_type: None,
@@ -14391,10 +14391,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseSessionRequest"),
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
@@ -14403,10 +14403,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteSessionRequest"),
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
@@ -14415,10 +14415,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/fork",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ForkSessionRequest"),
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
@@ -14427,10 +14427,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListSessionsRequest"),
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
@@ -14439,10 +14439,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/new",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::NewSessionRequest"),
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
@@ -14451,10 +14451,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/prompt",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PromptRequest"),
         params_optional: false,
         result_type: Some("types::PromptResponse"),
@@ -14463,10 +14463,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/request_permission",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestPermissionRequest"),
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
@@ -14475,10 +14475,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/resume",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ResumeSessionRequest"),
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
@@ -14487,10 +14487,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_config_option",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionConfigOptionRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
@@ -14499,10 +14499,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/update",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::UpdateSessionNotification"),
         params_optional: false,
         result_type: None,
@@ -14526,13 +14526,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoginAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14544,13 +14544,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14562,13 +14562,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14580,13 +14580,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14598,13 +14598,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14616,13 +14616,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::StartNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14634,13 +14634,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SuggestNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14652,13 +14652,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisableProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14670,13 +14670,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListProvidersResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14688,13 +14688,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14706,13 +14706,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14724,13 +14724,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14742,13 +14742,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ForkSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14760,13 +14760,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14778,13 +14778,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14796,13 +14796,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14814,13 +14814,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14832,13 +14832,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14931,13 +14931,13 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::AUTH_LOGIN => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .auth_login(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTH_LOGIN,
                             params,
                         )?,
@@ -14947,10 +14947,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::AUTH_LOGOUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .auth_logout(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTH_LOGOUT,
                             params,
                         )?,
@@ -14960,10 +14960,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -14973,10 +14973,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -14986,10 +14986,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_CLOSE,
                             params,
                         )?,
@@ -14999,10 +14999,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_START => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_start(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_START,
                             params,
                         )?,
@@ -15012,10 +15012,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_SUGGEST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_suggest(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_SUGGEST,
                             params,
                         )?,
@@ -15025,10 +15025,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_DISABLE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_disable(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_DISABLE,
                             params,
                         )?,
@@ -15038,10 +15038,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_LIST,
                             params,
                         )?,
@@ -15051,10 +15051,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_SET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_set(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_SET,
                             params,
                         )?,
@@ -15064,10 +15064,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_CLOSE,
                             params,
                         )?,
@@ -15077,10 +15077,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_DELETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_delete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_DELETE,
                             params,
                         )?,
@@ -15090,10 +15090,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_FORK => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_fork(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_FORK,
                             params,
                         )?,
@@ -15103,10 +15103,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LIST,
                             params,
                         )?,
@@ -15116,10 +15116,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_NEW => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_new(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_NEW,
                             params,
                         )?,
@@ -15129,10 +15129,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_PROMPT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_prompt(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_PROMPT,
                             params,
                         )?,
@@ -15142,10 +15142,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_RESUME => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_resume(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_RESUME,
                             params,
                         )?,
@@ -15155,10 +15155,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_CONFIG_OPTION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_config_option(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_CONFIG_OPTION,
                             params,
                         )?,
@@ -15169,7 +15169,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -15181,12 +15181,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -15197,7 +15197,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CHANGE => {
             handler
                 .document_did_change(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CHANGE,
                         params,
                     )?,
@@ -15208,7 +15208,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CLOSE => {
             handler
                 .document_did_close(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CLOSE,
                         params,
                     )?,
@@ -15219,7 +15219,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_FOCUS => {
             handler
                 .document_did_focus(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_FOCUS,
                         params,
                     )?,
@@ -15230,7 +15230,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_OPEN => {
             handler
                 .document_did_open(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_OPEN,
                         params,
                     )?,
@@ -15241,7 +15241,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_SAVE => {
             handler
                 .document_did_save(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_SAVE,
                         params,
                     )?,
@@ -15252,7 +15252,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_ACCEPT => {
             handler
                 .nes_accept(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_ACCEPT,
                         params,
                     )?,
@@ -15263,7 +15263,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_REJECT => {
             handler
                 .nes_reject(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_REJECT,
                         params,
                     )?,
@@ -15274,7 +15274,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::SESSION_CANCEL => {
             handler
                 .session_cancel(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_CANCEL,
                         params,
                     )?,
@@ -15284,7 +15284,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -15308,23 +15308,26 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `auth/login`.
     pub async fn auth_login(
         &self,
         params: types::LoginAuthRequest,
     ) -> ::std::result::Result<
         types::LoginAuthResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTH_LOGIN,
-                ::protocols_runtime::method::encode_params(methods::AUTH_LOGIN, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::AUTH_LOGIN,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTH_LOGIN, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTH_LOGIN, &result)
     }
     /// Calls `auth/logout`.
     pub async fn auth_logout(
@@ -15332,19 +15335,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LogoutAuthRequest,
     ) -> ::std::result::Result<
         types::LogoutAuthResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTH_LOGOUT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::AUTH_LOGOUT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTH_LOGOUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTH_LOGOUT, &result)
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -15352,16 +15355,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::InitializeRequest,
     ) -> ::std::result::Result<
         types::InitializeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -15369,19 +15375,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `nes/close`.
     pub async fn nes_close(
@@ -15389,16 +15395,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseNesRequest,
     ) -> ::std::result::Result<
         types::CloseNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_CLOSE,
-                ::protocols_runtime::method::encode_params(methods::NES_CLOSE, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_CLOSE, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_CLOSE, &result)
     }
     /// Calls `nes/start`.
     pub async fn nes_start(
@@ -15406,16 +15412,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::StartNesRequest,
     ) -> ::std::result::Result<
         types::StartNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_START,
-                ::protocols_runtime::method::encode_params(methods::NES_START, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_START, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_START, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_START, &result)
     }
     /// Calls `nes/suggest`.
     pub async fn nes_suggest(
@@ -15423,19 +15429,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SuggestNesRequest,
     ) -> ::std::result::Result<
         types::SuggestNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_SUGGEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NES_SUGGEST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_SUGGEST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_SUGGEST, &result)
     }
     /// Calls `providers/disable`.
     pub async fn providers_disable(
@@ -15443,19 +15449,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DisableProviderRequest,
     ) -> ::std::result::Result<
         types::DisableProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_DISABLE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_DISABLE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_DISABLE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_DISABLE, &result)
     }
     /// Calls `providers/list`.
     pub async fn providers_list(
@@ -15463,19 +15469,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListProvidersRequest,
     ) -> ::std::result::Result<
         types::ListProvidersResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_LIST, &result)
     }
     /// Calls `providers/set`.
     pub async fn providers_set(
@@ -15483,19 +15489,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetProviderRequest,
     ) -> ::std::result::Result<
         types::SetProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_SET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_SET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_SET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_SET, &result)
     }
     /// Calls `session/close`.
     pub async fn session_close(
@@ -15503,19 +15509,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseSessionRequest,
     ) -> ::std::result::Result<
         types::CloseSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CLOSE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_CLOSE, &result)
     }
     /// Calls `session/delete`.
     pub async fn session_delete(
@@ -15523,19 +15529,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteSessionRequest,
     ) -> ::std::result::Result<
         types::DeleteSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_DELETE, &result)
     }
     /// Calls `session/fork`.
     pub async fn session_fork(
@@ -15543,19 +15549,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ForkSessionRequest,
     ) -> ::std::result::Result<
         types::ForkSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_FORK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_FORK,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_FORK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_FORK, &result)
     }
     /// Calls `session/list`.
     pub async fn session_list(
@@ -15563,19 +15569,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListSessionsRequest,
     ) -> ::std::result::Result<
         types::ListSessionsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LIST, &result)
     }
     /// Calls `session/new`.
     pub async fn session_new(
@@ -15583,19 +15589,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::NewSessionRequest,
     ) -> ::std::result::Result<
         types::NewSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_NEW,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_NEW,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_NEW, &result)
     }
     /// Calls `session/prompt`.
     pub async fn session_prompt(
@@ -15603,19 +15609,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::PromptRequest,
     ) -> ::std::result::Result<
         types::PromptResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_PROMPT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_PROMPT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_PROMPT, &result)
     }
     /// Calls `session/resume`.
     pub async fn session_resume(
@@ -15623,19 +15629,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ResumeSessionRequest,
     ) -> ::std::result::Result<
         types::ResumeSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_RESUME,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_RESUME,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_RESUME, &result)
     }
     /// Calls `session/set_config_option`.
     pub async fn session_set_config_option(
@@ -15643,19 +15649,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionConfigOptionRequest,
     ) -> ::std::result::Result<
         types::SetSessionConfigOptionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_CONFIG_OPTION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_CONFIG_OPTION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_SET_CONFIG_OPTION,
             &result,
         )
@@ -15664,11 +15670,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -15679,11 +15685,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_change(
         &self,
         params: types::DidChangeDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CHANGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CHANGE,
                     &params,
                 )?,
@@ -15694,11 +15700,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_close(
         &self,
         params: types::DidCloseDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CLOSE,
                     &params,
                 )?,
@@ -15709,11 +15715,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_focus(
         &self,
         params: types::DidFocusDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_FOCUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_FOCUS,
                     &params,
                 )?,
@@ -15724,11 +15730,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_open(
         &self,
         params: types::DidOpenDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_OPEN,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_OPEN,
                     &params,
                 )?,
@@ -15739,11 +15745,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_save(
         &self,
         params: types::DidSaveDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_SAVE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_SAVE,
                     &params,
                 )?,
@@ -15754,11 +15760,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_accept(
         &self,
         params: types::AcceptNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_ACCEPT,
-                ::protocols_runtime::method::encode_params(methods::NES_ACCEPT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_ACCEPT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -15766,11 +15775,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_reject(
         &self,
         params: types::RejectNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_REJECT,
-                ::protocols_runtime::method::encode_params(methods::NES_REJECT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_REJECT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -15778,11 +15790,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn session_cancel(
         &self,
         params: types::CancelSessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CANCEL,
                     &params,
                 )?,
@@ -15804,13 +15816,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15822,13 +15834,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ConnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15840,13 +15852,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisconnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15858,13 +15870,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15876,13 +15888,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15921,13 +15933,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -15937,10 +15949,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_CONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_connect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_CONNECT,
                             params,
                         )?,
@@ -15950,10 +15962,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_DISCONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_disconnect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_DISCONNECT,
                             params,
                         )?,
@@ -15963,10 +15975,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -15976,10 +15988,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SESSION_REQUEST_PERMISSION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_request_permission(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_REQUEST_PERMISSION,
                             params,
                         )?,
@@ -15990,7 +16002,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -16002,12 +16014,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -16018,7 +16030,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::ELICITATION_COMPLETE => {
             handler
                 .elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -16029,7 +16041,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::SESSION_UPDATE => {
             handler
                 .session_update(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_UPDATE,
                         params,
                     )?,
@@ -16039,7 +16051,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -16063,26 +16075,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::CreateElicitationRequest,
     ) -> ::std::result::Result<
         types::CreateElicitationResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `mcp/connect`.
     pub async fn mcp_connect(
@@ -16090,19 +16102,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ConnectMcpRequest,
     ) -> ::std::result::Result<
         types::ConnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_CONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_CONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_CONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_CONNECT, &result)
     }
     /// Calls `mcp/disconnect`.
     pub async fn mcp_disconnect(
@@ -16110,19 +16122,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::DisconnectMcpRequest,
     ) -> ::std::result::Result<
         types::DisconnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_DISCONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_DISCONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_DISCONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_DISCONNECT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -16130,19 +16142,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `session/request_permission`.
     pub async fn session_request_permission(
@@ -16150,19 +16162,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::RequestPermissionRequest,
     ) -> ::std::result::Result<
         types::RequestPermissionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_REQUEST_PERMISSION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_REQUEST_PERMISSION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_REQUEST_PERMISSION,
             &result,
         )
@@ -16171,11 +16183,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -16186,11 +16198,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn elicitation_complete(
         &self,
         params: types::CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -16201,11 +16213,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn session_update(
         &self,
         params: types::UpdateSessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_UPDATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_UPDATE,
                     &params,
                 )?,

@@ -3328,7 +3328,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "text", "resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CallToolResultContentItem",
                 "type",
@@ -3357,7 +3357,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CompleteRequestParamsRef",
                 "type",
@@ -3385,7 +3385,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CreateMessageResultContent",
                 "type",
@@ -3411,7 +3411,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "text", "resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "PromptMessageContent",
                 "type",
@@ -3440,7 +3440,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SamplingMessageContent",
                 "type",
@@ -3471,7 +3471,7 @@ pub mod methods {
     /// `completion/complete` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
-    impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
+    impl ::protocols_runtime::codegen::RpcMethod for CompletionComplete {
         const NAME: &'static str = COMPLETION_COMPLETE;
         type Params = types::CompleteRequestParams;
         type Result = types::CompleteResult;
@@ -3481,7 +3481,7 @@ pub mod methods {
     /// `initialize` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequestParams;
         type Result = types::InitializeResult;
@@ -3491,7 +3491,7 @@ pub mod methods {
     /// `logging/setLevel` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
-    impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
+    impl ::protocols_runtime::codegen::RpcMethod for LoggingSetLevel {
         const NAME: &'static str = LOGGING_SET_LEVEL;
         type Params = types::SetLevelRequestParams;
         type Result = types::EmptyResult;
@@ -3501,7 +3501,7 @@ pub mod methods {
     /// `ping` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
-    impl ::protocols_runtime::method::RpcMethod for Ping {
+    impl ::protocols_runtime::codegen::RpcMethod for Ping {
         const NAME: &'static str = PING;
         type Params = ::std::option::Option<types::PingRequestParams>;
         type Result = types::EmptyResult;
@@ -3511,7 +3511,7 @@ pub mod methods {
     /// `prompts/get` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
-    impl ::protocols_runtime::method::RpcMethod for PromptsGet {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsGet {
         const NAME: &'static str = PROMPTS_GET;
         type Params = types::GetPromptRequestParams;
         type Result = types::GetPromptResult;
@@ -3521,7 +3521,7 @@ pub mod methods {
     /// `prompts/list` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
-    impl ::protocols_runtime::method::RpcMethod for PromptsList {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsList {
         const NAME: &'static str = PROMPTS_LIST;
         type Params = ::std::option::Option<types::ListPromptsRequestParams>;
         type Result = types::ListPromptsResult;
@@ -3531,7 +3531,7 @@ pub mod methods {
     /// `resources/list` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesList {
         const NAME: &'static str = RESOURCES_LIST;
         type Params = ::std::option::Option<types::ListResourcesRequestParams>;
         type Result = types::ListResourcesResult;
@@ -3541,7 +3541,7 @@ pub mod methods {
     /// `resources/read` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesRead {
         const NAME: &'static str = RESOURCES_READ;
         type Params = types::ReadResourceRequestParams;
         type Result = types::ReadResourceResult;
@@ -3551,7 +3551,7 @@ pub mod methods {
     /// `resources/subscribe` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesSubscribe {
         const NAME: &'static str = RESOURCES_SUBSCRIBE;
         type Params = types::SubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -3561,7 +3561,7 @@ pub mod methods {
     /// `resources/templates/list` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesTemplatesList {
         const NAME: &'static str = RESOURCES_TEMPLATES_LIST;
         type Params = ::std::option::Option<types::ListResourceTemplatesRequestParams>;
         type Result = types::ListResourceTemplatesResult;
@@ -3571,7 +3571,7 @@ pub mod methods {
     /// `resources/unsubscribe` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesUnsubscribe {
         const NAME: &'static str = RESOURCES_UNSUBSCRIBE;
         type Params = types::UnsubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -3581,7 +3581,7 @@ pub mod methods {
     /// `roots/list` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
-    impl ::protocols_runtime::method::RpcMethod for RootsList {
+    impl ::protocols_runtime::codegen::RpcMethod for RootsList {
         const NAME: &'static str = ROOTS_LIST;
         type Params = ::std::option::Option<types::ListRootsRequestParams>;
         type Result = types::ListRootsResult;
@@ -3591,7 +3591,7 @@ pub mod methods {
     /// `sampling/createMessage` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
-    impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SamplingCreateMessage {
         const NAME: &'static str = SAMPLING_CREATE_MESSAGE;
         type Params = types::CreateMessageRequestParams;
         type Result = types::CreateMessageResult;
@@ -3601,7 +3601,7 @@ pub mod methods {
     /// `tools/call` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
-    impl ::protocols_runtime::method::RpcMethod for ToolsCall {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsCall {
         const NAME: &'static str = TOOLS_CALL;
         type Params = types::CallToolRequestParams;
         type Result = types::CallToolResult;
@@ -3611,7 +3611,7 @@ pub mod methods {
     /// `tools/list` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
-    impl ::protocols_runtime::method::RpcMethod for ToolsList {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsList {
         const NAME: &'static str = TOOLS_LIST;
         type Params = ::std::option::Option<types::ListToolsRequestParams>;
         type Result = types::ListToolsResult;
@@ -3621,7 +3621,7 @@ pub mod methods {
     /// `notifications/cancelled` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsCancelled {
         const NAME: &'static str = NOTIFICATIONS_CANCELLED;
         type Params = types::CancelledNotificationParams;
     }
@@ -3630,7 +3630,7 @@ pub mod methods {
     /// `notifications/initialized` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsInitialized {
         const NAME: &'static str = NOTIFICATIONS_INITIALIZED;
         type Params = ::std::option::Option<types::InitializedNotificationParams>;
     }
@@ -3639,7 +3639,7 @@ pub mod methods {
     /// `notifications/message` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsMessage {
         const NAME: &'static str = NOTIFICATIONS_MESSAGE;
         type Params = types::LoggingMessageNotificationParams;
     }
@@ -3648,7 +3648,7 @@ pub mod methods {
     /// `notifications/progress` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsProgress {
         const NAME: &'static str = NOTIFICATIONS_PROGRESS;
         type Params = types::ProgressNotificationParams;
     }
@@ -3657,7 +3657,7 @@ pub mod methods {
     /// `notifications/prompts/list_changed` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsPromptsListChanged {
         const NAME: &'static str = NOTIFICATIONS_PROMPTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::PromptListChangedNotificationParams>;
@@ -3667,7 +3667,7 @@ pub mod methods {
     /// `notifications/resources/list_changed` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsResourcesListChanged {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_LIST_CHANGED;
         type Params = ::std::option::Option<
@@ -3679,7 +3679,8 @@ pub mod methods {
     /// `notifications/resources/updated` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsResourcesUpdated {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_UPDATED;
         type Params = types::ResourceUpdatedNotificationParams;
     }
@@ -3688,7 +3689,8 @@ pub mod methods {
     /// `notifications/roots/list_changed` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsRootsListChanged {
         const NAME: &'static str = NOTIFICATIONS_ROOTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::RootsListChangedNotificationParams>;
     }
@@ -3697,18 +3699,19 @@ pub mod methods {
     /// `notifications/tools/list_changed` (MCP 2024-11-05)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsToolsListChanged {
         const NAME: &'static str = NOTIFICATIONS_TOOLS_LIST_CHANGED;
         type Params = ::std::option::Option<types::ToolListChangedNotificationParams>;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "completion/complete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CompleteRequestParams"),
         params_optional: false,
         result_type: Some("types::CompleteResult"),
@@ -3717,10 +3720,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequestParams"),
         params_optional: false,
         result_type: Some("types::InitializeResult"),
@@ -3729,10 +3732,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logging/setLevel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetLevelRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -3741,10 +3744,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ping",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PingRequestParams"),
         params_optional: true,
         result_type: Some("types::EmptyResult"),
@@ -3753,10 +3756,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetPromptRequestParams"),
         params_optional: false,
         result_type: Some("types::GetPromptResult"),
@@ -3765,10 +3768,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListPromptsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListPromptsResult"),
@@ -3777,10 +3780,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourcesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourcesResult"),
@@ -3789,10 +3792,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/read",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadResourceRequestParams"),
         params_optional: false,
         result_type: Some("types::ReadResourceResult"),
@@ -3801,10 +3804,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/subscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -3813,10 +3816,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/templates/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourceTemplatesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourceTemplatesResult"),
@@ -3825,10 +3828,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/unsubscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::UnsubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -3837,10 +3840,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "roots/list",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListRootsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListRootsResult"),
@@ -3849,10 +3852,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "sampling/createMessage",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateMessageRequestParams"),
         params_optional: false,
         result_type: Some("types::CreateMessageResult"),
@@ -3861,10 +3864,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/call",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CallToolRequestParams"),
         params_optional: false,
         result_type: Some("types::CallToolResult"),
@@ -3873,10 +3876,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListToolsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListToolsResult"),
@@ -3885,10 +3888,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/cancelled",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelledNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -3897,10 +3900,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/initialized",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::InitializedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -3909,10 +3912,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/message",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::LoggingMessageNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -3921,10 +3924,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/progress",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ProgressNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -3933,10 +3936,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/prompts/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::PromptListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -3945,10 +3948,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -3957,10 +3960,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/updated",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceUpdatedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -3969,10 +3972,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/roots/list_changed",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RootsListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -3981,10 +3984,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tools/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ToolListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4011,7 +4014,7 @@ impl ServerRequest {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::PING => optional_params(methods::PING, params).map(Self::Ping),
             methods::ROOTS_LIST => {
@@ -4021,7 +4024,7 @@ impl ServerRequest {
                 required_params(methods::SAMPLING_CREATE_MESSAGE, params)
                     .map(Self::SamplingCreateMessage)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -4105,7 +4108,7 @@ impl ServerNotification {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::NOTIFICATIONS_CANCELLED => {
                 required_params(methods::NOTIFICATIONS_CANCELLED, params)
@@ -4135,7 +4138,7 @@ impl ServerNotification {
                 optional_params(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, params)
                     .map(Self::NotificationsToolsListChanged)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -4250,7 +4253,7 @@ impl ServerResult {
     pub fn decode_result(
         method: &str,
         result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::COMPLETION_COMPLETE => {
                 decode_result_as(methods::COMPLETION_COMPLETE, result)
@@ -4296,7 +4299,7 @@ impl ServerResult {
             methods::TOOLS_LIST => {
                 decode_result_as(methods::TOOLS_LIST, result).map(Self::ToolsList)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The method whose result this is.
@@ -4350,9 +4353,9 @@ struct MethodEnvelope {
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -4362,14 +4365,14 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
     params: ::std::option::Option<::serde_json::Value>,
 ) -> ::std::result::Result<
     ::std::option::Option<T>,
-    ::protocols_runtime::method::DispatchError,
+    ::protocols_runtime::codegen::DispatchError,
 > {
     match params {
         None | Some(::serde_json::Value::Null) => Ok(None),
         Some(params) => {
             ::serde_json::from_value(params)
                 .map(Some)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+                .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
                     method,
                     source,
                 })
@@ -4379,9 +4382,9 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
 fn decode_result_as<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -4400,13 +4403,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4418,13 +4421,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4436,13 +4439,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4454,13 +4457,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4472,13 +4475,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4490,13 +4493,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4508,13 +4511,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4526,13 +4529,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4544,13 +4547,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4562,13 +4565,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4580,13 +4583,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4598,13 +4601,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4616,13 +4619,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4670,13 +4673,13 @@ pub async fn dispatch_server_request<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::COMPLETION_COMPLETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .completion_complete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::COMPLETION_COMPLETE,
                             params,
                         )?,
@@ -4686,10 +4689,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -4699,10 +4702,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::LOGGING_SET_LEVEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logging_set_level(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGGING_SET_LEVEL,
                             params,
                         )?,
@@ -4712,10 +4715,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -4725,10 +4728,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_GET,
                             params,
                         )?,
@@ -4738,10 +4741,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PROMPTS_LIST,
                             params,
                         )?,
@@ -4751,10 +4754,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_LIST,
                             params,
                         )?,
@@ -4764,10 +4767,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_READ => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_read(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_READ,
                             params,
                         )?,
@@ -4777,10 +4780,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_SUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_subscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_SUBSCRIBE,
                             params,
                         )?,
@@ -4790,10 +4793,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_TEMPLATES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_templates_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_TEMPLATES_LIST,
                             params,
                         )?,
@@ -4803,10 +4806,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_UNSUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_unsubscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_UNSUBSCRIBE,
                             params,
                         )?,
@@ -4816,10 +4819,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_CALL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_call(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_CALL,
                             params,
                         )?,
@@ -4829,10 +4832,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TOOLS_LIST,
                             params,
                         )?,
@@ -4843,7 +4846,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -4855,12 +4858,12 @@ pub async fn dispatch_server_notification<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -4871,7 +4874,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_INITIALIZED => {
             handler
                 .notifications_initialized(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_INITIALIZED,
                         params,
                     )?,
@@ -4882,7 +4885,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -4893,7 +4896,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED => {
             handler
                 .notifications_roots_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                         params,
                     )?,
@@ -4903,7 +4906,7 @@ pub async fn dispatch_server_notification<H: Server>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -4927,26 +4930,29 @@ impl<T> RemoteServer<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
         &self,
         params: types::CompleteRequestParams,
     ) -> ::std::result::Result<
         types::CompleteResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::COMPLETION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::COMPLETION_COMPLETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::COMPLETION_COMPLETE,
+            &result,
+        )
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -4954,16 +4960,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::InitializeRequestParams,
     ) -> ::std::result::Result<
         types::InitializeResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logging/setLevel`.
     pub async fn logging_set_level(
@@ -4971,19 +4980,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SetLevelRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGGING_SET_LEVEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::LOGGING_SET_LEVEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGGING_SET_LEVEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGGING_SET_LEVEL, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -4991,16 +5000,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `prompts/get`.
     pub async fn prompts_get(
@@ -5008,19 +5017,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetPromptRequestParams,
     ) -> ::std::result::Result<
         types::GetPromptResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_GET, &result)
     }
     /// Calls `prompts/list`.
     pub async fn prompts_list(
@@ -5028,19 +5037,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListPromptsRequestParams>,
     ) -> ::std::result::Result<
         types::ListPromptsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_LIST, &result)
     }
     /// Calls `resources/list`.
     pub async fn resources_list(
@@ -5048,19 +5057,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourcesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourcesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_LIST, &result)
     }
     /// Calls `resources/read`.
     pub async fn resources_read(
@@ -5068,19 +5077,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::ReadResourceRequestParams,
     ) -> ::std::result::Result<
         types::ReadResourceResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_READ,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_READ,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_READ, &result)
     }
     /// Calls `resources/subscribe`.
     pub async fn resources_subscribe(
@@ -5088,19 +5097,22 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_SUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_SUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_SUBSCRIBE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::RESOURCES_SUBSCRIBE,
+            &result,
+        )
     }
     /// Calls `resources/templates/list`.
     pub async fn resources_templates_list(
@@ -5108,19 +5120,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourceTemplatesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourceTemplatesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_TEMPLATES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_TEMPLATES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_TEMPLATES_LIST,
             &result,
         )
@@ -5131,19 +5143,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::UnsubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_UNSUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_UNSUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_UNSUBSCRIBE,
             &result,
         )
@@ -5154,16 +5166,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CallToolRequestParams,
     ) -> ::std::result::Result<
         types::CallToolResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_CALL,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_CALL,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_CALL, &result)
     }
     /// Calls `tools/list`.
     pub async fn tools_list(
@@ -5171,26 +5186,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListToolsRequestParams>,
     ) -> ::std::result::Result<
         types::ListToolsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_LIST, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -5201,11 +5219,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_initialized(
         &self,
         params: ::std::option::Option<types::InitializedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_INITIALIZED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_INITIALIZED,
                     &params,
                 )?,
@@ -5216,11 +5234,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -5231,11 +5249,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_roots_list_changed(
         &self,
         params: ::std::option::Option<types::RootsListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -5257,13 +5275,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5275,13 +5293,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5293,13 +5311,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5374,13 +5392,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -5390,10 +5408,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::ROOTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .roots_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::ROOTS_LIST,
                             params,
                         )?,
@@ -5403,10 +5421,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SAMPLING_CREATE_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .sampling_create_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SAMPLING_CREATE_MESSAGE,
                             params,
                         )?,
@@ -5417,7 +5435,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -5429,12 +5447,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -5445,7 +5463,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_MESSAGE => {
             handler
                 .notifications_message(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_MESSAGE,
                         params,
                     )?,
@@ -5456,7 +5474,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -5467,7 +5485,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
             handler
                 .notifications_prompts_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                         params,
                     )?,
@@ -5478,7 +5496,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
             handler
                 .notifications_resources_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                         params,
                     )?,
@@ -5489,7 +5507,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_UPDATED => {
             handler
                 .notifications_resources_updated(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         params,
                     )?,
@@ -5500,7 +5518,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
             handler
                 .notifications_tools_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                         params,
                     )?,
@@ -5510,7 +5528,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -5534,23 +5552,23 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `ping`.
     pub async fn ping(
         &self,
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `roots/list`.
     pub async fn roots_list(
@@ -5558,16 +5576,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::ListRootsRequestParams>,
     ) -> ::std::result::Result<
         types::ListRootsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ROOTS_LIST,
-                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::ROOTS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ROOTS_LIST, &result)
     }
     /// Calls `sampling/createMessage`.
     pub async fn sampling_create_message(
@@ -5575,19 +5596,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateMessageRequestParams,
     ) -> ::std::result::Result<
         types::CreateMessageResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SAMPLING_CREATE_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SAMPLING_CREATE_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SAMPLING_CREATE_MESSAGE,
             &result,
         )
@@ -5596,11 +5617,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -5611,11 +5632,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_message(
         &self,
         params: types::LoggingMessageNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_MESSAGE,
                     &params,
                 )?,
@@ -5626,11 +5647,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -5641,11 +5662,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_prompts_list_changed(
         &self,
         params: ::std::option::Option<types::PromptListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -5656,11 +5677,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_list_changed(
         &self,
         params: ::std::option::Option<types::ResourceListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                     &params,
                 )?,
@@ -5671,11 +5692,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_updated(
         &self,
         params: types::ResourceUpdatedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_UPDATED,
                     &params,
                 )?,
@@ -5686,11 +5707,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tools_list_changed(
         &self,
         params: ::std::option::Option<types::ToolListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                     &params,
                 )?,

@@ -3529,7 +3529,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text", "resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CallToolResultContentItem",
                 "type",
@@ -3561,7 +3561,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CompleteRequestParamsRef",
                 "type",
@@ -3589,7 +3589,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CreateMessageResultContent",
                 "type",
@@ -3618,7 +3618,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text", "resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "PromptMessageContent",
                 "type",
@@ -3650,7 +3650,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SamplingMessageContent",
                 "type",
@@ -3684,7 +3684,7 @@ pub mod methods {
     /// `completion/complete` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
-    impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
+    impl ::protocols_runtime::codegen::RpcMethod for CompletionComplete {
         const NAME: &'static str = COMPLETION_COMPLETE;
         type Params = types::CompleteRequestParams;
         type Result = types::CompleteResult;
@@ -3694,7 +3694,7 @@ pub mod methods {
     /// `initialize` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequestParams;
         type Result = types::InitializeResult;
@@ -3704,7 +3704,7 @@ pub mod methods {
     /// `logging/setLevel` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
-    impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
+    impl ::protocols_runtime::codegen::RpcMethod for LoggingSetLevel {
         const NAME: &'static str = LOGGING_SET_LEVEL;
         type Params = types::SetLevelRequestParams;
         type Result = types::EmptyResult;
@@ -3714,7 +3714,7 @@ pub mod methods {
     /// `ping` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
-    impl ::protocols_runtime::method::RpcMethod for Ping {
+    impl ::protocols_runtime::codegen::RpcMethod for Ping {
         const NAME: &'static str = PING;
         type Params = ::std::option::Option<types::PingRequestParams>;
         type Result = types::EmptyResult;
@@ -3724,7 +3724,7 @@ pub mod methods {
     /// `prompts/get` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
-    impl ::protocols_runtime::method::RpcMethod for PromptsGet {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsGet {
         const NAME: &'static str = PROMPTS_GET;
         type Params = types::GetPromptRequestParams;
         type Result = types::GetPromptResult;
@@ -3734,7 +3734,7 @@ pub mod methods {
     /// `prompts/list` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
-    impl ::protocols_runtime::method::RpcMethod for PromptsList {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsList {
         const NAME: &'static str = PROMPTS_LIST;
         type Params = ::std::option::Option<types::ListPromptsRequestParams>;
         type Result = types::ListPromptsResult;
@@ -3744,7 +3744,7 @@ pub mod methods {
     /// `resources/list` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesList {
         const NAME: &'static str = RESOURCES_LIST;
         type Params = ::std::option::Option<types::ListResourcesRequestParams>;
         type Result = types::ListResourcesResult;
@@ -3754,7 +3754,7 @@ pub mod methods {
     /// `resources/read` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesRead {
         const NAME: &'static str = RESOURCES_READ;
         type Params = types::ReadResourceRequestParams;
         type Result = types::ReadResourceResult;
@@ -3764,7 +3764,7 @@ pub mod methods {
     /// `resources/subscribe` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesSubscribe {
         const NAME: &'static str = RESOURCES_SUBSCRIBE;
         type Params = types::SubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -3774,7 +3774,7 @@ pub mod methods {
     /// `resources/templates/list` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesTemplatesList {
         const NAME: &'static str = RESOURCES_TEMPLATES_LIST;
         type Params = ::std::option::Option<types::ListResourceTemplatesRequestParams>;
         type Result = types::ListResourceTemplatesResult;
@@ -3784,7 +3784,7 @@ pub mod methods {
     /// `resources/unsubscribe` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesUnsubscribe {
         const NAME: &'static str = RESOURCES_UNSUBSCRIBE;
         type Params = types::UnsubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -3794,7 +3794,7 @@ pub mod methods {
     /// `roots/list` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
-    impl ::protocols_runtime::method::RpcMethod for RootsList {
+    impl ::protocols_runtime::codegen::RpcMethod for RootsList {
         const NAME: &'static str = ROOTS_LIST;
         type Params = ::std::option::Option<types::ListRootsRequestParams>;
         type Result = types::ListRootsResult;
@@ -3804,7 +3804,7 @@ pub mod methods {
     /// `sampling/createMessage` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
-    impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SamplingCreateMessage {
         const NAME: &'static str = SAMPLING_CREATE_MESSAGE;
         type Params = types::CreateMessageRequestParams;
         type Result = types::CreateMessageResult;
@@ -3814,7 +3814,7 @@ pub mod methods {
     /// `tools/call` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
-    impl ::protocols_runtime::method::RpcMethod for ToolsCall {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsCall {
         const NAME: &'static str = TOOLS_CALL;
         type Params = types::CallToolRequestParams;
         type Result = types::CallToolResult;
@@ -3824,7 +3824,7 @@ pub mod methods {
     /// `tools/list` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
-    impl ::protocols_runtime::method::RpcMethod for ToolsList {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsList {
         const NAME: &'static str = TOOLS_LIST;
         type Params = ::std::option::Option<types::ListToolsRequestParams>;
         type Result = types::ListToolsResult;
@@ -3834,7 +3834,7 @@ pub mod methods {
     /// `notifications/cancelled` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsCancelled {
         const NAME: &'static str = NOTIFICATIONS_CANCELLED;
         type Params = types::CancelledNotificationParams;
     }
@@ -3843,7 +3843,7 @@ pub mod methods {
     /// `notifications/initialized` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsInitialized {
         const NAME: &'static str = NOTIFICATIONS_INITIALIZED;
         type Params = ::std::option::Option<types::InitializedNotificationParams>;
     }
@@ -3852,7 +3852,7 @@ pub mod methods {
     /// `notifications/message` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsMessage {
         const NAME: &'static str = NOTIFICATIONS_MESSAGE;
         type Params = types::LoggingMessageNotificationParams;
     }
@@ -3861,7 +3861,7 @@ pub mod methods {
     /// `notifications/progress` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsProgress {
         const NAME: &'static str = NOTIFICATIONS_PROGRESS;
         type Params = types::ProgressNotificationParams;
     }
@@ -3870,7 +3870,7 @@ pub mod methods {
     /// `notifications/prompts/list_changed` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsPromptsListChanged {
         const NAME: &'static str = NOTIFICATIONS_PROMPTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::PromptListChangedNotificationParams>;
@@ -3880,7 +3880,7 @@ pub mod methods {
     /// `notifications/resources/list_changed` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsResourcesListChanged {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_LIST_CHANGED;
         type Params = ::std::option::Option<
@@ -3892,7 +3892,8 @@ pub mod methods {
     /// `notifications/resources/updated` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsResourcesUpdated {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_UPDATED;
         type Params = types::ResourceUpdatedNotificationParams;
     }
@@ -3901,7 +3902,8 @@ pub mod methods {
     /// `notifications/roots/list_changed` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsRootsListChanged {
         const NAME: &'static str = NOTIFICATIONS_ROOTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::RootsListChangedNotificationParams>;
     }
@@ -3910,18 +3912,19 @@ pub mod methods {
     /// `notifications/tools/list_changed` (MCP 2025-03-26)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsToolsListChanged {
         const NAME: &'static str = NOTIFICATIONS_TOOLS_LIST_CHANGED;
         type Params = ::std::option::Option<types::ToolListChangedNotificationParams>;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "completion/complete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CompleteRequestParams"),
         params_optional: false,
         result_type: Some("types::CompleteResult"),
@@ -3930,10 +3933,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequestParams"),
         params_optional: false,
         result_type: Some("types::InitializeResult"),
@@ -3942,10 +3945,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logging/setLevel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetLevelRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -3954,10 +3957,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ping",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PingRequestParams"),
         params_optional: true,
         result_type: Some("types::EmptyResult"),
@@ -3966,10 +3969,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetPromptRequestParams"),
         params_optional: false,
         result_type: Some("types::GetPromptResult"),
@@ -3978,10 +3981,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListPromptsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListPromptsResult"),
@@ -3990,10 +3993,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourcesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourcesResult"),
@@ -4002,10 +4005,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/read",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadResourceRequestParams"),
         params_optional: false,
         result_type: Some("types::ReadResourceResult"),
@@ -4014,10 +4017,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/subscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -4026,10 +4029,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/templates/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourceTemplatesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourceTemplatesResult"),
@@ -4038,10 +4041,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/unsubscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::UnsubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -4050,10 +4053,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "roots/list",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListRootsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListRootsResult"),
@@ -4062,10 +4065,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "sampling/createMessage",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateMessageRequestParams"),
         params_optional: false,
         result_type: Some("types::CreateMessageResult"),
@@ -4074,10 +4077,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/call",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CallToolRequestParams"),
         params_optional: false,
         result_type: Some("types::CallToolResult"),
@@ -4086,10 +4089,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListToolsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListToolsResult"),
@@ -4098,10 +4101,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/cancelled",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelledNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4110,10 +4113,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/initialized",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::InitializedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4122,10 +4125,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/message",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::LoggingMessageNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4134,10 +4137,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/progress",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ProgressNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4146,10 +4149,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/prompts/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::PromptListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4158,10 +4161,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4170,10 +4173,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/updated",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceUpdatedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4182,10 +4185,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/roots/list_changed",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RootsListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4194,10 +4197,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tools/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ToolListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4224,7 +4227,7 @@ impl ServerRequest {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::PING => optional_params(methods::PING, params).map(Self::Ping),
             methods::ROOTS_LIST => {
@@ -4234,7 +4237,7 @@ impl ServerRequest {
                 required_params(methods::SAMPLING_CREATE_MESSAGE, params)
                     .map(Self::SamplingCreateMessage)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -4318,7 +4321,7 @@ impl ServerNotification {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::NOTIFICATIONS_CANCELLED => {
                 required_params(methods::NOTIFICATIONS_CANCELLED, params)
@@ -4348,7 +4351,7 @@ impl ServerNotification {
                 optional_params(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, params)
                     .map(Self::NotificationsToolsListChanged)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -4463,7 +4466,7 @@ impl ServerResult {
     pub fn decode_result(
         method: &str,
         result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::COMPLETION_COMPLETE => {
                 decode_result_as(methods::COMPLETION_COMPLETE, result)
@@ -4509,7 +4512,7 @@ impl ServerResult {
             methods::TOOLS_LIST => {
                 decode_result_as(methods::TOOLS_LIST, result).map(Self::ToolsList)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The method whose result this is.
@@ -4563,9 +4566,9 @@ struct MethodEnvelope {
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -4575,14 +4578,14 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
     params: ::std::option::Option<::serde_json::Value>,
 ) -> ::std::result::Result<
     ::std::option::Option<T>,
-    ::protocols_runtime::method::DispatchError,
+    ::protocols_runtime::codegen::DispatchError,
 > {
     match params {
         None | Some(::serde_json::Value::Null) => Ok(None),
         Some(params) => {
             ::serde_json::from_value(params)
                 .map(Some)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+                .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
                     method,
                     source,
                 })
@@ -4592,9 +4595,9 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
 fn decode_result_as<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -4613,13 +4616,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4631,13 +4634,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4649,13 +4652,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4667,13 +4670,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4685,13 +4688,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4703,13 +4706,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4721,13 +4724,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4739,13 +4742,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4757,13 +4760,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4775,13 +4778,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4793,13 +4796,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4811,13 +4814,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4829,13 +4832,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -4883,13 +4886,13 @@ pub async fn dispatch_server_request<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::COMPLETION_COMPLETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .completion_complete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::COMPLETION_COMPLETE,
                             params,
                         )?,
@@ -4899,10 +4902,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -4912,10 +4915,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::LOGGING_SET_LEVEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logging_set_level(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGGING_SET_LEVEL,
                             params,
                         )?,
@@ -4925,10 +4928,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -4938,10 +4941,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_GET,
                             params,
                         )?,
@@ -4951,10 +4954,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PROMPTS_LIST,
                             params,
                         )?,
@@ -4964,10 +4967,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_LIST,
                             params,
                         )?,
@@ -4977,10 +4980,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_READ => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_read(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_READ,
                             params,
                         )?,
@@ -4990,10 +4993,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_SUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_subscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_SUBSCRIBE,
                             params,
                         )?,
@@ -5003,10 +5006,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_TEMPLATES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_templates_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_TEMPLATES_LIST,
                             params,
                         )?,
@@ -5016,10 +5019,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_UNSUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_unsubscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_UNSUBSCRIBE,
                             params,
                         )?,
@@ -5029,10 +5032,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_CALL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_call(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_CALL,
                             params,
                         )?,
@@ -5042,10 +5045,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TOOLS_LIST,
                             params,
                         )?,
@@ -5056,7 +5059,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -5068,12 +5071,12 @@ pub async fn dispatch_server_notification<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -5084,7 +5087,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_INITIALIZED => {
             handler
                 .notifications_initialized(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_INITIALIZED,
                         params,
                     )?,
@@ -5095,7 +5098,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -5106,7 +5109,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED => {
             handler
                 .notifications_roots_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                         params,
                     )?,
@@ -5116,7 +5119,7 @@ pub async fn dispatch_server_notification<H: Server>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -5140,26 +5143,29 @@ impl<T> RemoteServer<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
         &self,
         params: types::CompleteRequestParams,
     ) -> ::std::result::Result<
         types::CompleteResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::COMPLETION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::COMPLETION_COMPLETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::COMPLETION_COMPLETE,
+            &result,
+        )
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -5167,16 +5173,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::InitializeRequestParams,
     ) -> ::std::result::Result<
         types::InitializeResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logging/setLevel`.
     pub async fn logging_set_level(
@@ -5184,19 +5193,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SetLevelRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGGING_SET_LEVEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::LOGGING_SET_LEVEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGGING_SET_LEVEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGGING_SET_LEVEL, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -5204,16 +5213,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `prompts/get`.
     pub async fn prompts_get(
@@ -5221,19 +5230,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetPromptRequestParams,
     ) -> ::std::result::Result<
         types::GetPromptResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_GET, &result)
     }
     /// Calls `prompts/list`.
     pub async fn prompts_list(
@@ -5241,19 +5250,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListPromptsRequestParams>,
     ) -> ::std::result::Result<
         types::ListPromptsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_LIST, &result)
     }
     /// Calls `resources/list`.
     pub async fn resources_list(
@@ -5261,19 +5270,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourcesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourcesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_LIST, &result)
     }
     /// Calls `resources/read`.
     pub async fn resources_read(
@@ -5281,19 +5290,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::ReadResourceRequestParams,
     ) -> ::std::result::Result<
         types::ReadResourceResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_READ,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_READ,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_READ, &result)
     }
     /// Calls `resources/subscribe`.
     pub async fn resources_subscribe(
@@ -5301,19 +5310,22 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_SUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_SUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_SUBSCRIBE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::RESOURCES_SUBSCRIBE,
+            &result,
+        )
     }
     /// Calls `resources/templates/list`.
     pub async fn resources_templates_list(
@@ -5321,19 +5333,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourceTemplatesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourceTemplatesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_TEMPLATES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_TEMPLATES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_TEMPLATES_LIST,
             &result,
         )
@@ -5344,19 +5356,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::UnsubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_UNSUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_UNSUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_UNSUBSCRIBE,
             &result,
         )
@@ -5367,16 +5379,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CallToolRequestParams,
     ) -> ::std::result::Result<
         types::CallToolResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_CALL,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_CALL,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_CALL, &result)
     }
     /// Calls `tools/list`.
     pub async fn tools_list(
@@ -5384,26 +5399,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListToolsRequestParams>,
     ) -> ::std::result::Result<
         types::ListToolsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_LIST, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -5414,11 +5432,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_initialized(
         &self,
         params: ::std::option::Option<types::InitializedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_INITIALIZED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_INITIALIZED,
                     &params,
                 )?,
@@ -5429,11 +5447,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -5444,11 +5462,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_roots_list_changed(
         &self,
         params: ::std::option::Option<types::RootsListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -5470,13 +5488,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5488,13 +5506,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5506,13 +5524,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5587,13 +5605,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -5603,10 +5621,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::ROOTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .roots_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::ROOTS_LIST,
                             params,
                         )?,
@@ -5616,10 +5634,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SAMPLING_CREATE_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .sampling_create_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SAMPLING_CREATE_MESSAGE,
                             params,
                         )?,
@@ -5630,7 +5648,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -5642,12 +5660,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -5658,7 +5676,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_MESSAGE => {
             handler
                 .notifications_message(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_MESSAGE,
                         params,
                     )?,
@@ -5669,7 +5687,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -5680,7 +5698,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
             handler
                 .notifications_prompts_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                         params,
                     )?,
@@ -5691,7 +5709,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
             handler
                 .notifications_resources_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                         params,
                     )?,
@@ -5702,7 +5720,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_UPDATED => {
             handler
                 .notifications_resources_updated(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         params,
                     )?,
@@ -5713,7 +5731,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
             handler
                 .notifications_tools_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                         params,
                     )?,
@@ -5723,7 +5741,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -5747,23 +5765,23 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `ping`.
     pub async fn ping(
         &self,
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `roots/list`.
     pub async fn roots_list(
@@ -5771,16 +5789,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::ListRootsRequestParams>,
     ) -> ::std::result::Result<
         types::ListRootsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ROOTS_LIST,
-                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::ROOTS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ROOTS_LIST, &result)
     }
     /// Calls `sampling/createMessage`.
     pub async fn sampling_create_message(
@@ -5788,19 +5809,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateMessageRequestParams,
     ) -> ::std::result::Result<
         types::CreateMessageResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SAMPLING_CREATE_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SAMPLING_CREATE_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SAMPLING_CREATE_MESSAGE,
             &result,
         )
@@ -5809,11 +5830,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -5824,11 +5845,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_message(
         &self,
         params: types::LoggingMessageNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_MESSAGE,
                     &params,
                 )?,
@@ -5839,11 +5860,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -5854,11 +5875,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_prompts_list_changed(
         &self,
         params: ::std::option::Option<types::PromptListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -5869,11 +5890,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_list_changed(
         &self,
         params: ::std::option::Option<types::ResourceListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                     &params,
                 )?,
@@ -5884,11 +5905,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_updated(
         &self,
         params: types::ResourceUpdatedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_UPDATED,
                     &params,
                 )?,
@@ -5899,11 +5920,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tools_list_changed(
         &self,
         params: ::std::option::Option<types::ToolListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                     &params,
                 )?,

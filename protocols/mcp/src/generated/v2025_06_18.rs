@@ -4263,7 +4263,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CompleteRequestParamsRef",
                 "type",
@@ -4298,7 +4298,7 @@ pub mod types {
                 "text",
                 "resource",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "ContentBlock",
                 "type",
@@ -4333,7 +4333,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CreateMessageResultContent",
                 "type",
@@ -4362,7 +4362,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["image", "audio", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SamplingMessageContent",
                 "type",
@@ -4396,7 +4396,7 @@ pub mod methods {
     /// `completion/complete` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
-    impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
+    impl ::protocols_runtime::codegen::RpcMethod for CompletionComplete {
         const NAME: &'static str = COMPLETION_COMPLETE;
         type Params = types::CompleteRequestParams;
         type Result = types::CompleteResult;
@@ -4406,7 +4406,7 @@ pub mod methods {
     /// `elicitation/create` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::ElicitRequestParams;
         type Result = types::ElicitResult;
@@ -4416,7 +4416,7 @@ pub mod methods {
     /// `initialize` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequestParams;
         type Result = types::InitializeResult;
@@ -4426,7 +4426,7 @@ pub mod methods {
     /// `logging/setLevel` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
-    impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
+    impl ::protocols_runtime::codegen::RpcMethod for LoggingSetLevel {
         const NAME: &'static str = LOGGING_SET_LEVEL;
         type Params = types::SetLevelRequestParams;
         type Result = types::EmptyResult;
@@ -4436,7 +4436,7 @@ pub mod methods {
     /// `ping` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
-    impl ::protocols_runtime::method::RpcMethod for Ping {
+    impl ::protocols_runtime::codegen::RpcMethod for Ping {
         const NAME: &'static str = PING;
         type Params = ::std::option::Option<types::PingRequestParams>;
         type Result = types::EmptyResult;
@@ -4446,7 +4446,7 @@ pub mod methods {
     /// `prompts/get` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
-    impl ::protocols_runtime::method::RpcMethod for PromptsGet {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsGet {
         const NAME: &'static str = PROMPTS_GET;
         type Params = types::GetPromptRequestParams;
         type Result = types::GetPromptResult;
@@ -4456,7 +4456,7 @@ pub mod methods {
     /// `prompts/list` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
-    impl ::protocols_runtime::method::RpcMethod for PromptsList {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsList {
         const NAME: &'static str = PROMPTS_LIST;
         type Params = ::std::option::Option<types::ListPromptsRequestParams>;
         type Result = types::ListPromptsResult;
@@ -4466,7 +4466,7 @@ pub mod methods {
     /// `resources/list` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesList {
         const NAME: &'static str = RESOURCES_LIST;
         type Params = ::std::option::Option<types::ListResourcesRequestParams>;
         type Result = types::ListResourcesResult;
@@ -4476,7 +4476,7 @@ pub mod methods {
     /// `resources/read` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesRead {
         const NAME: &'static str = RESOURCES_READ;
         type Params = types::ReadResourceRequestParams;
         type Result = types::ReadResourceResult;
@@ -4486,7 +4486,7 @@ pub mod methods {
     /// `resources/subscribe` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesSubscribe {
         const NAME: &'static str = RESOURCES_SUBSCRIBE;
         type Params = types::SubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -4496,7 +4496,7 @@ pub mod methods {
     /// `resources/templates/list` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesTemplatesList {
         const NAME: &'static str = RESOURCES_TEMPLATES_LIST;
         type Params = ::std::option::Option<types::ListResourceTemplatesRequestParams>;
         type Result = types::ListResourceTemplatesResult;
@@ -4506,7 +4506,7 @@ pub mod methods {
     /// `resources/unsubscribe` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesUnsubscribe {
         const NAME: &'static str = RESOURCES_UNSUBSCRIBE;
         type Params = types::UnsubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -4516,7 +4516,7 @@ pub mod methods {
     /// `roots/list` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
-    impl ::protocols_runtime::method::RpcMethod for RootsList {
+    impl ::protocols_runtime::codegen::RpcMethod for RootsList {
         const NAME: &'static str = ROOTS_LIST;
         type Params = ::std::option::Option<types::ListRootsRequestParams>;
         type Result = types::ListRootsResult;
@@ -4526,7 +4526,7 @@ pub mod methods {
     /// `sampling/createMessage` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
-    impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SamplingCreateMessage {
         const NAME: &'static str = SAMPLING_CREATE_MESSAGE;
         type Params = types::CreateMessageRequestParams;
         type Result = types::CreateMessageResult;
@@ -4536,7 +4536,7 @@ pub mod methods {
     /// `tools/call` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
-    impl ::protocols_runtime::method::RpcMethod for ToolsCall {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsCall {
         const NAME: &'static str = TOOLS_CALL;
         type Params = types::CallToolRequestParams;
         type Result = types::CallToolResult;
@@ -4546,7 +4546,7 @@ pub mod methods {
     /// `tools/list` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
-    impl ::protocols_runtime::method::RpcMethod for ToolsList {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsList {
         const NAME: &'static str = TOOLS_LIST;
         type Params = ::std::option::Option<types::ListToolsRequestParams>;
         type Result = types::ListToolsResult;
@@ -4556,7 +4556,7 @@ pub mod methods {
     /// `notifications/cancelled` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsCancelled {
         const NAME: &'static str = NOTIFICATIONS_CANCELLED;
         type Params = types::CancelledNotificationParams;
     }
@@ -4565,7 +4565,7 @@ pub mod methods {
     /// `notifications/initialized` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsInitialized {
         const NAME: &'static str = NOTIFICATIONS_INITIALIZED;
         type Params = ::std::option::Option<types::InitializedNotificationParams>;
     }
@@ -4574,7 +4574,7 @@ pub mod methods {
     /// `notifications/message` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsMessage {
         const NAME: &'static str = NOTIFICATIONS_MESSAGE;
         type Params = types::LoggingMessageNotificationParams;
     }
@@ -4583,7 +4583,7 @@ pub mod methods {
     /// `notifications/progress` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsProgress {
         const NAME: &'static str = NOTIFICATIONS_PROGRESS;
         type Params = types::ProgressNotificationParams;
     }
@@ -4592,7 +4592,7 @@ pub mod methods {
     /// `notifications/prompts/list_changed` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsPromptsListChanged {
         const NAME: &'static str = NOTIFICATIONS_PROMPTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::PromptListChangedNotificationParams>;
@@ -4602,7 +4602,7 @@ pub mod methods {
     /// `notifications/resources/list_changed` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsResourcesListChanged {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_LIST_CHANGED;
         type Params = ::std::option::Option<
@@ -4614,7 +4614,8 @@ pub mod methods {
     /// `notifications/resources/updated` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsResourcesUpdated {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_UPDATED;
         type Params = types::ResourceUpdatedNotificationParams;
     }
@@ -4623,7 +4624,8 @@ pub mod methods {
     /// `notifications/roots/list_changed` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsRootsListChanged {
         const NAME: &'static str = NOTIFICATIONS_ROOTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::RootsListChangedNotificationParams>;
     }
@@ -4632,18 +4634,19 @@ pub mod methods {
     /// `notifications/tools/list_changed` (MCP 2025-06-18)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsToolsListChanged {
         const NAME: &'static str = NOTIFICATIONS_TOOLS_LIST_CHANGED;
         type Params = ::std::option::Option<types::ToolListChangedNotificationParams>;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "completion/complete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CompleteRequestParams"),
         params_optional: false,
         result_type: Some("types::CompleteResult"),
@@ -4652,10 +4655,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ElicitRequestParams"),
         params_optional: false,
         result_type: Some("types::ElicitResult"),
@@ -4664,10 +4667,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequestParams"),
         params_optional: false,
         result_type: Some("types::InitializeResult"),
@@ -4676,10 +4679,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logging/setLevel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetLevelRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -4688,10 +4691,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ping",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PingRequestParams"),
         params_optional: true,
         result_type: Some("types::EmptyResult"),
@@ -4700,10 +4703,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetPromptRequestParams"),
         params_optional: false,
         result_type: Some("types::GetPromptResult"),
@@ -4712,10 +4715,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListPromptsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListPromptsResult"),
@@ -4724,10 +4727,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourcesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourcesResult"),
@@ -4736,10 +4739,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/read",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadResourceRequestParams"),
         params_optional: false,
         result_type: Some("types::ReadResourceResult"),
@@ -4748,10 +4751,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/subscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -4760,10 +4763,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/templates/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListResourceTemplatesRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourceTemplatesResult"),
@@ -4772,10 +4775,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/unsubscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::UnsubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -4784,10 +4787,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "roots/list",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListRootsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListRootsResult"),
@@ -4796,10 +4799,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "sampling/createMessage",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateMessageRequestParams"),
         params_optional: false,
         result_type: Some("types::CreateMessageResult"),
@@ -4808,10 +4811,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/call",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CallToolRequestParams"),
         params_optional: false,
         result_type: Some("types::CallToolResult"),
@@ -4820,10 +4823,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListToolsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListToolsResult"),
@@ -4832,10 +4835,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/cancelled",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelledNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4844,10 +4847,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/initialized",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::InitializedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4856,10 +4859,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/message",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::LoggingMessageNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4868,10 +4871,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/progress",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ProgressNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4880,10 +4883,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/prompts/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::PromptListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4892,10 +4895,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4904,10 +4907,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/updated",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceUpdatedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -4916,10 +4919,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/roots/list_changed",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RootsListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4928,10 +4931,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tools/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ToolListChangedNotificationParams"),
         params_optional: true,
         result_type: None,
@@ -4960,7 +4963,7 @@ impl ServerRequest {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::ELICITATION_CREATE => {
                 required_params(methods::ELICITATION_CREATE, params)
@@ -4974,7 +4977,7 @@ impl ServerRequest {
                 required_params(methods::SAMPLING_CREATE_MESSAGE, params)
                     .map(Self::SamplingCreateMessage)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -5060,7 +5063,7 @@ impl ServerNotification {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::NOTIFICATIONS_CANCELLED => {
                 required_params(methods::NOTIFICATIONS_CANCELLED, params)
@@ -5090,7 +5093,7 @@ impl ServerNotification {
                 optional_params(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, params)
                     .map(Self::NotificationsToolsListChanged)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -5205,7 +5208,7 @@ impl ServerResult {
     pub fn decode_result(
         method: &str,
         result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::COMPLETION_COMPLETE => {
                 decode_result_as(methods::COMPLETION_COMPLETE, result)
@@ -5251,7 +5254,7 @@ impl ServerResult {
             methods::TOOLS_LIST => {
                 decode_result_as(methods::TOOLS_LIST, result).map(Self::ToolsList)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The method whose result this is.
@@ -5305,9 +5308,9 @@ struct MethodEnvelope {
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -5317,14 +5320,14 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
     params: ::std::option::Option<::serde_json::Value>,
 ) -> ::std::result::Result<
     ::std::option::Option<T>,
-    ::protocols_runtime::method::DispatchError,
+    ::protocols_runtime::codegen::DispatchError,
 > {
     match params {
         None | Some(::serde_json::Value::Null) => Ok(None),
         Some(params) => {
             ::serde_json::from_value(params)
                 .map(Some)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+                .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
                     method,
                     source,
                 })
@@ -5334,9 +5337,9 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
 fn decode_result_as<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -5355,13 +5358,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5373,13 +5376,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5391,13 +5394,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5409,13 +5412,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5427,13 +5430,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5445,13 +5448,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5463,13 +5466,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5481,13 +5484,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5499,13 +5502,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5517,13 +5520,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5535,13 +5538,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5553,13 +5556,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5571,13 +5574,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5625,13 +5628,13 @@ pub async fn dispatch_server_request<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::COMPLETION_COMPLETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .completion_complete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::COMPLETION_COMPLETE,
                             params,
                         )?,
@@ -5641,10 +5644,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -5654,10 +5657,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::LOGGING_SET_LEVEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logging_set_level(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGGING_SET_LEVEL,
                             params,
                         )?,
@@ -5667,10 +5670,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -5680,10 +5683,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_GET,
                             params,
                         )?,
@@ -5693,10 +5696,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PROMPTS_LIST,
                             params,
                         )?,
@@ -5706,10 +5709,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_LIST,
                             params,
                         )?,
@@ -5719,10 +5722,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_READ => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_read(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_READ,
                             params,
                         )?,
@@ -5732,10 +5735,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_SUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_subscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_SUBSCRIBE,
                             params,
                         )?,
@@ -5745,10 +5748,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_TEMPLATES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_templates_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_TEMPLATES_LIST,
                             params,
                         )?,
@@ -5758,10 +5761,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_UNSUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_unsubscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_UNSUBSCRIBE,
                             params,
                         )?,
@@ -5771,10 +5774,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_CALL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_call(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_CALL,
                             params,
                         )?,
@@ -5784,10 +5787,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TOOLS_LIST,
                             params,
                         )?,
@@ -5798,7 +5801,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -5810,12 +5813,12 @@ pub async fn dispatch_server_notification<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -5826,7 +5829,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_INITIALIZED => {
             handler
                 .notifications_initialized(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_INITIALIZED,
                         params,
                     )?,
@@ -5837,7 +5840,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -5848,7 +5851,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED => {
             handler
                 .notifications_roots_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                         params,
                     )?,
@@ -5858,7 +5861,7 @@ pub async fn dispatch_server_notification<H: Server>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -5882,26 +5885,29 @@ impl<T> RemoteServer<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
         &self,
         params: types::CompleteRequestParams,
     ) -> ::std::result::Result<
         types::CompleteResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::COMPLETION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::COMPLETION_COMPLETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::COMPLETION_COMPLETE,
+            &result,
+        )
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -5909,16 +5915,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::InitializeRequestParams,
     ) -> ::std::result::Result<
         types::InitializeResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logging/setLevel`.
     pub async fn logging_set_level(
@@ -5926,19 +5935,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SetLevelRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGGING_SET_LEVEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::LOGGING_SET_LEVEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGGING_SET_LEVEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGGING_SET_LEVEL, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -5946,16 +5955,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `prompts/get`.
     pub async fn prompts_get(
@@ -5963,19 +5972,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetPromptRequestParams,
     ) -> ::std::result::Result<
         types::GetPromptResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_GET, &result)
     }
     /// Calls `prompts/list`.
     pub async fn prompts_list(
@@ -5983,19 +5992,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListPromptsRequestParams>,
     ) -> ::std::result::Result<
         types::ListPromptsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_LIST, &result)
     }
     /// Calls `resources/list`.
     pub async fn resources_list(
@@ -6003,19 +6012,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourcesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourcesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_LIST, &result)
     }
     /// Calls `resources/read`.
     pub async fn resources_read(
@@ -6023,19 +6032,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::ReadResourceRequestParams,
     ) -> ::std::result::Result<
         types::ReadResourceResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_READ,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_READ,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_READ, &result)
     }
     /// Calls `resources/subscribe`.
     pub async fn resources_subscribe(
@@ -6043,19 +6052,22 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_SUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_SUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_SUBSCRIBE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::RESOURCES_SUBSCRIBE,
+            &result,
+        )
     }
     /// Calls `resources/templates/list`.
     pub async fn resources_templates_list(
@@ -6063,19 +6075,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListResourceTemplatesRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourceTemplatesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_TEMPLATES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_TEMPLATES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_TEMPLATES_LIST,
             &result,
         )
@@ -6086,19 +6098,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::UnsubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_UNSUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_UNSUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_UNSUBSCRIBE,
             &result,
         )
@@ -6109,16 +6121,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CallToolRequestParams,
     ) -> ::std::result::Result<
         types::CallToolResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_CALL,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_CALL,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_CALL, &result)
     }
     /// Calls `tools/list`.
     pub async fn tools_list(
@@ -6126,26 +6141,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::ListToolsRequestParams>,
     ) -> ::std::result::Result<
         types::ListToolsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_LIST, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -6156,11 +6174,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_initialized(
         &self,
         params: ::std::option::Option<types::InitializedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_INITIALIZED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_INITIALIZED,
                     &params,
                 )?,
@@ -6171,11 +6189,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -6186,11 +6204,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_roots_list_changed(
         &self,
         params: ::std::option::Option<types::RootsListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -6212,13 +6230,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ElicitResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6230,13 +6248,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6248,13 +6266,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6266,13 +6284,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -6347,13 +6365,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -6363,10 +6381,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -6376,10 +6394,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::ROOTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .roots_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::ROOTS_LIST,
                             params,
                         )?,
@@ -6389,10 +6407,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SAMPLING_CREATE_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .sampling_create_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SAMPLING_CREATE_MESSAGE,
                             params,
                         )?,
@@ -6403,7 +6421,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -6415,12 +6433,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -6431,7 +6449,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_MESSAGE => {
             handler
                 .notifications_message(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_MESSAGE,
                         params,
                     )?,
@@ -6442,7 +6460,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -6453,7 +6471,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
             handler
                 .notifications_prompts_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                         params,
                     )?,
@@ -6464,7 +6482,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
             handler
                 .notifications_resources_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                         params,
                     )?,
@@ -6475,7 +6493,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_UPDATED => {
             handler
                 .notifications_resources_updated(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         params,
                     )?,
@@ -6486,7 +6504,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
             handler
                 .notifications_tools_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                         params,
                     )?,
@@ -6496,7 +6514,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -6520,26 +6538,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::ElicitRequestParams,
     ) -> ::std::result::Result<
         types::ElicitResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -6547,16 +6565,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::PingRequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `roots/list`.
     pub async fn roots_list(
@@ -6564,16 +6582,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::ListRootsRequestParams>,
     ) -> ::std::result::Result<
         types::ListRootsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ROOTS_LIST,
-                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::ROOTS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ROOTS_LIST, &result)
     }
     /// Calls `sampling/createMessage`.
     pub async fn sampling_create_message(
@@ -6581,19 +6602,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateMessageRequestParams,
     ) -> ::std::result::Result<
         types::CreateMessageResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SAMPLING_CREATE_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SAMPLING_CREATE_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SAMPLING_CREATE_MESSAGE,
             &result,
         )
@@ -6602,11 +6623,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -6617,11 +6638,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_message(
         &self,
         params: types::LoggingMessageNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_MESSAGE,
                     &params,
                 )?,
@@ -6632,11 +6653,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -6647,11 +6668,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_prompts_list_changed(
         &self,
         params: ::std::option::Option<types::PromptListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -6662,11 +6683,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_list_changed(
         &self,
         params: ::std::option::Option<types::ResourceListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                     &params,
                 )?,
@@ -6677,11 +6698,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_updated(
         &self,
         params: types::ResourceUpdatedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_UPDATED,
                     &params,
                 )?,
@@ -6692,11 +6713,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tools_list_changed(
         &self,
         params: ::std::option::Option<types::ToolListChangedNotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                     &params,
                 )?,

@@ -7894,7 +7894,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CompleteRequestParamsRef",
                 "type",
@@ -7929,7 +7929,7 @@ pub mod types {
                 "text",
                 "resource",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "ContentBlock",
                 "type",
@@ -7964,7 +7964,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["tool_use", "image", "audio", "tool_result", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SamplingMessageContentBlock",
                 "type",
@@ -8004,7 +8004,7 @@ pub mod methods {
     /// `completion/complete` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
-    impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
+    impl ::protocols_runtime::codegen::RpcMethod for CompletionComplete {
         const NAME: &'static str = COMPLETION_COMPLETE;
         type Params = types::CompleteRequestParams;
         type Result = types::CompleteResult;
@@ -8014,7 +8014,7 @@ pub mod methods {
     /// `elicitation/create` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::ElicitRequestParams;
         type Result = types::ElicitResult;
@@ -8024,7 +8024,7 @@ pub mod methods {
     /// `initialize` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequestParams;
         type Result = types::InitializeResult;
@@ -8034,7 +8034,7 @@ pub mod methods {
     /// `logging/setLevel` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct LoggingSetLevel;
-    impl ::protocols_runtime::method::RpcMethod for LoggingSetLevel {
+    impl ::protocols_runtime::codegen::RpcMethod for LoggingSetLevel {
         const NAME: &'static str = LOGGING_SET_LEVEL;
         type Params = types::SetLevelRequestParams;
         type Result = types::EmptyResult;
@@ -8044,7 +8044,7 @@ pub mod methods {
     /// `ping` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ping;
-    impl ::protocols_runtime::method::RpcMethod for Ping {
+    impl ::protocols_runtime::codegen::RpcMethod for Ping {
         const NAME: &'static str = PING;
         type Params = ::std::option::Option<types::RequestParams>;
         type Result = types::EmptyResult;
@@ -8054,7 +8054,7 @@ pub mod methods {
     /// `prompts/get` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
-    impl ::protocols_runtime::method::RpcMethod for PromptsGet {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsGet {
         const NAME: &'static str = PROMPTS_GET;
         type Params = types::GetPromptRequestParams;
         type Result = types::GetPromptResult;
@@ -8064,7 +8064,7 @@ pub mod methods {
     /// `prompts/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
-    impl ::protocols_runtime::method::RpcMethod for PromptsList {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsList {
         const NAME: &'static str = PROMPTS_LIST;
         type Params = ::std::option::Option<types::PaginatedRequestParams>;
         type Result = types::ListPromptsResult;
@@ -8074,7 +8074,7 @@ pub mod methods {
     /// `resources/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesList {
         const NAME: &'static str = RESOURCES_LIST;
         type Params = ::std::option::Option<types::PaginatedRequestParams>;
         type Result = types::ListResourcesResult;
@@ -8084,7 +8084,7 @@ pub mod methods {
     /// `resources/read` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesRead {
         const NAME: &'static str = RESOURCES_READ;
         type Params = types::ReadResourceRequestParams;
         type Result = types::ReadResourceResult;
@@ -8094,7 +8094,7 @@ pub mod methods {
     /// `resources/subscribe` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesSubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesSubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesSubscribe {
         const NAME: &'static str = RESOURCES_SUBSCRIBE;
         type Params = types::SubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -8104,7 +8104,7 @@ pub mod methods {
     /// `resources/templates/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesTemplatesList {
         const NAME: &'static str = RESOURCES_TEMPLATES_LIST;
         type Params = ::std::option::Option<types::PaginatedRequestParams>;
         type Result = types::ListResourceTemplatesResult;
@@ -8114,7 +8114,7 @@ pub mod methods {
     /// `resources/unsubscribe` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesUnsubscribe;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesUnsubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesUnsubscribe {
         const NAME: &'static str = RESOURCES_UNSUBSCRIBE;
         type Params = types::UnsubscribeRequestParams;
         type Result = types::EmptyResult;
@@ -8124,7 +8124,7 @@ pub mod methods {
     /// `roots/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
-    impl ::protocols_runtime::method::RpcMethod for RootsList {
+    impl ::protocols_runtime::codegen::RpcMethod for RootsList {
         const NAME: &'static str = ROOTS_LIST;
         type Params = ::std::option::Option<types::RequestParams>;
         type Result = types::ListRootsResult;
@@ -8134,7 +8134,7 @@ pub mod methods {
     /// `sampling/createMessage` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
-    impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SamplingCreateMessage {
         const NAME: &'static str = SAMPLING_CREATE_MESSAGE;
         type Params = types::CreateMessageRequestParams;
         type Result = types::CreateMessageResult;
@@ -8144,7 +8144,7 @@ pub mod methods {
     /// `tasks/cancel` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksCancel;
-    impl ::protocols_runtime::method::RpcMethod for TasksCancel {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksCancel {
         const NAME: &'static str = TASKS_CANCEL;
         type Params = types::CancelTaskRequestParams;
         type Result = types::CancelTaskResult;
@@ -8154,7 +8154,7 @@ pub mod methods {
     /// `tasks/get` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksGet;
-    impl ::protocols_runtime::method::RpcMethod for TasksGet {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksGet {
         const NAME: &'static str = TASKS_GET;
         type Params = types::GetTaskRequestParams;
         type Result = types::GetTaskResult;
@@ -8164,7 +8164,7 @@ pub mod methods {
     /// `tasks/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksList;
-    impl ::protocols_runtime::method::RpcMethod for TasksList {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksList {
         const NAME: &'static str = TASKS_LIST;
         type Params = ::std::option::Option<types::PaginatedRequestParams>;
         type Result = types::ListTasksResult;
@@ -8174,7 +8174,7 @@ pub mod methods {
     /// `tasks/result` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksResult;
-    impl ::protocols_runtime::method::RpcMethod for TasksResult {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksResult {
         const NAME: &'static str = TASKS_RESULT;
         type Params = types::GetTaskPayloadRequestParams;
         type Result = types::GetTaskPayloadResult;
@@ -8184,7 +8184,7 @@ pub mod methods {
     /// `tools/call` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
-    impl ::protocols_runtime::method::RpcMethod for ToolsCall {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsCall {
         const NAME: &'static str = TOOLS_CALL;
         type Params = types::CallToolRequestParams;
         type Result = types::CallToolResult;
@@ -8194,7 +8194,7 @@ pub mod methods {
     /// `tools/list` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
-    impl ::protocols_runtime::method::RpcMethod for ToolsList {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsList {
         const NAME: &'static str = TOOLS_LIST;
         type Params = ::std::option::Option<types::PaginatedRequestParams>;
         type Result = types::ListToolsResult;
@@ -8204,7 +8204,7 @@ pub mod methods {
     /// `notifications/cancelled` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsCancelled {
         const NAME: &'static str = NOTIFICATIONS_CANCELLED;
         type Params = types::CancelledNotificationParams;
     }
@@ -8213,7 +8213,7 @@ pub mod methods {
     /// `notifications/elicitation/complete` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsElicitationComplete {
         const NAME: &'static str = NOTIFICATIONS_ELICITATION_COMPLETE;
         type Params = types::ElicitationCompleteNotificationParams;
@@ -8223,7 +8223,7 @@ pub mod methods {
     /// `notifications/initialized` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsInitialized;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsInitialized {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsInitialized {
         const NAME: &'static str = NOTIFICATIONS_INITIALIZED;
         type Params = ::std::option::Option<types::NotificationParams>;
     }
@@ -8232,7 +8232,7 @@ pub mod methods {
     /// `notifications/message` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsMessage {
         const NAME: &'static str = NOTIFICATIONS_MESSAGE;
         type Params = types::LoggingMessageNotificationParams;
     }
@@ -8241,7 +8241,7 @@ pub mod methods {
     /// `notifications/progress` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsProgress {
         const NAME: &'static str = NOTIFICATIONS_PROGRESS;
         type Params = types::ProgressNotificationParams;
     }
@@ -8250,7 +8250,7 @@ pub mod methods {
     /// `notifications/prompts/list_changed` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsPromptsListChanged {
         const NAME: &'static str = NOTIFICATIONS_PROMPTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
@@ -8260,7 +8260,7 @@ pub mod methods {
     /// `notifications/resources/list_changed` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsResourcesListChanged {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
@@ -8270,7 +8270,8 @@ pub mod methods {
     /// `notifications/resources/updated` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsResourcesUpdated {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_UPDATED;
         type Params = types::ResourceUpdatedNotificationParams;
     }
@@ -8279,7 +8280,8 @@ pub mod methods {
     /// `notifications/roots/list_changed` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsRootsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsRootsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsRootsListChanged {
         const NAME: &'static str = NOTIFICATIONS_ROOTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
     }
@@ -8288,7 +8290,7 @@ pub mod methods {
     /// `notifications/tasks/status` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsTasksStatus;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsTasksStatus {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsTasksStatus {
         const NAME: &'static str = NOTIFICATIONS_TASKS_STATUS;
         type Params = types::TaskStatusNotificationParams;
     }
@@ -8297,18 +8299,19 @@ pub mod methods {
     /// `notifications/tools/list_changed` (MCP 2025-11-25)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsToolsListChanged {
         const NAME: &'static str = NOTIFICATIONS_TOOLS_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "completion/complete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CompleteRequestParams"),
         params_optional: false,
         result_type: Some("types::CompleteResult"),
@@ -8317,10 +8320,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ElicitRequestParams"),
         params_optional: false,
         result_type: Some("types::ElicitResult"),
@@ -8329,10 +8332,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequestParams"),
         params_optional: false,
         result_type: Some("types::InitializeResult"),
@@ -8341,10 +8344,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logging/setLevel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetLevelRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -8353,10 +8356,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ping",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestParams"),
         params_optional: true,
         result_type: Some("types::EmptyResult"),
@@ -8365,10 +8368,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetPromptRequestParams"),
         params_optional: false,
         result_type: Some("types::GetPromptResult"),
@@ -8377,10 +8380,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: true,
         result_type: Some("types::ListPromptsResult"),
@@ -8389,10 +8392,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourcesResult"),
@@ -8401,10 +8404,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/read",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadResourceRequestParams"),
         params_optional: false,
         result_type: Some("types::ReadResourceResult"),
@@ -8413,10 +8416,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/subscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -8425,10 +8428,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/templates/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: true,
         result_type: Some("types::ListResourceTemplatesResult"),
@@ -8437,10 +8440,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/unsubscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::UnsubscribeRequestParams"),
         params_optional: false,
         result_type: Some("types::EmptyResult"),
@@ -8449,10 +8452,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "roots/list",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestParams"),
         params_optional: true,
         result_type: Some("types::ListRootsResult"),
@@ -8461,10 +8464,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "sampling/createMessage",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateMessageRequestParams"),
         params_optional: false,
         result_type: Some("types::CreateMessageResult"),
@@ -8473,10 +8476,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/cancel",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CancelTaskRequestParams"),
         params_optional: false,
         result_type: Some("types::CancelTaskResult"),
@@ -8485,10 +8488,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/get",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetTaskRequestParams"),
         params_optional: false,
         result_type: Some("types::GetTaskResult"),
@@ -8497,10 +8500,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/list",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: true,
         result_type: Some("types::ListTasksResult"),
@@ -8509,10 +8512,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/result",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetTaskPayloadRequestParams"),
         params_optional: false,
         result_type: Some("types::GetTaskPayloadResult"),
@@ -8521,10 +8524,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/call",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CallToolRequestParams"),
         params_optional: false,
         result_type: Some("types::CallToolResult"),
@@ -8533,10 +8536,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: true,
         result_type: Some("types::ListToolsResult"),
@@ -8545,10 +8548,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/cancelled",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelledNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8557,10 +8560,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ElicitationCompleteNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8569,10 +8572,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/initialized",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8581,10 +8584,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/message",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::LoggingMessageNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8593,10 +8596,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/progress",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ProgressNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8605,10 +8608,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/prompts/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8617,10 +8620,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8629,10 +8632,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/updated",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceUpdatedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8641,10 +8644,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/roots/list_changed",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8653,10 +8656,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tasks/status",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::TaskStatusNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8665,10 +8668,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tools/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8705,7 +8708,7 @@ impl ServerRequest {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::ELICITATION_CREATE => {
                 required_params(methods::ELICITATION_CREATE, params)
@@ -8731,7 +8734,7 @@ impl ServerRequest {
             methods::TASKS_RESULT => {
                 required_params(methods::TASKS_RESULT, params).map(Self::TasksResult)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -8825,7 +8828,7 @@ impl ServerNotification {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::NOTIFICATIONS_CANCELLED => {
                 required_params(methods::NOTIFICATIONS_CANCELLED, params)
@@ -8863,7 +8866,7 @@ impl ServerNotification {
                 optional_params(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, params)
                     .map(Self::NotificationsToolsListChanged)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -8996,7 +8999,7 @@ impl ServerResult {
     pub fn decode_result(
         method: &str,
         result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::COMPLETION_COMPLETE => {
                 decode_result_as(methods::COMPLETION_COMPLETE, result)
@@ -9054,7 +9057,7 @@ impl ServerResult {
             methods::TOOLS_LIST => {
                 decode_result_as(methods::TOOLS_LIST, result).map(Self::ToolsList)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The method whose result this is.
@@ -9116,9 +9119,9 @@ struct MethodEnvelope {
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -9128,14 +9131,14 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
     params: ::std::option::Option<::serde_json::Value>,
 ) -> ::std::result::Result<
     ::std::option::Option<T>,
-    ::protocols_runtime::method::DispatchError,
+    ::protocols_runtime::codegen::DispatchError,
 > {
     match params {
         None | Some(::serde_json::Value::Null) => Ok(None),
         Some(params) => {
             ::serde_json::from_value(params)
                 .map(Some)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+                .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
                     method,
                     source,
                 })
@@ -9145,9 +9148,9 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
 fn decode_result_as<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -9166,13 +9169,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9184,13 +9187,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9202,13 +9205,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9220,13 +9223,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9238,13 +9241,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9256,13 +9259,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9274,13 +9277,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9292,13 +9295,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9310,13 +9313,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9328,13 +9331,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9346,13 +9349,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9364,13 +9367,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CancelTaskResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9382,13 +9385,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetTaskResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9400,13 +9403,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTasksResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9418,13 +9421,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetTaskPayloadResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9436,13 +9439,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9454,13 +9457,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9517,13 +9520,13 @@ pub async fn dispatch_server_request<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::COMPLETION_COMPLETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .completion_complete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::COMPLETION_COMPLETE,
                             params,
                         )?,
@@ -9533,10 +9536,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -9546,10 +9549,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::LOGGING_SET_LEVEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logging_set_level(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGGING_SET_LEVEL,
                             params,
                         )?,
@@ -9559,10 +9562,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -9572,10 +9575,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_GET,
                             params,
                         )?,
@@ -9585,10 +9588,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PROMPTS_LIST,
                             params,
                         )?,
@@ -9598,10 +9601,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_LIST,
                             params,
                         )?,
@@ -9611,10 +9614,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_READ => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_read(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_READ,
                             params,
                         )?,
@@ -9624,10 +9627,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_SUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_subscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_SUBSCRIBE,
                             params,
                         )?,
@@ -9637,10 +9640,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_TEMPLATES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_templates_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::RESOURCES_TEMPLATES_LIST,
                             params,
                         )?,
@@ -9650,10 +9653,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_UNSUBSCRIBE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_unsubscribe(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_UNSUBSCRIBE,
                             params,
                         )?,
@@ -9663,10 +9666,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TASKS_CANCEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_cancel(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_CANCEL,
                             params,
                         )?,
@@ -9676,10 +9679,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TASKS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_GET,
                             params,
                         )?,
@@ -9689,10 +9692,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TASKS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TASKS_LIST,
                             params,
                         )?,
@@ -9702,10 +9705,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TASKS_RESULT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_result(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_RESULT,
                             params,
                         )?,
@@ -9715,10 +9718,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_CALL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_call(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_CALL,
                             params,
                         )?,
@@ -9728,10 +9731,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TOOLS_LIST,
                             params,
                         )?,
@@ -9742,7 +9745,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -9754,12 +9757,12 @@ pub async fn dispatch_server_notification<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -9770,7 +9773,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_INITIALIZED => {
             handler
                 .notifications_initialized(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_INITIALIZED,
                         params,
                     )?,
@@ -9781,7 +9784,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -9792,7 +9795,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED => {
             handler
                 .notifications_roots_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                         params,
                     )?,
@@ -9803,7 +9806,7 @@ pub async fn dispatch_server_notification<H: Server>(
         methods::NOTIFICATIONS_TASKS_STATUS => {
             handler
                 .notifications_tasks_status(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_TASKS_STATUS,
                         params,
                     )?,
@@ -9813,7 +9816,7 @@ pub async fn dispatch_server_notification<H: Server>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -9837,26 +9840,29 @@ impl<T> RemoteServer<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
         &self,
         params: types::CompleteRequestParams,
     ) -> ::std::result::Result<
         types::CompleteResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::COMPLETION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::COMPLETION_COMPLETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::COMPLETION_COMPLETE,
+            &result,
+        )
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -9864,16 +9870,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::InitializeRequestParams,
     ) -> ::std::result::Result<
         types::InitializeResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logging/setLevel`.
     pub async fn logging_set_level(
@@ -9881,19 +9890,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SetLevelRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGGING_SET_LEVEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::LOGGING_SET_LEVEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGGING_SET_LEVEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGGING_SET_LEVEL, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -9901,16 +9910,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::RequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `prompts/get`.
     pub async fn prompts_get(
@@ -9918,19 +9927,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetPromptRequestParams,
     ) -> ::std::result::Result<
         types::GetPromptResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_GET, &result)
     }
     /// Calls `prompts/list`.
     pub async fn prompts_list(
@@ -9938,19 +9947,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListPromptsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_LIST, &result)
     }
     /// Calls `resources/list`.
     pub async fn resources_list(
@@ -9958,19 +9967,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourcesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_LIST, &result)
     }
     /// Calls `resources/read`.
     pub async fn resources_read(
@@ -9978,19 +9987,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::ReadResourceRequestParams,
     ) -> ::std::result::Result<
         types::ReadResourceResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_READ,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_READ,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_READ, &result)
     }
     /// Calls `resources/subscribe`.
     pub async fn resources_subscribe(
@@ -9998,19 +10007,22 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_SUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_SUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_SUBSCRIBE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::RESOURCES_SUBSCRIBE,
+            &result,
+        )
     }
     /// Calls `resources/templates/list`.
     pub async fn resources_templates_list(
@@ -10018,19 +10030,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListResourceTemplatesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_TEMPLATES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_TEMPLATES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_TEMPLATES_LIST,
             &result,
         )
@@ -10041,19 +10053,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::UnsubscribeRequestParams,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_UNSUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_UNSUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_UNSUBSCRIBE,
             &result,
         )
@@ -10064,19 +10076,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CancelTaskRequestParams,
     ) -> ::std::result::Result<
         types::CancelTaskResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_CANCEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_CANCEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_CANCEL, &result)
     }
     /// Calls `tasks/get`.
     pub async fn tasks_get(
@@ -10084,16 +10096,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetTaskRequestParams,
     ) -> ::std::result::Result<
         types::GetTaskResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_GET,
-                ::protocols_runtime::method::encode_params(methods::TASKS_GET, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::TASKS_GET, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_GET, &result)
     }
     /// Calls `tasks/list`.
     pub async fn tasks_list(
@@ -10101,16 +10113,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListTasksResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TASKS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TASKS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_LIST, &result)
     }
     /// Calls `tasks/result`.
     pub async fn tasks_result(
@@ -10118,19 +10133,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetTaskPayloadRequestParams,
     ) -> ::std::result::Result<
         types::GetTaskPayloadResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_RESULT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_RESULT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_RESULT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_RESULT, &result)
     }
     /// Calls `tools/call`.
     pub async fn tools_call(
@@ -10138,16 +10153,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CallToolRequestParams,
     ) -> ::std::result::Result<
         types::CallToolResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_CALL,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_CALL,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_CALL, &result)
     }
     /// Calls `tools/list`.
     pub async fn tools_list(
@@ -10155,26 +10173,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListToolsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_LIST, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -10185,11 +10206,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_initialized(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_INITIALIZED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_INITIALIZED,
                     &params,
                 )?,
@@ -10200,11 +10221,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -10215,11 +10236,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_roots_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_ROOTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -10230,11 +10251,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
     pub async fn notifications_tasks_status(
         &self,
         params: types::TaskStatusNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TASKS_STATUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TASKS_STATUS,
                     &params,
                 )?,
@@ -10256,13 +10277,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ElicitResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10274,13 +10295,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10292,13 +10313,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10310,13 +10331,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10328,13 +10349,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CancelTaskResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10346,13 +10367,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetTaskResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10364,13 +10385,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTasksResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10382,13 +10403,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetTaskPayloadResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10481,13 +10502,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -10497,10 +10518,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::PING => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .ping(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::PING,
                             params,
                         )?,
@@ -10510,10 +10531,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::ROOTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .roots_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::ROOTS_LIST,
                             params,
                         )?,
@@ -10523,10 +10544,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SAMPLING_CREATE_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .sampling_create_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SAMPLING_CREATE_MESSAGE,
                             params,
                         )?,
@@ -10536,10 +10557,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TASKS_CANCEL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_cancel(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_CANCEL,
                             params,
                         )?,
@@ -10549,10 +10570,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TASKS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_GET,
                             params,
                         )?,
@@ -10562,10 +10583,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TASKS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::TASKS_LIST,
                             params,
                         )?,
@@ -10575,10 +10596,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TASKS_RESULT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tasks_result(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TASKS_RESULT,
                             params,
                         )?,
@@ -10589,7 +10610,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -10601,12 +10622,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -10617,7 +10638,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_ELICITATION_COMPLETE => {
             handler
                 .notifications_elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -10628,7 +10649,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_MESSAGE => {
             handler
                 .notifications_message(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_MESSAGE,
                         params,
                     )?,
@@ -10639,7 +10660,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -10650,7 +10671,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
             handler
                 .notifications_prompts_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                         params,
                     )?,
@@ -10661,7 +10682,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
             handler
                 .notifications_resources_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                         params,
                     )?,
@@ -10672,7 +10693,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_UPDATED => {
             handler
                 .notifications_resources_updated(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         params,
                     )?,
@@ -10683,7 +10704,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TASKS_STATUS => {
             handler
                 .notifications_tasks_status(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_TASKS_STATUS,
                         params,
                     )?,
@@ -10694,7 +10715,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
             handler
                 .notifications_tools_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                         params,
                     )?,
@@ -10704,7 +10725,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -10728,26 +10749,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::ElicitRequestParams,
     ) -> ::std::result::Result<
         types::ElicitResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `ping`.
     pub async fn ping(
@@ -10755,16 +10776,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::RequestParams>,
     ) -> ::std::result::Result<
         types::EmptyResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PING,
-                ::protocols_runtime::method::encode_params(methods::PING, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::PING, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PING, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PING, &result)
     }
     /// Calls `roots/list`.
     pub async fn roots_list(
@@ -10772,16 +10793,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::RequestParams>,
     ) -> ::std::result::Result<
         types::ListRootsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ROOTS_LIST,
-                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::ROOTS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ROOTS_LIST, &result)
     }
     /// Calls `sampling/createMessage`.
     pub async fn sampling_create_message(
@@ -10789,19 +10813,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateMessageRequestParams,
     ) -> ::std::result::Result<
         types::CreateMessageResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SAMPLING_CREATE_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SAMPLING_CREATE_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SAMPLING_CREATE_MESSAGE,
             &result,
         )
@@ -10812,19 +10836,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CancelTaskRequestParams,
     ) -> ::std::result::Result<
         types::CancelTaskResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_CANCEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_CANCEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_CANCEL, &result)
     }
     /// Calls `tasks/get`.
     pub async fn tasks_get(
@@ -10832,16 +10856,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::GetTaskRequestParams,
     ) -> ::std::result::Result<
         types::GetTaskResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_GET,
-                ::protocols_runtime::method::encode_params(methods::TASKS_GET, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::TASKS_GET, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_GET, &result)
     }
     /// Calls `tasks/list`.
     pub async fn tasks_list(
@@ -10849,16 +10873,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::PaginatedRequestParams>,
     ) -> ::std::result::Result<
         types::ListTasksResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TASKS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TASKS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_LIST, &result)
     }
     /// Calls `tasks/result`.
     pub async fn tasks_result(
@@ -10866,29 +10893,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::GetTaskPayloadRequestParams,
     ) -> ::std::result::Result<
         types::GetTaskPayloadResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_RESULT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_RESULT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_RESULT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_RESULT, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -10899,11 +10926,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_elicitation_complete(
         &self,
         params: types::ElicitationCompleteNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -10914,11 +10941,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_message(
         &self,
         params: types::LoggingMessageNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_MESSAGE,
                     &params,
                 )?,
@@ -10929,11 +10956,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -10944,11 +10971,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_prompts_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -10959,11 +10986,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                     &params,
                 )?,
@@ -10974,11 +11001,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_updated(
         &self,
         params: types::ResourceUpdatedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_UPDATED,
                     &params,
                 )?,
@@ -10989,11 +11016,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tasks_status(
         &self,
         params: types::TaskStatusNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TASKS_STATUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TASKS_STATUS,
                     &params,
                 )?,
@@ -11004,11 +11031,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tools_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                     &params,
                 )?,

@@ -7762,7 +7762,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "CompleteRequestParamsRef",
                 "type",
@@ -7797,7 +7797,7 @@ pub mod types {
                 "text",
                 "resource",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "ContentBlock",
                 "type",
@@ -7836,7 +7836,7 @@ pub mod types {
                 "elicitation/create",
                 "roots/list",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "InputRequest",
                 "method",
@@ -7868,7 +7868,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["tool_use", "image", "audio", "tool_result", "text"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SamplingMessageContentBlock",
                 "type",
@@ -7908,7 +7908,7 @@ pub mod methods {
     /// `completion/complete` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CompletionComplete;
-    impl ::protocols_runtime::method::RpcMethod for CompletionComplete {
+    impl ::protocols_runtime::codegen::RpcMethod for CompletionComplete {
         const NAME: &'static str = COMPLETION_COMPLETE;
         type Params = types::CompleteRequestParams;
         type Result = types::CompleteResult;
@@ -7918,7 +7918,7 @@ pub mod methods {
     /// `elicitation/create` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::ElicitRequestParams;
         type Result = types::ElicitResult;
@@ -7928,7 +7928,7 @@ pub mod methods {
     /// `prompts/get` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsGet;
-    impl ::protocols_runtime::method::RpcMethod for PromptsGet {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsGet {
         const NAME: &'static str = PROMPTS_GET;
         type Params = types::GetPromptRequestParams;
         type Result = types::GetPromptResultResponseResult;
@@ -7938,7 +7938,7 @@ pub mod methods {
     /// `prompts/list` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct PromptsList;
-    impl ::protocols_runtime::method::RpcMethod for PromptsList {
+    impl ::protocols_runtime::codegen::RpcMethod for PromptsList {
         const NAME: &'static str = PROMPTS_LIST;
         type Params = types::PaginatedRequestParams;
         type Result = types::ListPromptsResult;
@@ -7948,7 +7948,7 @@ pub mod methods {
     /// `resources/list` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesList {
         const NAME: &'static str = RESOURCES_LIST;
         type Params = types::PaginatedRequestParams;
         type Result = types::ListResourcesResult;
@@ -7958,7 +7958,7 @@ pub mod methods {
     /// `resources/read` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesRead;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesRead {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesRead {
         const NAME: &'static str = RESOURCES_READ;
         type Params = types::ReadResourceRequestParams;
         type Result = types::ReadResourceResultResponseResult;
@@ -7968,7 +7968,7 @@ pub mod methods {
     /// `resources/templates/list` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ResourcesTemplatesList;
-    impl ::protocols_runtime::method::RpcMethod for ResourcesTemplatesList {
+    impl ::protocols_runtime::codegen::RpcMethod for ResourcesTemplatesList {
         const NAME: &'static str = RESOURCES_TEMPLATES_LIST;
         type Params = types::PaginatedRequestParams;
         type Result = types::ListResourceTemplatesResult;
@@ -7978,7 +7978,7 @@ pub mod methods {
     /// `roots/list` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct RootsList;
-    impl ::protocols_runtime::method::RpcMethod for RootsList {
+    impl ::protocols_runtime::codegen::RpcMethod for RootsList {
         const NAME: &'static str = ROOTS_LIST;
         type Params = ::std::option::Option<types::ListRootsRequestParams>;
         type Result = types::ListRootsResult;
@@ -7988,7 +7988,7 @@ pub mod methods {
     /// `sampling/createMessage` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SamplingCreateMessage;
-    impl ::protocols_runtime::method::RpcMethod for SamplingCreateMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SamplingCreateMessage {
         const NAME: &'static str = SAMPLING_CREATE_MESSAGE;
         type Params = types::CreateMessageRequestParams;
         type Result = types::CreateMessageResult;
@@ -7998,7 +7998,7 @@ pub mod methods {
     /// `server/discover` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ServerDiscover;
-    impl ::protocols_runtime::method::RpcMethod for ServerDiscover {
+    impl ::protocols_runtime::codegen::RpcMethod for ServerDiscover {
         const NAME: &'static str = SERVER_DISCOVER;
         type Params = types::RequestParams;
         type Result = types::DiscoverResult;
@@ -8008,7 +8008,7 @@ pub mod methods {
     /// `subscriptions/listen` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SubscriptionsListen;
-    impl ::protocols_runtime::method::RpcMethod for SubscriptionsListen {
+    impl ::protocols_runtime::codegen::RpcMethod for SubscriptionsListen {
         const NAME: &'static str = SUBSCRIPTIONS_LISTEN;
         type Params = types::SubscriptionsListenRequestParams;
         type Result = types::SubscriptionsListenResult;
@@ -8018,7 +8018,7 @@ pub mod methods {
     /// `tools/call` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsCall;
-    impl ::protocols_runtime::method::RpcMethod for ToolsCall {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsCall {
         const NAME: &'static str = TOOLS_CALL;
         type Params = types::CallToolRequestParams;
         type Result = types::CallToolResultResponseResult;
@@ -8028,7 +8028,7 @@ pub mod methods {
     /// `tools/list` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ToolsList;
-    impl ::protocols_runtime::method::RpcMethod for ToolsList {
+    impl ::protocols_runtime::codegen::RpcMethod for ToolsList {
         const NAME: &'static str = TOOLS_LIST;
         type Params = types::PaginatedRequestParams;
         type Result = types::ListToolsResult;
@@ -8038,7 +8038,7 @@ pub mod methods {
     /// `notifications/cancelled` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsCancelled;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsCancelled {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsCancelled {
         const NAME: &'static str = NOTIFICATIONS_CANCELLED;
         type Params = types::CancelledNotificationParams;
     }
@@ -8047,7 +8047,7 @@ pub mod methods {
     /// `notifications/message` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsMessage;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsMessage {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsMessage {
         const NAME: &'static str = NOTIFICATIONS_MESSAGE;
         type Params = types::LoggingMessageNotificationParams;
     }
@@ -8056,7 +8056,7 @@ pub mod methods {
     /// `notifications/progress` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsProgress;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsProgress {
+    impl ::protocols_runtime::codegen::RpcNotification for NotificationsProgress {
         const NAME: &'static str = NOTIFICATIONS_PROGRESS;
         type Params = types::ProgressNotificationParams;
     }
@@ -8065,7 +8065,7 @@ pub mod methods {
     /// `notifications/prompts/list_changed` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsPromptsListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsPromptsListChanged {
         const NAME: &'static str = NOTIFICATIONS_PROMPTS_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
@@ -8075,7 +8075,7 @@ pub mod methods {
     /// `notifications/resources/list_changed` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesListChanged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsResourcesListChanged {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
@@ -8085,7 +8085,8 @@ pub mod methods {
     /// `notifications/resources/updated` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsResourcesUpdated;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsResourcesUpdated {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsResourcesUpdated {
         const NAME: &'static str = NOTIFICATIONS_RESOURCES_UPDATED;
         type Params = types::ResourceUpdatedNotificationParams;
     }
@@ -8094,7 +8095,7 @@ pub mod methods {
     /// `notifications/subscriptions/acknowledged` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsSubscriptionsAcknowledged;
-    impl ::protocols_runtime::method::RpcNotification
+    impl ::protocols_runtime::codegen::RpcNotification
     for NotificationsSubscriptionsAcknowledged {
         const NAME: &'static str = NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED;
         type Params = types::SubscriptionsAcknowledgedNotificationParams;
@@ -8104,18 +8105,19 @@ pub mod methods {
     /// `notifications/tools/list_changed` (MCP 2026-07-28)
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NotificationsToolsListChanged;
-    impl ::protocols_runtime::method::RpcNotification for NotificationsToolsListChanged {
+    impl ::protocols_runtime::codegen::RpcNotification
+    for NotificationsToolsListChanged {
         const NAME: &'static str = NOTIFICATIONS_TOOLS_LIST_CHANGED;
         type Params = ::std::option::Option<types::NotificationParams>;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "completion/complete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CompleteRequestParams"),
         params_optional: false,
         result_type: Some("types::CompleteResult"),
@@ -8124,10 +8126,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ElicitRequestParams"),
         params_optional: false,
         result_type: Some("types::ElicitResult"),
@@ -8136,10 +8138,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetPromptRequestParams"),
         params_optional: false,
         result_type: Some("types::GetPromptResultResponseResult"),
@@ -8148,10 +8150,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "prompts/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: false,
         result_type: Some("types::ListPromptsResult"),
@@ -8160,10 +8162,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: false,
         result_type: Some("types::ListResourcesResult"),
@@ -8172,10 +8174,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/read",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadResourceRequestParams"),
         params_optional: false,
         result_type: Some("types::ReadResourceResultResponseResult"),
@@ -8184,10 +8186,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "resources/templates/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: false,
         result_type: Some("types::ListResourceTemplatesResult"),
@@ -8196,10 +8198,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "roots/list",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListRootsRequestParams"),
         params_optional: true,
         result_type: Some("types::ListRootsResult"),
@@ -8208,10 +8210,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "sampling/createMessage",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateMessageRequestParams"),
         params_optional: false,
         result_type: Some("types::CreateMessageResult"),
@@ -8220,10 +8222,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "server/discover",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestParams"),
         params_optional: false,
         result_type: Some("types::DiscoverResult"),
@@ -8232,10 +8234,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "subscriptions/listen",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscriptionsListenRequestParams"),
         params_optional: false,
         result_type: Some("types::SubscriptionsListenResult"),
@@ -8244,10 +8246,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/call",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CallToolRequestParams"),
         params_optional: false,
         result_type: Some("types::CallToolResultResponseResult"),
@@ -8256,10 +8258,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tools/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PaginatedRequestParams"),
         params_optional: false,
         result_type: Some("types::ListToolsResult"),
@@ -8268,10 +8270,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/cancelled",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelledNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8280,10 +8282,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/message",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::LoggingMessageNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8292,10 +8294,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/progress",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ProgressNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8304,10 +8306,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/prompts/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8316,10 +8318,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8328,10 +8330,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/resources/updated",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::ResourceUpdatedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8340,10 +8342,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/subscriptions/acknowledged",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::SubscriptionsAcknowledgedNotificationParams"),
         params_optional: false,
         result_type: None,
@@ -8352,10 +8354,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "notifications/tools/list_changed",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::NotificationParams"),
         params_optional: true,
         result_type: None,
@@ -8382,7 +8384,7 @@ impl ServerRequest {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::ELICITATION_CREATE => {
                 required_params(methods::ELICITATION_CREATE, params)
@@ -8395,7 +8397,7 @@ impl ServerRequest {
                 required_params(methods::SAMPLING_CREATE_MESSAGE, params)
                     .map(Self::SamplingCreateMessage)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -8477,7 +8479,7 @@ impl ServerNotification {
     pub fn from_method(
         method: &str,
         params: ::std::option::Option<::serde_json::Value>,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::NOTIFICATIONS_CANCELLED => {
                 required_params(methods::NOTIFICATIONS_CANCELLED, params)
@@ -8514,7 +8516,7 @@ impl ServerNotification {
                 optional_params(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, params)
                     .map(Self::NotificationsToolsListChanged)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The wire name of this message's method.
@@ -8629,7 +8631,7 @@ impl ServerResult {
     pub fn decode_result(
         method: &str,
         result: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+    ) -> ::std::result::Result<Self, ::protocols_runtime::codegen::DispatchError> {
         match method {
             methods::COMPLETION_COMPLETE => {
                 decode_result_as(methods::COMPLETION_COMPLETE, result)
@@ -8667,7 +8669,7 @@ impl ServerResult {
             methods::TOOLS_LIST => {
                 decode_result_as(methods::TOOLS_LIST, result).map(Self::ToolsList)
             }
-            _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+            _ => Err(::protocols_runtime::codegen::DispatchError::UnknownMethod),
         }
     }
     /// The method whose result this is.
@@ -8715,9 +8717,9 @@ struct MethodEnvelope {
 fn required_params<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     params: ::std::option::Option<::serde_json::Value>,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -8727,14 +8729,14 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
     params: ::std::option::Option<::serde_json::Value>,
 ) -> ::std::result::Result<
     ::std::option::Option<T>,
-    ::protocols_runtime::method::DispatchError,
+    ::protocols_runtime::codegen::DispatchError,
 > {
     match params {
         None | Some(::serde_json::Value::Null) => Ok(None),
         Some(params) => {
             ::serde_json::from_value(params)
                 .map(Some)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+                .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
                     method,
                     source,
                 })
@@ -8744,9 +8746,9 @@ fn optional_params<T: ::serde::de::DeserializeOwned>(
 fn decode_result_as<T: ::serde::de::DeserializeOwned>(
     method: &'static str,
     result: ::serde_json::Value,
-) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<T, ::protocols_runtime::codegen::DispatchError> {
     ::serde_json::from_value(result)
-        .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams {
+        .map_err(|source| ::protocols_runtime::codegen::DispatchError::InvalidParams {
             method,
             source,
         })
@@ -8765,13 +8767,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8783,13 +8785,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8801,13 +8803,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8819,13 +8821,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8837,13 +8839,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8855,13 +8857,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8873,13 +8875,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DiscoverResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8891,13 +8893,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SubscriptionsListenResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8909,13 +8911,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8927,13 +8929,13 @@ pub trait Server: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -8954,13 +8956,13 @@ pub async fn dispatch_server_request<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::COMPLETION_COMPLETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .completion_complete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::COMPLETION_COMPLETE,
                             params,
                         )?,
@@ -8970,10 +8972,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_GET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_get(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_GET,
                             params,
                         )?,
@@ -8983,10 +8985,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::PROMPTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .prompts_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROMPTS_LIST,
                             params,
                         )?,
@@ -8996,10 +8998,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_LIST,
                             params,
                         )?,
@@ -9009,10 +9011,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_READ => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_read(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_READ,
                             params,
                         )?,
@@ -9022,10 +9024,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::RESOURCES_TEMPLATES_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .resources_templates_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::RESOURCES_TEMPLATES_LIST,
                             params,
                         )?,
@@ -9035,10 +9037,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::SERVER_DISCOVER => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .server_discover(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SERVER_DISCOVER,
                             params,
                         )?,
@@ -9048,10 +9050,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::SUBSCRIPTIONS_LISTEN => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .subscriptions_listen(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SUBSCRIPTIONS_LISTEN,
                             params,
                         )?,
@@ -9061,10 +9063,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_CALL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_call(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_CALL,
                             params,
                         )?,
@@ -9074,10 +9076,10 @@ pub async fn dispatch_server_request<H: Server>(
             )
         }
         methods::TOOLS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .tools_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TOOLS_LIST,
                             params,
                         )?,
@@ -9088,7 +9090,7 @@ pub async fn dispatch_server_request<H: Server>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -9100,12 +9102,12 @@ pub async fn dispatch_server_notification<H: Server>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -9115,7 +9117,7 @@ pub async fn dispatch_server_notification<H: Server>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -9139,26 +9141,29 @@ impl<T> RemoteServer<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteServer<T> {
     /// Calls `completion/complete`.
     pub async fn completion_complete(
         &self,
         params: types::CompleteRequestParams,
     ) -> ::std::result::Result<
         types::CompleteResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::COMPLETION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::COMPLETION_COMPLETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::COMPLETION_COMPLETE, &result)
+        ::protocols_runtime::codegen::decode_result(
+            methods::COMPLETION_COMPLETE,
+            &result,
+        )
     }
     /// Calls `prompts/get`.
     pub async fn prompts_get(
@@ -9166,19 +9171,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::GetPromptRequestParams,
     ) -> ::std::result::Result<
         types::GetPromptResultResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_GET, &result)
     }
     /// Calls `prompts/list`.
     pub async fn prompts_list(
@@ -9186,19 +9191,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::PaginatedRequestParams,
     ) -> ::std::result::Result<
         types::ListPromptsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROMPTS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROMPTS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROMPTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROMPTS_LIST, &result)
     }
     /// Calls `resources/list`.
     pub async fn resources_list(
@@ -9206,19 +9211,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::PaginatedRequestParams,
     ) -> ::std::result::Result<
         types::ListResourcesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_LIST, &result)
     }
     /// Calls `resources/read`.
     pub async fn resources_read(
@@ -9226,19 +9231,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::ReadResourceRequestParams,
     ) -> ::std::result::Result<
         types::ReadResourceResultResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_READ,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_READ,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::RESOURCES_READ, &result)
+        ::protocols_runtime::codegen::decode_result(methods::RESOURCES_READ, &result)
     }
     /// Calls `resources/templates/list`.
     pub async fn resources_templates_list(
@@ -9246,19 +9251,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::PaginatedRequestParams,
     ) -> ::std::result::Result<
         types::ListResourceTemplatesResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::RESOURCES_TEMPLATES_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::RESOURCES_TEMPLATES_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::RESOURCES_TEMPLATES_LIST,
             &result,
         )
@@ -9269,19 +9274,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::RequestParams,
     ) -> ::std::result::Result<
         types::DiscoverResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SERVER_DISCOVER,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SERVER_DISCOVER,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SERVER_DISCOVER, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SERVER_DISCOVER, &result)
     }
     /// Calls `subscriptions/listen`.
     pub async fn subscriptions_listen(
@@ -9289,19 +9294,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::SubscriptionsListenRequestParams,
     ) -> ::std::result::Result<
         types::SubscriptionsListenResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SUBSCRIPTIONS_LISTEN,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SUBSCRIPTIONS_LISTEN,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SUBSCRIPTIONS_LISTEN,
             &result,
         )
@@ -9312,16 +9317,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::CallToolRequestParams,
     ) -> ::std::result::Result<
         types::CallToolResultResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_CALL,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_CALL, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_CALL,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_CALL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_CALL, &result)
     }
     /// Calls `tools/list`.
     pub async fn tools_list(
@@ -9329,26 +9337,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteServer<T> {
         params: types::PaginatedRequestParams,
     ) -> ::std::result::Result<
         types::ListToolsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TOOLS_LIST,
-                ::protocols_runtime::method::encode_params(methods::TOOLS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::TOOLS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TOOLS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TOOLS_LIST, &result)
     }
     /// Sends `notifications/cancelled`.
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -9370,13 +9381,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ElicitResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9388,13 +9399,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9406,13 +9417,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9496,13 +9507,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -9512,10 +9523,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::ROOTS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .roots_list(
-                        ::protocols_runtime::method::decode_optional_params(
+                        ::protocols_runtime::codegen::decode_optional_params(
                             methods::ROOTS_LIST,
                             params,
                         )?,
@@ -9525,10 +9536,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SAMPLING_CREATE_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .sampling_create_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SAMPLING_CREATE_MESSAGE,
                             params,
                         )?,
@@ -9539,7 +9550,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -9551,12 +9562,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::NOTIFICATIONS_CANCELLED => {
             handler
                 .notifications_cancelled(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_CANCELLED,
                         params,
                     )?,
@@ -9567,7 +9578,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_MESSAGE => {
             handler
                 .notifications_message(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_MESSAGE,
                         params,
                     )?,
@@ -9578,7 +9589,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROGRESS => {
             handler
                 .notifications_progress(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_PROGRESS,
                         params,
                     )?,
@@ -9589,7 +9600,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
             handler
                 .notifications_prompts_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                         params,
                     )?,
@@ -9600,7 +9611,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => {
             handler
                 .notifications_resources_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                         params,
                     )?,
@@ -9611,7 +9622,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_RESOURCES_UPDATED => {
             handler
                 .notifications_resources_updated(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         params,
                     )?,
@@ -9622,7 +9633,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED => {
             handler
                 .notifications_subscriptions_acknowledged(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
                         params,
                     )?,
@@ -9633,7 +9644,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => {
             handler
                 .notifications_tools_list_changed(
-                    ::protocols_runtime::method::decode_optional_params(
+                    ::protocols_runtime::codegen::decode_optional_params(
                         methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                         params,
                     )?,
@@ -9643,7 +9654,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -9667,26 +9678,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::ElicitRequestParams,
     ) -> ::std::result::Result<
         types::ElicitResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `roots/list`.
     pub async fn roots_list(
@@ -9694,16 +9705,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: ::std::option::Option<types::ListRootsRequestParams>,
     ) -> ::std::result::Result<
         types::ListRootsResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ROOTS_LIST,
-                ::protocols_runtime::method::encode_params(methods::ROOTS_LIST, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::ROOTS_LIST,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ROOTS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ROOTS_LIST, &result)
     }
     /// Calls `sampling/createMessage`.
     pub async fn sampling_create_message(
@@ -9711,19 +9725,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateMessageRequestParams,
     ) -> ::std::result::Result<
         types::CreateMessageResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SAMPLING_CREATE_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SAMPLING_CREATE_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SAMPLING_CREATE_MESSAGE,
             &result,
         )
@@ -9732,11 +9746,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_cancelled(
         &self,
         params: types::CancelledNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_CANCELLED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_CANCELLED,
                     &params,
                 )?,
@@ -9747,11 +9761,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_message(
         &self,
         params: types::LoggingMessageNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_MESSAGE,
                     &params,
                 )?,
@@ -9762,11 +9776,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_progress(
         &self,
         params: types::ProgressNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROGRESS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROGRESS,
                     &params,
                 )?,
@@ -9777,11 +9791,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_prompts_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
                     &params,
                 )?,
@@ -9792,11 +9806,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
                     &params,
                 )?,
@@ -9807,11 +9821,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_resources_updated(
         &self,
         params: types::ResourceUpdatedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_RESOURCES_UPDATED,
                     &params,
                 )?,
@@ -9822,11 +9836,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_subscriptions_acknowledged(
         &self,
         params: types::SubscriptionsAcknowledgedNotificationParams,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
                     &params,
                 )?,
@@ -9837,11 +9851,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn notifications_tools_list_changed(
         &self,
         params: ::std::option::Option<types::NotificationParams>,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
                     &params,
                 )?,
