@@ -15,8 +15,8 @@ use crate::method::RawResultStream;
 pub use crate::handler::Reply;
 pub use crate::jsonrpc::ErrorObject;
 pub use crate::method::{
-    Answer, ClientError, ClientStream, Direction, DispatchError, HttpRoute, MethodKind,
-    MethodSpec, ResultStream, RpcClient, RpcMethod, RpcNotification,
+    Answer, ClientError, ClientStream, Direction, DispatchError, HttpRoute, MethodKind, MethodSpec,
+    ResultStream, RpcClient, RpcMethod, RpcNotification,
 };
 pub use crate::tagged::read_tagged;
 

@@ -438,5 +438,4 @@ mod tests {
             Some(r#"{"name":"a"}"#)
         );
     }
-
 }
