@@ -450,6 +450,7 @@ fn item_name(item: &syn::Item) -> Option<String> {
 }
 
 fn methods_module(revision: &Revision<'_>) -> TokenStream {
+    let door = crate::door::path();
     let mut seen = BTreeSet::new();
     let mut items = Vec::new();
     for rpc in &revision.rows {
@@ -476,7 +477,7 @@ fn methods_module(revision: &Revision<'_>) -> TokenStream {
                     .as_ref()
                     .map_or_else(|| quote! { () }, |_| rpc.result_type());
                 quote! {
-                    impl ::protocols_runtime::method::RpcMethod for #ident {
+                    impl #door::RpcMethod for #ident {
                         const NAME: &'static str = #konst;
                         type Params = #params;
                         type Result = #result;
@@ -484,7 +485,7 @@ fn methods_module(revision: &Revision<'_>) -> TokenStream {
                 }
             }
             MethodKind::Notification => quote! {
-                impl ::protocols_runtime::method::RpcNotification for #ident {
+                impl #door::RpcNotification for #ident {
                     const NAME: &'static str = #konst;
                     type Params = #params;
                 }
@@ -533,6 +534,7 @@ fn direction_tokens(direction: Direction) -> TokenStream {
 }
 
 fn method_table(revision: &Revision<'_>) -> TokenStream {
+    let door = crate::door::path();
     let rows = revision.rows.iter().map(|rpc| {
         let row = rpc.row;
         let name = &row.name;
@@ -557,13 +559,13 @@ fn method_table(revision: &Revision<'_>) -> TokenStream {
         let json_rpc = row.on_json_rpc();
         let http = row.http.iter().map(|route| {
             let (verb, path, body) = (&route.verb, &route.path, &route.body);
-            quote! { ::protocols_runtime::method::HttpRoute { verb: #verb, path: #path, body: #body } }
+            quote! { #door::HttpRoute { verb: #verb, path: #path, body: #body } }
         });
         quote! {
-            ::protocols_runtime::method::MethodSpec {
+            #door::MethodSpec {
                 name: #name,
-                direction: ::protocols_runtime::method::Direction::#direction,
-                kind: ::protocols_runtime::method::MethodKind::#kind,
+                direction: #door::Direction::#direction,
+                kind: #door::MethodKind::#kind,
                 params_type: #params,
                 params_optional: #optional,
                 result_type: #result,
@@ -577,7 +579,7 @@ fn method_table(revision: &Revision<'_>) -> TokenStream {
     quote! {
         /// The method table: one row per wire method, derived from the source, saying which
         /// bindings serve it (`json_rpc`, and REST through `http`).
-        pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[#(#rows),*];
+        pub static METHODS: &[#door::MethodSpec] = &[#(#rows),*];
     }
 }
 
@@ -677,6 +679,7 @@ fn message_enum(
     used: EnumUse,
     helpers: &mut HelperUse,
 ) -> TokenStream {
+    let door = crate::door::path();
     let doc = format!(" {doc}");
     let mut variants = Vec::new();
     let mut decode_arms = Vec::new();
@@ -714,13 +717,13 @@ fn message_enum(
     }
     let (decode_body, method_body, params_body) = if rows.is_empty() {
         (
-            quote! { let _ = (method, params); Err(::protocols_runtime::method::DispatchError::UnknownMethod) },
+            quote! { let _ = (method, params); Err(#door::DispatchError::UnknownMethod) },
             quote! { match *self {} },
             quote! { match *self {} },
         )
     } else {
         (
-            quote! { match method { #(#decode_arms,)* _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod) } },
+            quote! { match method { #(#decode_arms,)* _ => Err(#door::DispatchError::UnknownMethod) } },
             quote! { match self { #(#method_arms,)* } },
             quote! { match self { #(#params_arms,)* } },
         )
@@ -741,7 +744,7 @@ fn message_enum(
         impl #ident {
             /// Decodes `params` as the params type of `method`; an unknown method and params
             /// that do not fit are distinct errors (-32601, -32602).
-            pub fn from_method(method: &str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+            pub fn from_method(method: &str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<Self, #door::DispatchError> {
                 #decode_body
             }
 
@@ -794,6 +797,7 @@ fn result_enum(
     rows: &[&TypedRow<'_>],
     helpers: &mut HelperUse,
 ) -> TokenStream {
+    let door = crate::door::path();
     let doc = format!(" {doc}");
     let mut variants = Vec::new();
     let mut decode_arms = Vec::new();
@@ -812,13 +816,13 @@ fn result_enum(
     }
     let (decode_body, method_body, serialize_body) = if rows.is_empty() {
         (
-            quote! { let _ = (method, result); Err(::protocols_runtime::method::DispatchError::UnknownMethod) },
+            quote! { let _ = (method, result); Err(#door::DispatchError::UnknownMethod) },
             quote! { match *self {} },
             quote! { let _ = serializer; match *self {} },
         )
     } else {
         (
-            quote! { match method { #(#decode_arms,)* _ => Err(::protocols_runtime::method::DispatchError::UnknownMethod) } },
+            quote! { match method { #(#decode_arms,)* _ => Err(#door::DispatchError::UnknownMethod) } },
             quote! { match self { #(#method_arms,)* } },
             quote! { match self { #(#serialize_arms,)* } },
         )
@@ -831,7 +835,7 @@ fn result_enum(
 
         impl #ident {
             /// Decodes `result` as the result type of the request `method` it answers.
-            pub fn decode_result(method: &str, result: ::serde_json::Value) -> ::std::result::Result<Self, ::protocols_runtime::method::DispatchError> {
+            pub fn decode_result(method: &str, result: ::serde_json::Value) -> ::std::result::Result<Self, #door::DispatchError> {
                 #decode_body
             }
 
@@ -850,26 +854,27 @@ fn result_enum(
 }
 
 fn helper_functions(helpers: &HelperUse) -> TokenStream {
+    let door = crate::door::path();
     let required = helpers.required.then(|| quote! {
-        fn required_params<T: ::serde::de::DeserializeOwned>(method: &'static str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+        fn required_params<T: ::serde::de::DeserializeOwned>(method: &'static str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<T, #door::DispatchError> {
             ::serde_json::from_value(params.unwrap_or(::serde_json::Value::Null))
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams { method, source })
+                .map_err(|source| #door::DispatchError::InvalidParams { method, source })
         }
     });
     let optional = helpers.optional.then(|| quote! {
-        fn optional_params<T: ::serde::de::DeserializeOwned>(method: &'static str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<::std::option::Option<T>, ::protocols_runtime::method::DispatchError> {
+        fn optional_params<T: ::serde::de::DeserializeOwned>(method: &'static str, params: ::std::option::Option<::serde_json::Value>) -> ::std::result::Result<::std::option::Option<T>, #door::DispatchError> {
             match params {
                 None | Some(::serde_json::Value::Null) => Ok(None),
                 Some(params) => ::serde_json::from_value(params)
                     .map(Some)
-                    .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams { method, source }),
+                    .map_err(|source| #door::DispatchError::InvalidParams { method, source }),
             }
         }
     });
     let result = helpers.result.then(|| quote! {
-        fn decode_result_as<T: ::serde::de::DeserializeOwned>(method: &'static str, result: ::serde_json::Value) -> ::std::result::Result<T, ::protocols_runtime::method::DispatchError> {
+        fn decode_result_as<T: ::serde::de::DeserializeOwned>(method: &'static str, result: ::serde_json::Value) -> ::std::result::Result<T, #door::DispatchError> {
             ::serde_json::from_value(result)
-                .map_err(|source| ::protocols_runtime::method::DispatchError::InvalidParams { method, source })
+                .map_err(|source| #door::DispatchError::InvalidParams { method, source })
         }
     });
     let envelope = helpers.envelope.then(|| {

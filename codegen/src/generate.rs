@@ -234,6 +234,7 @@ const MOD_HEADER: &str =
 /// and `match_revision!`, which expands a body once per revision, so code that must handle every
 /// revision gets a compile error naming a newly pinned one instead of a forgotten match arm.
 fn mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
+    let door = crate::door::path();
     let upper = protocol.to_uppercase();
     let mut modules = Vec::new();
     let mut variants = Vec::new();
@@ -300,7 +301,7 @@ fn mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
             }
 
             /// The revision's method table.
-            pub fn methods(self) -> &'static [::protocols_runtime::method::MethodSpec] {
+            pub fn methods(self) -> &'static [#door::MethodSpec] {
                 match self { #(#methods)* }
             }
 
@@ -387,6 +388,7 @@ fn revision_macros(specs: &[&RevisionSpec]) -> Result<TokenStream> {
 
 /// `protocols/<p>/tests/support/generated/mod.rs`: the revisions' test support, listed.
 fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<GeneratedFile> {
+    let door = crate::door::path();
     let mut modules = Vec::new();
     let mut entries = Vec::new();
     for spec in specs {
@@ -411,10 +413,10 @@ fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<Generated
         pub static REVISIONS: &[::codegen::samples::GeneratedRevision] = &[#(#entries)*];
 
         /// The plain description `codegen::samples` reads of a method table.
-        pub fn methods_of(table: &[::protocols_runtime::method::MethodSpec]) -> ::std::vec::Vec<::codegen::samples::Method> {
+        pub fn methods_of(table: &[#door::MethodSpec]) -> ::std::vec::Vec<::codegen::samples::Method> {
             table.iter().map(|spec| ::codegen::samples::Method {
                 name: spec.name,
-                request: spec.kind == ::protocols_runtime::method::MethodKind::Request,
+                request: spec.kind == #door::MethodKind::Request,
                 from_client: spec.direction.from_client(),
                 from_server: spec.direction.from_server(),
                 params_optional: spec.params_optional,
@@ -424,8 +426,8 @@ fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<Generated
         }
 
         /// What a recording handler answers every request with.
-        pub fn recorded() -> ::protocols_runtime::ErrorObject {
-            ::protocols_runtime::ErrorObject {
+        pub fn recorded() -> #door::ErrorObject {
+            #door::ErrorObject {
                 code: ::codegen::samples::RECORDED,
                 message: ::std::borrow::Cow::Borrowed("recorded"),
                 data: ::std::option::Option::None,
@@ -434,20 +436,20 @@ fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<Generated
 
         /// A dispatcher's answer, whatever the side's dispatcher returns.
         pub trait IntoReply {
-            fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject>;
+            fn into_reply(self) -> ::std::result::Result<(), #door::ErrorObject>;
         }
 
-        impl IntoReply for ::protocols_runtime::Reply {
-            fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject> {
+        impl IntoReply for #door::Reply {
+            fn into_reply(self) -> ::std::result::Result<(), #door::ErrorObject> {
                 self.map(|_| ())
             }
         }
 
-        impl IntoReply for ::protocols_runtime::method::Answer {
-            fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject> {
+        impl IntoReply for #door::Answer {
+            fn into_reply(self) -> ::std::result::Result<(), #door::ErrorObject> {
                 match self {
-                    ::protocols_runtime::method::Answer::Reply(reply) => reply.map(|_| ()),
-                    ::protocols_runtime::method::Answer::Stream(_) => ::std::result::Result::Ok(()),
+                    #door::Answer::Reply(reply) => reply.map(|_| ()),
+                    #door::Answer::Stream(_) => ::std::result::Result::Ok(()),
                 }
             }
         }
@@ -462,7 +464,7 @@ fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<Generated
         }
 
         /// How a notification dispatch ended.
-        pub fn notification_outcome(delivered: ::std::result::Result<(), ::protocols_runtime::method::DispatchError>, calls: ::codegen::samples::Calls) -> ::codegen::samples::Dispatched {
+        pub fn notification_outcome(delivered: ::std::result::Result<(), #door::DispatchError>, calls: ::codegen::samples::Calls) -> ::codegen::samples::Dispatched {
             match delivered {
                 ::std::result::Result::Ok(()) => calls.into_handled(),
                 ::std::result::Result::Err(error) => ::codegen::samples::Dispatched::Refused { code: error.code(), message: error.to_string() },
@@ -485,6 +487,7 @@ fn support_mod_file(protocol: &str, specs: &[&RevisionSpec]) -> Result<Generated
 /// side, the dispatch through the generated dispatchers, and a round trip through the type of
 /// every definition.
 pub fn emit_support(model: &RevisionModel) -> Result<String> {
+    let door = crate::door::path();
     let unions: BTreeSet<&str> = model
         .message_unions
         .iter()
@@ -537,12 +540,12 @@ pub fn emit_support(model: &RevisionModel) -> Result<String> {
                     MethodKind::Request => {
                         let result = rpc.result_type();
                         let output = if rpc.row.streaming.results() {
-                            quote! { ::protocols_runtime::method::ResultStream<#result> }
+                            quote! { #door::ResultStream<#result> }
                         } else {
                             result
                         };
                         quote! {
-                            fn #handler(&self, #params cx: &Self::Context) -> impl ::std::future::Future<Output = ::std::result::Result<#output, ::protocols_runtime::ErrorObject>> + ::std::marker::Send {
+                            fn #handler(&self, #params cx: &Self::Context) -> impl ::std::future::Future<Output = ::std::result::Result<#output, #door::ErrorObject>> + ::std::marker::Send {
                                 #record;
                                 ::std::future::ready(::std::result::Result::Err(super::recorded()))
                             }

@@ -5,6 +5,7 @@
 //! result. `samples` is the test support the protocol crates share.
 
 pub mod constructs;
+pub mod door;
 pub mod emit;
 pub mod error;
 pub mod frontend;

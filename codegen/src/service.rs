@@ -82,23 +82,25 @@ impl Codec for TypedRow<'_> {
     }
 
     fn decode_expr(&self) -> TokenStream {
+        let door = crate::door::path();
         let konst = &self.konst;
         match (&self.params, self.row.params_optional) {
             (None, _) => TokenStream::new(),
             (Some(_), true) => quote! {
-                ::protocols_runtime::method::decode_optional_params(methods::#konst, params)?,
+                #door::decode_optional_params(methods::#konst, params)?,
             },
             (Some(_), false) => quote! {
-                ::protocols_runtime::method::decode_params(methods::#konst, params)?,
+                #door::decode_params(methods::#konst, params)?,
             },
         }
     }
 
     fn encode_expr(&self) -> TokenStream {
+        let door = crate::door::path();
         let konst = &self.konst;
         match self.params {
             Some(_) => {
-                quote! { ::protocols_runtime::method::encode_params(methods::#konst, &params)? }
+                quote! { #door::encode_params(methods::#konst, &params)? }
             }
             None => quote! { ::std::option::Option::None },
         }
@@ -196,6 +198,7 @@ fn has_streaming(side: &ReceivingSide<'_>) -> bool {
 }
 
 fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
+    let door = crate::door::path();
     let name = side.name;
     let doc = format!(
         " The {} side of {label}: one method per request and notification the {} sends. \
@@ -211,7 +214,7 @@ fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         let params = rpc.params_arg();
         let result = rpc.result_type();
         let output = if rpc.row.streaming.results() {
-            quote! { ::protocols_runtime::method::ResultStream<#result> }
+            quote! { #door::ResultStream<#result> }
         } else {
             result
         };
@@ -220,10 +223,10 @@ fn handler_trait(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         quote! {
             #[doc = #doc]
             fn #method(&self, #params cx: &Self::Context)
-                -> impl ::std::future::Future<Output = ::std::result::Result<#output, ::protocols_runtime::ErrorObject>> + ::std::marker::Send
+                -> impl ::std::future::Future<Output = ::std::result::Result<#output, #door::ErrorObject>> + ::std::marker::Send
             {
                 let _ = #unused;
-                ::std::future::ready(::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()))
+                ::std::future::ready(::std::result::Result::Err(#door::ErrorObject::method_not_found()))
             }
         }
     });
@@ -274,6 +277,7 @@ fn notification_dispatcher_name(side: &ReceivingSide<'_>) -> Ident {
 }
 
 fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
+    let door = crate::door::path();
     let trait_name = side.name;
     let function = request_dispatcher_name(side);
     let streaming = has_streaming(side);
@@ -283,9 +287,9 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
         let decode = rpc.decode_expr();
         let call = quote! { handler.#method(#decode cx).await };
         let answer = match (streaming, rpc.row.streaming.results()) {
-            (false, _) => quote! { ::protocols_runtime::method::reply(#call) },
-            (true, false) => quote! { ::protocols_runtime::method::Answer::single(#call) },
-            (true, true) => quote! { ::protocols_runtime::method::Answer::streaming(#call) },
+            (false, _) => quote! { #door::reply(#call) },
+            (true, false) => quote! { #door::Answer::single(#call) },
+            (true, true) => quote! { #door::Answer::streaming(#call) },
         };
         quote! { methods::#konst => #answer, }
     });
@@ -304,9 +308,9 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
     if side.requests.is_empty() {
         return quote! {
             #[doc = #signature_doc]
-            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::Reply {
+            pub async fn #function<H: #trait_name>(#args) -> #door::Reply {
                 let _ = (handler, method, params, cx);
-                ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found())
+                ::std::result::Result::Err(#door::ErrorObject::method_not_found())
             }
         };
     }
@@ -317,24 +321,24 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
         );
         quote! {
             #[doc = #doc]
-            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::method::Answer {
+            pub async fn #function<H: #trait_name>(#args) -> #door::Answer {
                 let answer = async {
-                    ::std::result::Result::Ok::<_, ::protocols_runtime::ErrorObject>(match method {
+                    ::std::result::Result::Ok::<_, #door::ErrorObject>(match method {
                         #(#arms)*
-                        _ => return ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()),
+                        _ => return ::std::result::Result::Err(#door::ErrorObject::method_not_found()),
                     })
                 }
                 .await;
-                answer.unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(::std::result::Result::Err(error)))
+                answer.unwrap_or_else(|error| #door::Answer::Reply(::std::result::Result::Err(error)))
             }
         }
     } else {
         quote! {
             #[doc = #signature_doc]
-            pub async fn #function<H: #trait_name>(#args) -> ::protocols_runtime::Reply {
+            pub async fn #function<H: #trait_name>(#args) -> #door::Reply {
                 match method {
                     #(#arms)*
-                    _ => ::std::result::Result::Err(::protocols_runtime::ErrorObject::method_not_found()),
+                    _ => ::std::result::Result::Err(#door::ErrorObject::method_not_found()),
                 }
             }
         }
@@ -342,6 +346,7 @@ fn request_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
 }
 
 fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
+    let door = crate::door::path();
     let trait_name = side.name;
     let function = notification_dispatcher_name(side);
     let doc = format!(
@@ -355,13 +360,13 @@ fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
         params: ::std::option::Option<&::serde_json::value::RawValue>,
         cx: &H::Context,
     };
-    let output = quote! { ::std::result::Result<(), ::protocols_runtime::method::DispatchError> };
+    let output = quote! { ::std::result::Result<(), #door::DispatchError> };
     if side.notifications.is_empty() {
         return quote! {
             #[doc = #doc]
             pub async fn #function<H: #trait_name>(#args) -> #output {
                 let _ = (handler, method, params, cx);
-                ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+                ::std::result::Result::Err(#door::DispatchError::UnknownMethod)
             }
         };
     }
@@ -376,7 +381,7 @@ fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
         pub async fn #function<H: #trait_name>(#args) -> #output {
             match method {
                 #(#arms)*
-                _ => return ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod),
+                _ => return ::std::result::Result::Err(#door::DispatchError::UnknownMethod),
             }
             ::std::result::Result::Ok(())
         }
@@ -384,6 +389,7 @@ fn notification_dispatcher(side: &ReceivingSide<'_>) -> TokenStream {
 }
 
 fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
+    let door = crate::door::path();
     let name = format_ident!("Remote{}", side.name);
     let doc = format!(
         " Calls a remote {} of {label} through any `RpcClient` transport (the runtime's `Peer` \
@@ -401,17 +407,17 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         if rpc.row.streaming.results() {
             quote! {
                 #[doc = #doc]
-                pub async fn #method(&self, #params) -> ::std::result::Result<::protocols_runtime::method::ClientStream<#result>, ::protocols_runtime::method::ClientError> {
+                pub async fn #method(&self, #params) -> ::std::result::Result<#door::ClientStream<#result>, #door::ClientError> {
                     let stream = self.transport.call_streaming(methods::#konst, #encode).await?;
-                    ::std::result::Result::Ok(::protocols_runtime::method::decode_stream(methods::#konst, stream))
+                    ::std::result::Result::Ok(#door::decode_stream(methods::#konst, stream))
                 }
             }
         } else {
             quote! {
                 #[doc = #doc]
-                pub async fn #method(&self, #params) -> ::std::result::Result<#result, ::protocols_runtime::method::ClientError> {
+                pub async fn #method(&self, #params) -> ::std::result::Result<#result, #door::ClientError> {
                     let result = self.transport.call(methods::#konst, #encode).await?;
-                    ::protocols_runtime::method::decode_result(methods::#konst, &result)
+                    #door::decode_result(methods::#konst, &result)
                 }
             }
         }
@@ -424,7 +430,7 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         let doc = format!(" Sends `{}`.", rpc.row.name);
         quote! {
             #[doc = #doc]
-            pub async fn #method(&self, #params) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+            pub async fn #method(&self, #params) -> ::std::result::Result<(), #door::ClientError> {
                 self.transport.notify(methods::#konst, #encode).await
             }
         }
@@ -452,7 +458,7 @@ fn remote_proxy(side: &ReceivingSide<'_>, label: &str) -> TokenStream {
         }
 
         #calling
-        impl<T: ::protocols_runtime::method::RpcClient> #name<T> {
+        impl<T: #door::RpcClient> #name<T> {
             #(#requests)*
             #(#notifications)*
         }

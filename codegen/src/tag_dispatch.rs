@@ -159,6 +159,7 @@ fn drop_derived_deserialize(item: &mut syn::ItemEnum) -> bool {
 /// `Deserialize` reading the tag first (through the runtime's `tagged::read_tagged`, which owns
 /// the tag checks and their errors): one member decoded.
 fn deserialize_impl(item: &syn::ItemEnum, dispatch: &TagDispatch) -> TokenStream {
+    let door = crate::door::path();
     let name = &item.ident;
     let union = name.to_string();
     let tag = &dispatch.tag;
@@ -171,7 +172,7 @@ fn deserialize_impl(item: &syn::ItemEnum, dispatch: &TagDispatch) -> TokenStream
             ) -> ::std::result::Result<Self, D::Error> {
                 use ::serde::de::Error as _;
                 const TAGS: &[&str] = &[#(#values),*];
-                let tagged = ::protocols_runtime::tagged::read_tagged(deserializer, #union, #tag, TAGS)?;
+                let tagged = #door::read_tagged(deserializer, #union, #tag, TAGS)?;
                 match tagged.tag {
                     #( #values => ::serde_json::from_value(tagged.object).map(Self::#variants), )*
                     other => return ::std::result::Result::Err(D::Error::unknown_variant(other, TAGS)),

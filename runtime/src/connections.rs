@@ -25,17 +25,17 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 /// How long a connection may take to send its first request head.
-pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection with no request in flight and nothing written stays open.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Open connections from one peer (an IPv4 address, or an IPv6 /64).
-pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
+pub(crate) const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
 /// The most open connections by default, whatever the file limit allows.
-pub const MAX_DEFAULT_CONNECTIONS: usize = 16_384;
+pub(crate) const MAX_DEFAULT_CONNECTIONS: usize = 16_384;
 /// The file limit assumed where it cannot be read.
 const ASSUMED_FILE_LIMIT: usize = 1024;
 /// How long a drain waits for in-flight requests and streams to finish.
-pub const DEFAULT_DRAIN_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How a server that owns its listener treats connections, and how long it drains. Every
 /// value has a default; change them with the builder methods and hand the result to
@@ -64,7 +64,7 @@ pub struct ListenerConfig {
 impl Default for ListenerConfig {
     /// The documented defaults; `max_connections` is three quarters of the process's soft
     /// `RLIMIT_NOFILE` (read from `/proc/self/limits`; 1,024 assumed elsewhere), at most
-    /// [`MAX_DEFAULT_CONNECTIONS`].
+    /// 16,384.
     fn default() -> Self {
         Self {
             head_timeout: DEFAULT_HEAD_TIMEOUT,
@@ -77,30 +77,35 @@ impl Default for ListenerConfig {
 }
 
 impl ListenerConfig {
+    /// Sets [`Self::head_timeout`] (default 10 s).
     #[must_use]
     pub fn head_timeout(mut self, timeout: Duration) -> Self {
         self.head_timeout = timeout;
         self
     }
 
+    /// Sets [`Self::idle_timeout`] (default 60 s).
     #[must_use]
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self
     }
 
+    /// Sets [`Self::max_connections`] (default: three quarters of the file limit, at most 16,384).
     #[must_use]
     pub fn max_connections(mut self, limit: usize) -> Self {
         self.max_connections = limit;
         self
     }
 
+    /// Sets [`Self::max_connections_per_peer`] (default 256).
     #[must_use]
     pub fn max_connections_per_peer(mut self, limit: usize) -> Self {
         self.max_connections_per_peer = limit;
         self
     }
 
+    /// Sets [`Self::drain_deadline`] (default 30 s).
     #[must_use]
     pub fn drain_deadline(mut self, deadline: Duration) -> Self {
         self.drain_deadline = deadline;

@@ -26,7 +26,9 @@ pub type Reply = Result<Box<RawValue>, ErrorObject>;
 /// Whether a protocol (revision) accepts JSON-RPC batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchPolicy {
+    /// A batch is served, each entry on its own.
     Accept,
+    /// A batch is refused as an invalid request.
     Refuse,
 }
 
@@ -46,7 +48,9 @@ pub enum Unsessioned {
 /// seconds after which retrying may succeed (sent as `Retry-After`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ErrorHead {
+    /// The HTTP status of the answer.
     pub status: StatusCode,
+    /// Seconds after which a retry may succeed, sent as `Retry-After`.
     pub retry_after: Option<u64>,
 }
 
@@ -90,7 +94,9 @@ fn retry_after_of(status: StatusCode, error: &ErrorObject) -> Option<u64> {
 /// different statuses (see [`Profile::with_sessionless_error_statuses`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Served {
+    /// Served within a session.
     InSession,
+    /// Served without a session.
     Sessionless,
 }
 
@@ -132,6 +138,7 @@ impl Profile {
         self
     }
 
+    /// Whether the protocol accepts JSON-RPC batches (default: refused).
     #[must_use]
     pub fn with_batches(mut self, policy: BatchPolicy) -> Self {
         self.batches = policy;
@@ -175,7 +182,7 @@ impl Profile {
     }
 
     /// The protocol's answer to a transport refusal, when it has its own.
-    pub fn refusal_answers(&self) -> Option<fn(&Refusal) -> Option<RefusalAnswer>> {
+    pub(crate) fn refusal_answers(&self) -> Option<fn(&Refusal) -> Option<RefusalAnswer>> {
         self.refusal_answers
     }
 
@@ -192,22 +199,27 @@ impl Profile {
         self
     }
 
-    pub fn session_header(&self) -> Option<&HeaderName> {
+    /// The header that carries the session id, if the protocol has sessions.
+    pub(crate) fn session_header(&self) -> Option<&HeaderName> {
         self.session_header.as_ref()
     }
 
+    /// The header that carries the protocol revision, if the protocol has one.
     pub fn version_header(&self) -> Option<&HeaderName> {
         self.version_header.as_ref()
     }
 
+    /// The JSON media type requests carry and plain answers are labelled with.
     pub fn media_type(&self) -> &'static str {
         self.media_type
     }
 
-    pub fn batches(&self) -> BatchPolicy {
+    /// Whether JSON-RPC batches are accepted.
+    pub(crate) fn batches(&self) -> BatchPolicy {
         self.batches
     }
 
+    /// How the protocol cancels requests, if it does.
     pub fn cancellation(&self) -> Option<&CancelConvention> {
         self.cancellation.as_ref()
     }
@@ -216,7 +228,7 @@ impl Profile {
     /// as `served` (`200` and no extra header when `None`). A status from the code tables that
     /// asks the client to come back (`429`, `503`) says when, from the error's `data`
     /// ([`RETRY_AFTER_DATA`], whole seconds, at least one).
-    pub fn error_head(&self, error: &ErrorObject, served: Served) -> Option<ErrorHead> {
+    pub(crate) fn error_head(&self, error: &ErrorObject, served: Served) -> Option<ErrorHead> {
         self.error_heads
             .and_then(|heads| heads(error))
             .filter(|head| head.status.is_client_error() || head.status.is_server_error())
@@ -230,14 +242,8 @@ impl Profile {
     }
 
     /// The status an error answer with `code` carries when it is the whole JSON response to a
-    /// request served in a session.
-    pub fn error_status(&self, code: i64) -> Option<StatusCode> {
-        self.error_status_when(code, Served::InSession)
-    }
-
-    /// The status an error answer with `code` carries when it is the whole JSON response to a
     /// request served as `served`.
-    pub fn error_status_when(&self, code: i64, served: Served) -> Option<StatusCode> {
+    pub(crate) fn error_status_when(&self, code: i64, served: Served) -> Option<StatusCode> {
         let table = match (served, self.sessionless_error_statuses) {
             (Served::Sessionless, Some(table)) => table,
             _ => self.error_statuses,
@@ -276,10 +282,12 @@ impl Rejection {
         Self { status, error }
     }
 
+    /// The HTTP status the refusal is answered with (always 4xx or 5xx).
     pub fn status(&self) -> StatusCode {
         self.status
     }
 
+    /// The JSON-RPC error the refusal's body carries.
     pub fn error(&self) -> &ErrorObject {
         &self.error
     }
@@ -349,7 +357,9 @@ pub trait RequestHandler: Send + Sync + 'static {
 /// the address of the connection it came on.
 #[derive(Debug, Default)]
 pub struct RequestMeta {
+    /// The request's HTTP headers (empty on stdio).
     pub headers: HeaderMap,
+    /// What earlier layers attached to the request, the authenticated principal among them.
     pub extensions: Extensions,
     /// The profile's version header, kept once per request here rather than copied into the
     /// [`Context`] of each of its messages (a context is moved with every handler's future).
@@ -372,7 +382,7 @@ impl RequestMeta {
 
     /// The same metadata, for a request whose connection came from `peer`.
     #[must_use]
-    pub fn with_peer_address(mut self, peer: SocketAddr) -> Self {
+    pub(crate) fn with_peer_address(mut self, peer: SocketAddr) -> Self {
         self.peer_address = Some(peer);
         self
     }
@@ -460,6 +470,7 @@ impl<S> Context<S> {
         self.session.as_deref().map(Session::state)
     }
 
+    /// The HTTP headers of the request the message arrived on.
     pub fn headers(&self) -> &HeaderMap {
         &self.meta.headers
     }
@@ -527,4 +538,4 @@ impl<S> Context<S> {
 }
 
 /// How long a server→client request waits for its answer unless the call says otherwise.
-pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(60);

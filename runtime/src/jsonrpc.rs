@@ -17,7 +17,7 @@ mod common_shape;
 pub mod member;
 
 /// The only protocol version this module speaks.
-pub const VERSION: &str = "2.0";
+const VERSION: &str = "2.0";
 
 /// The error codes JSON-RPC 2.0 reserves.
 pub mod codes {
@@ -37,7 +37,9 @@ pub mod codes {
 /// answers a message whose id could not be read, which [`Response`] models separately.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestId {
+    /// An integer id.
     Number(i64),
+    /// A string id.
     String(Arc<str>),
 }
 
@@ -110,8 +112,11 @@ impl<'de> Deserialize<'de> for RequestId {
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
+    /// The error code: one of [`codes`] or a protocol's own.
     pub code: i64,
+    /// A short description of the error, for people.
     pub message: Cow<'static, str>,
+    /// Structured details the protocol defines, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
@@ -133,22 +138,27 @@ impl ErrorObject {
         self
     }
 
+    /// -32700: the body is not JSON.
     pub fn parse_error() -> Self {
         Self::new(codes::PARSE_ERROR, "parse error")
     }
 
+    /// -32600: the message is not a valid request; `reason` says why.
     pub fn invalid_request(reason: &'static str) -> Self {
         Self::new(codes::INVALID_REQUEST, reason)
     }
 
+    /// -32601: no method of that name (or not on this side).
     pub fn method_not_found() -> Self {
         Self::new(codes::METHOD_NOT_FOUND, "method not found")
     }
 
+    /// -32602: the params do not fit the method, with `message` saying how.
     pub fn invalid_params(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(codes::INVALID_PARAMS, message)
     }
 
+    /// -32603: the server failed; nothing of the failure is sent.
     pub fn internal_error() -> Self {
         Self::new(codes::INTERNAL_ERROR, "internal error")
     }
@@ -172,15 +182,20 @@ impl std::error::Error for ErrorObject {}
 /// A call that expects an answer.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The id the answer must echo.
     pub id: RequestId,
+    /// The method called.
     pub method: String,
+    /// The params as sent, undecoded; `None` when absent.
     pub params: Option<Box<RawValue>>,
 }
 
 /// A call that expects no answer.
 #[derive(Debug, Clone)]
 pub struct Notification {
+    /// The method called.
     pub method: String,
+    /// The params as sent, undecoded; `None` when absent.
     pub params: Option<Box<RawValue>>,
 }
 
@@ -217,18 +232,22 @@ impl Response {
         }
     }
 
+    /// The id this answers; `None` for an error answering an unreadable message.
     pub fn id(&self) -> Option<&RequestId> {
         self.id.as_ref()
     }
 
+    /// The raw result, or the error the request was answered with.
     pub fn outcome(&self) -> &Result<Box<RawValue>, ErrorObject> {
         &self.outcome
     }
 
+    /// Takes the raw result or the error out of the answer.
     pub fn into_outcome(self) -> Result<Box<RawValue>, ErrorObject> {
         self.outcome
     }
 
+    /// Whether the answer is an error.
     pub fn is_error(&self) -> bool {
         self.outcome.is_err()
     }
@@ -237,8 +256,11 @@ impl Response {
 /// Any one JSON-RPC message.
 #[derive(Debug, Clone)]
 pub enum Message {
+    /// A call that expects an answer.
     Request(Request),
+    /// A call that expects no answer.
     Notification(Notification),
+    /// An answer to an earlier request.
     Response(Response),
 }
 
@@ -447,6 +469,7 @@ impl Default for DecodeLimits {
 /// What one decoded body holds.
 #[derive(Debug)]
 pub enum Payload {
+    /// One message, not in a batch.
     Single(Message),
     /// A batch; each entry is decoded on its own so one bad entry is answered on its own.
     Batch(Vec<Result<Message, InvalidMessage>>),
@@ -457,7 +480,9 @@ pub enum Payload {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid JSON-RPC message: {reason}")]
 pub struct InvalidMessage {
+    /// The message's id, when it could be read.
     pub id: Option<RequestId>,
+    /// What is wrong with the message (a fixed text, never the input).
     pub reason: &'static str,
 }
 
@@ -471,16 +496,28 @@ impl InvalidMessage {
 /// Why a body did not decode. Nothing in it echoes the input.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DecodeError {
+    /// The body is longer than the byte limit.
     #[error("the body exceeds {limit} bytes")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The body nests arrays or objects deeper than the limit.
     #[error("the body nests deeper than {limit} levels")]
-    TooDeep { limit: usize },
+    TooDeep {
+        /// The limit in nesting levels.
+        limit: usize,
+    },
+    /// The body is not UTF-8 text.
     #[error("the body is not UTF-8")]
     InvalidUtf8,
+    /// The body is not JSON.
     #[error("the body is not JSON")]
     NotJson,
+    /// The body is an empty batch (`[]`).
     #[error("the batch is empty")]
     EmptyBatch,
+    /// The body is JSON but not a JSON-RPC message.
     #[error(transparent)]
     Invalid(#[from] InvalidMessage),
 }

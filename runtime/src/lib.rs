@@ -1,9 +1,30 @@
-//! `protocols-runtime`: what every protocol crate plugs into. It owns JSON-RPC 2.0 ([`jsonrpc`]),
-//! the SSE format ([`sse`]), the transports ([`http`] Streamable HTTP, [`legacy`] HTTP+SSE,
-//! [`stdio`]), sessions and event tails ([`session`], [`tail`]), talking back to the peer
-//! ([`peer`]), hardening ([`hardening`]) and composition ([`server`]). It never names a protocol
-//! method: a protocol crate implements [`RequestHandler`] and declares what differs in its
-//! [`Profile`].
+//! `protocols-runtime`: what every protocol crate plugs into. It owns JSON-RPC 2.0, the SSE
+//! format, the transports, sessions and event tails, talking back to the peer, hardening and
+//! composition, and never names a protocol method: a protocol crate implements
+//! [`RequestHandler`] and declares what differs in its [`Profile`]. Its API has two audiences,
+//! and generated code comes in by a third, hidden door.
+//!
+//! **Serving** (whoever runs a server; usually reached through a protocol crate's builder):
+//! - composition: [`server::Server`] and its builder, [`server::ListenerConfig`] for a listener
+//!   the server owns;
+//! - transports: [`http`] (Streamable HTTP), [`legacy`] (HTTP+SSE), [`stdio`], and
+//!   [`connect`] for the side that opens a line-oriented conversation;
+//! - hardening: [`hardening`] (`Host`/`Origin` checks, limits, CORS, security headers,
+//!   bearer and JWT authentication) and [`stream`] (how SSE answers keep alive and end);
+//! - sessions: [`SessionStore`], [`MemorySessionStore`], [`SessionLimits`], [`Clock`]; event
+//!   tails for resumable streams in [`tail`].
+//!
+//! **Protocol authoring** (whoever writes a protocol crate on this runtime):
+//! - the handler contract: [`RequestHandler`], [`Profile`], [`Context`], [`Reply`],
+//!   [`Rejection`], [`RequestMeta`];
+//! - JSON-RPC 2.0: [`jsonrpc`] ([`Request`], [`Notification`], [`Response`], [`ErrorObject`]);
+//! - method tables and typed clients: [`method`] ([`method::MethodSpec`],
+//!   [`method::RpcClient`]);
+//! - talking back to the peer: [`Peer`] ([`peer`]); the SSE format: [`sse`]; quoting a
+//!   caller's value in an error: [`quote()`].
+//!
+//! **Generated code** names the runtime only through `protocols_runtime::codegen`, hidden
+//! from these docs and not an interface for hand-written code.
 //!
 //! The `server` feature (default) adds serving: [`http`], [`legacy`], [`server`], [`stream`]
 //! and the hardening layers, with axum, hyper's server side and tower. Without it the crate
@@ -47,6 +68,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Without `server`, a few crate-private pieces of the shared core that only the HTTP transports
 // call (the SSE route of a peer, owed-work holds, the lazy session reaper) have no caller; a cfg
@@ -57,6 +79,9 @@
 // Unit tests may index (a panic there is a failed test).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+// The door generated code names the runtime through; not part of the documented API.
+#[doc(hidden)]
+pub mod codegen;
 mod config_setters;
 pub mod connect;
 #[cfg(feature = "server")]
@@ -82,13 +107,17 @@ pub mod quote;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
+// A few public items of sessions and event tails are still undocumented; they are being
+// redesigned, and the allow goes once the redesign documents them.
+#[allow(missing_docs)]
 pub mod session;
 pub mod sse;
 pub mod stdio;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod stream;
-pub mod tagged;
+mod tagged;
+#[allow(missing_docs)]
 pub mod tail;
 
 pub use handler::{

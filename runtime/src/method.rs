@@ -1,9 +1,9 @@
 //! The contract between generated protocol crates and the runtime: a method table entry per
 //! wire method, typed marker traits a client calls through, the error a method-keyed decode
-//! reports, and what generated services stand on — the params/result codec rules their
-//! dispatchers and clients share, the streaming answer types, and [`RpcClient`], the transport a
-//! generated typed client calls through (implemented here for [`Peer`]). Generated code fills
-//! these in; the runtime only reads them.
+//! reports, the streaming answer types, and [`RpcClient`], the transport a generated typed
+//! client calls through (implemented here for [`Peer`]). Generated code fills these in (through
+//! the hidden `codegen` door, which also owns the params/result codec rules); the runtime and
+//! protocol crates read them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,8 +23,11 @@ use crate::peer::{Peer, PeerError};
 /// A2A agent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// Only the client sends it.
     ClientToServer,
+    /// Only the server sends it.
     ServerToClient,
+    /// Either side may send it.
     Both,
 }
 
@@ -43,7 +46,9 @@ impl Direction {
 /// Whether a method expects an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MethodKind {
+    /// A request: the peer answers it.
     Request,
+    /// A notification: nothing answers it.
     Notification,
 }
 
@@ -63,7 +68,9 @@ pub struct HttpRoute {
 pub struct MethodSpec {
     /// The name on the wire (`tools/call`, `session/prompt`, `SendMessage`).
     pub name: &'static str,
+    /// Which side sends the method.
     pub direction: Direction,
+    /// Whether the method is answered.
     pub kind: MethodKind,
     /// The Rust type of the params, as a path relative to the revision module; `None` when the
     /// method takes no params at all.
@@ -86,14 +93,19 @@ pub struct MethodSpec {
 
 /// A request method known at compile time: its wire name and the types on each side.
 pub trait RpcMethod {
+    /// The method's name on the wire.
     const NAME: &'static str;
+    /// The params the request carries.
     type Params: Serialize + DeserializeOwned + Send + 'static;
+    /// The result that answers it.
     type Result: Serialize + DeserializeOwned + Send + 'static;
 }
 
 /// A notification method known at compile time.
 pub trait RpcNotification {
+    /// The notification's name on the wire.
     const NAME: &'static str;
+    /// The params the notification carries.
     type Params: Serialize + DeserializeOwned + Send + 'static;
 }
 
@@ -101,12 +113,16 @@ pub trait RpcNotification {
 /// method is JSON-RPC -32601, params that do not fit the method are -32602.
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
+    /// No method of that name on this side (-32601).
     #[error("method not found")]
     UnknownMethod,
-    /// The decoder's reason repeats the caller's input, so it is quoted.
+    /// The params do not fit the method's type (-32602). The decoder's reason repeats the
+    /// caller's input, so it is quoted.
     #[error("invalid params for {method}: {}", crate::quote::quote(source))]
     InvalidParams {
+        /// The method whose params these were.
         method: &'static str,
+        /// The decoder's error.
         #[source]
         source: serde_json::Error,
     },
@@ -141,37 +157,6 @@ impl From<DispatchError> for ErrorObject {
     }
 }
 
-/// Decodes the params of `method`; absent params decode as `null`, so a method whose params are
-/// required refuses them with -32602.
-pub fn decode_params<T: DeserializeOwned>(
-    method: &'static str,
-    params: Option<&RawValue>,
-) -> Result<T, DispatchError> {
-    let text = params.map_or("null", RawValue::get);
-    serde_json::from_str(text).map_err(|source| DispatchError::InvalidParams { method, source })
-}
-
-/// Decodes the params of a method whose params may be omitted: absent and `null` are `None`.
-pub fn decode_optional_params<T: DeserializeOwned>(
-    method: &'static str,
-    params: Option<&RawValue>,
-) -> Result<Option<T>, DispatchError> {
-    match params {
-        Some(raw) if raw.get() != "null" => decode_params(method, Some(raw)).map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// Serializes a handler's typed answer into the runtime's [`Reply`]. A result that cannot be
-/// serialized is the server's fault: -32603, logged, its content never sent.
-pub fn reply<T: Serialize>(result: Result<T, ErrorObject>) -> Reply {
-    let value = result?;
-    serde_json::value::to_raw_value(&value).map_err(|error| {
-        tracing::error!(%error, "a handler result could not be serialized");
-        ErrorObject::internal_error()
-    })
-}
-
 /// A typed stream a streaming method answers with (A2A's streaming RPCs). An `Err` item is
 /// sent as the stream's error; the binding decides whether the stream ends there.
 pub type ResultStream<T> = Pin<Box<dyn Stream<Item = Result<T, ErrorObject>> + Send + 'static>>;
@@ -180,22 +165,24 @@ pub type ResultStream<T> = Pin<Box<dyn Stream<Item = Result<T, ErrorObject>> + S
 pub type ReplyStream = Pin<Box<dyn Stream<Item = Reply> + Send + 'static>>;
 
 /// Serializes each item of a typed answer stream, like [`reply`] does for one answer.
-pub fn reply_stream<T: Serialize + 'static>(stream: ResultStream<T>) -> ReplyStream {
-    Box::pin(stream.map(reply))
+fn reply_stream<T: Serialize + 'static>(stream: ResultStream<T>) -> ReplyStream {
+    Box::pin(stream.map(crate::codegen::reply))
 }
 
 /// What a generated dispatcher whose side has streaming methods answers: one reply, or a stream
 /// of them for the binding to carry (SSE events, or [`crate::Context::send_partial_result`] per
 /// item).
 pub enum Answer {
+    /// One reply: the result or the error.
     Reply(Reply),
+    /// A stream of replies, one per item of a streaming method's answer.
     Stream(ReplyStream),
 }
 
 impl Answer {
     /// The answer of a unary method.
     pub fn single<T: Serialize>(result: Result<T, ErrorObject>) -> Self {
-        Self::Reply(reply(result))
+        Self::Reply(crate::codegen::reply(result))
     }
 
     /// The answer of a streaming method: its stream, or the error that refused it up front.
@@ -219,22 +206,31 @@ impl std::fmt::Debug for Answer {
 /// Why a typed client call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The call's params could not be serialized.
     #[error("the params of {method} could not be serialized")]
     Unserializable {
+        /// The method called.
         method: &'static str,
+        /// The serializer's error.
         #[source]
         source: serde_json::Error,
     },
+    /// The peer answered with this JSON-RPC error.
     #[error("the peer answered with an error: {0}")]
     Rejected(ErrorObject),
+    /// The peer's result does not decode as the method's result type.
     #[error("the result of {method} does not fit its type")]
     InvalidResult {
+        /// The method called.
         method: &'static str,
+        /// The decoder's error.
         #[source]
         source: serde_json::Error,
     },
+    /// The transport cannot carry a streaming call.
     #[error("this transport cannot carry streaming calls")]
     StreamingUnsupported,
+    /// The transport failed (closed, timed out, unreachable); the source says how.
     #[error("the transport failed: {0}")]
     Transport(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -356,33 +352,6 @@ impl RpcClient for Peer {
     }
 }
 
-/// Serializes a call's params; `None` and values serializing to `null` send no params.
-pub fn encode_params<P: Serialize>(
-    method: &'static str,
-    params: &P,
-) -> Result<Option<Box<RawValue>>, ClientError> {
-    let raw = serde_json::value::to_raw_value(params)
-        .map_err(|source| ClientError::Unserializable { method, source })?;
-    Ok((raw.get() != "null").then_some(raw))
-}
-
-/// Decodes the result of the request `method` it answers.
-pub fn decode_result<T: DeserializeOwned>(
-    method: &'static str,
-    result: &RawValue,
-) -> Result<T, ClientError> {
-    serde_json::from_str(result.get())
-        .map_err(|source| ClientError::InvalidResult { method, source })
-}
-
-/// Decodes each raw answer of a streaming call as the result type of `method`.
-pub fn decode_stream<T: DeserializeOwned + 'static>(
-    method: &'static str,
-    stream: RawResultStream,
-) -> ClientStream<T> {
-    Box::pin(stream.map(move |item| item.and_then(|raw| decode_result(method, &raw))))
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -391,35 +360,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-
-    #[test]
-    fn invalid_params_quote_the_decoders_reason_bounded_and_name_the_method_once() {
-        #[derive(Debug, serde::Deserialize)]
-        #[allow(dead_code)]
-        enum Kind {
-            Small,
-        }
-        #[derive(Debug, serde::Deserialize)]
-        #[allow(dead_code)]
-        struct Params {
-            kind: Kind,
-        }
-        let value = "v".repeat(100);
-        let params = raw(&format!(r#"{{"kind":"{value}"}}"#));
-        let error = decode_params::<Params>("tools/call", Some(&params)).unwrap_err();
-        let text = error.to_string();
-        assert!(!text.contains(&value), "{text}");
-        assert_eq!(text.matches("tools/call").count(), 1, "{text}");
-        let quoted = text
-            .strip_prefix("invalid params for tools/call: `")
-            .and_then(|rest| rest.strip_suffix('`'))
-            .unwrap_or_else(|| panic!("not quoted: {text}"));
-        assert!(quoted.len() <= crate::quote::MAX_QUOTED_BYTES, "{quoted}");
-        assert_eq!(
-            error.to_error_object().message,
-            "invalid params for tools/call"
-        );
-    }
+    use crate::codegen::{decode_result, encode_params};
     use crate::jsonrpc::{DecodeLimits, Message, Response, decode_message};
     use crate::peer::{Conversation, Route};
 
@@ -430,48 +371,6 @@ mod tests {
     #[derive(Debug, PartialEq, serde::Deserialize, Serialize)]
     struct Named {
         name: String,
-    }
-
-    #[test]
-    fn absent_required_params_are_invalid_params_naming_the_method_not_the_input() {
-        let absent = decode_params::<Named>("tools/call", None).map_err(ErrorObject::from);
-        let hostile = decode_params::<Named>("tools/call", Some(&raw(r#"{"nom":"<script>"}"#)))
-            .map_err(ErrorObject::from);
-        assert_eq!(absent.map_err(|e| e.code), Err(-32602));
-        let error = hostile.err().unwrap();
-        assert_eq!(error.code, -32602);
-        assert_eq!(error.message, "invalid params for tools/call");
-        assert!(error.data.is_none());
-    }
-
-    #[test]
-    fn optional_params_read_absent_and_null_as_none() {
-        assert_eq!(decode_optional_params::<Named>("m", None).ok(), Some(None));
-        assert_eq!(
-            decode_optional_params::<Named>("m", Some(&raw("null"))).ok(),
-            Some(None)
-        );
-        let present = decode_optional_params::<Named>("m", Some(&raw(r#"{"name":"a"}"#)));
-        assert_eq!(present.ok(), Some(Some(Named { name: "a".into() })));
-        assert!(decode_optional_params::<Named>("m", Some(&raw("[]"))).is_err());
-    }
-
-    #[test]
-    fn a_reply_is_the_serialized_result_or_the_handlers_error() {
-        let ok = reply(Ok(Named { name: "a".into() })).map(|raw| raw.get().to_owned());
-        assert_eq!(ok.as_deref(), Ok(r#"{"name":"a"}"#));
-        let refused = reply::<Named>(Err(ErrorObject::method_not_found()));
-        assert_eq!(refused.map(|_| ()), Err(ErrorObject::method_not_found()));
-    }
-
-    #[test]
-    fn params_serializing_to_null_are_sent_as_no_params() {
-        assert!(encode_params("m", &None::<Named>).unwrap().is_none());
-        let some = encode_params("m", &Named { name: "a".into() }).unwrap();
-        assert_eq!(
-            some.map(|raw| raw.get().to_owned()).as_deref(),
-            Some(r#"{"name":"a"}"#)
-        );
     }
 
     fn read(bytes: &Bytes) -> Message {
@@ -538,17 +437,5 @@ mod tests {
             notification.params.map(|p| p.get().to_owned()).as_deref(),
             Some(r#"{"name":"a"}"#)
         );
-    }
-
-    #[test]
-    fn a_result_that_does_not_fit_its_method_is_an_invalid_result() {
-        let outcome = decode_result::<Named>("tools/call", &raw("[1]"));
-        assert!(matches!(
-            outcome,
-            Err(ClientError::InvalidResult {
-                method: "tools/call",
-                ..
-            })
-        ));
     }
 }

@@ -42,18 +42,25 @@ pub enum CancelReply {
 /// Why an outbound message could not be sent or answered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PeerError {
+    /// The message has no stream to go out on.
     #[error("there is no stream to send on")]
     NoStream,
+    /// A request needs a session to route its answer back, and there is none.
     #[error("answers cannot be correlated without a session")]
     NoSession,
+    /// The stream or session ended before the message went out or was answered.
     #[error("the stream or session has ended")]
     Closed,
+    /// The peer did not answer within this time.
     #[error("the peer did not answer within {0:?}")]
     TimedOut(Duration),
+    /// The params could not be serialized.
     #[error("the params could not be serialized")]
     Unserializable,
+    /// The peer answered with this JSON-RPC error.
     #[error("the peer answered with an error: {0}")]
     Rejected(ErrorObject),
+    /// The peer is not reading: its outbound queue is full.
     #[error("the peer is not reading: the queue of messages to it is full")]
     Backlogged,
 }
@@ -100,6 +107,7 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// A conversation with nothing in flight.
     pub fn new() -> Self {
         Self::default()
     }
@@ -135,7 +143,7 @@ impl Conversation {
     }
 
     /// Cancels the peer's running request `id`; `false` when it is not running.
-    pub fn cancel_inbound(&self, id: &RequestId) -> bool {
+    pub(crate) fn cancel_inbound(&self, id: &RequestId) -> bool {
         let token = self
             .running
             .lock()
@@ -157,14 +165,14 @@ impl Conversation {
     }
 
     /// Fails every call awaiting the peer's answer (the peer can no longer send one).
-    pub fn fail_awaiting(&self) {
+    pub(crate) fn fail_awaiting(&self) {
         if let Ok(mut awaiting) = self.awaiting.lock() {
             awaiting.clear();
         }
     }
 
     /// Fails every awaiting call and cancels every running request (the conversation ended).
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         self.fail_awaiting();
         if let Ok(running) = self.running.lock() {
             running.values().for_each(CancellationToken::cancel);

@@ -19,10 +19,7 @@ use axum::serve::{ListenerExt, TapIo};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-pub use crate::connections::{
-    DEFAULT_DRAIN_DEADLINE, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, ListenerConfig, MAX_DEFAULT_CONNECTIONS,
-};
+pub use crate::connections::ListenerConfig;
 use crate::handler::RequestHandler;
 use crate::hardening::{Hardening, HardeningConfig, HardeningError};
 use crate::http::{HttpConfig, StreamableHttp};
@@ -115,6 +112,7 @@ impl Default for ServerBuilder {
 }
 
 impl ServerBuilder {
+    /// A builder with no routes, the default hardening and the default listener.
     pub fn new() -> Self {
         Self {
             routes: Router::new(),
@@ -256,6 +254,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts building a server.
     pub fn builder() -> ServerBuilder {
         ServerBuilder::new()
     }

@@ -17,10 +17,12 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub struct EventId(u64);
 
 impl EventId {
+    /// The id with this number.
     pub const fn new(value: u64) -> Self {
         Self(value)
     }
 
+    /// The id's number.
     pub const fn get(self) -> u64 {
         self.0
     }
@@ -69,6 +71,7 @@ impl EventName {
         Ok(Self(text))
     }
 
+    /// The name as written on the `event:` line.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -91,8 +94,11 @@ impl FromStr for EventName {
 /// Why text is not an event name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EventNameError {
+    /// The name is empty.
     #[error("an event name is empty")]
     Empty,
+    /// The name contains `\r` or `
+    /// `, which would end the field.
     #[error("an event name contains a line terminator")]
     LineTerminator,
 }
@@ -100,14 +106,21 @@ pub enum EventNameError {
 /// Why a frame could not be read. No variant echoes the peer's bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
+    /// The block has no `data` field, so it dispatches no event.
     #[error("the block carries no data field, so it dispatches no event")]
     NoData,
+    /// The `id` field is not a decimal event id.
     #[error("the id field is not a decimal event id")]
     MalformedId,
+    /// The `event` field is not a usable event name.
     #[error("the event field is not a usable event name: {0}")]
     MalformedName(EventNameError),
+    /// An event is longer than the byte limit.
     #[error("an event exceeds {limit} bytes")]
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
 }
 
 /// One event.
@@ -141,12 +154,14 @@ impl SseEvent {
         Self::without_id(data).with_name(name)
     }
 
+    /// Gives the event this id.
     #[must_use]
     pub fn with_id(mut self, id: EventId) -> Self {
         self.id = Some(id.to_string().into_boxed_str());
         self
     }
 
+    /// Gives the event this name (its `event:` field).
     #[must_use]
     pub fn with_name(mut self, name: EventName) -> Self {
         self.name = Some(name);
@@ -160,10 +175,12 @@ impl SseEvent {
         self
     }
 
+    /// The event's name, if it has one.
     pub fn name(&self) -> Option<&EventName> {
         self.name.as_ref()
     }
 
+    /// Whether the event carries exactly this name.
     pub fn is_named(&self, name: &EventName) -> bool {
         self.name.as_ref() == Some(name)
     }
@@ -173,14 +190,18 @@ impl SseEvent {
         self.id.as_deref()
     }
 
+    /// The reconnection delay the event asks for, if any.
     pub fn retry(&self) -> Option<Duration> {
         self.retry
     }
 
+    /// The event's payload, its `data:` lines joined by `
+    /// `.
     pub fn data(&self) -> &str {
         &self.data
     }
 
+    /// Takes the event's payload.
     pub fn into_data(self) -> String {
         self.data
     }

@@ -38,15 +38,17 @@ use crate::tail::{
 };
 
 /// Requests running at once over stdio before a new one is answered as overloaded.
-pub const DEFAULT_STDIO_MAX_IN_FLIGHT: usize = 256;
+const DEFAULT_STDIO_MAX_IN_FLIGHT: usize = 256;
 /// Lines waiting to be written before the reader waits for the writer.
-pub const DEFAULT_STDIO_OUTBOUND_CAPACITY: usize = 1024;
+const DEFAULT_STDIO_OUTBOUND_CAPACITY: usize = 1024;
 
 /// How the stdio transport bounds its input and waits on its peer.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct StdioConfig {
+    /// How large and how deep one line may be.
     pub limits: DecodeLimits,
+    /// How long a request sent to the peer waits for its answer.
     pub peer_timeout: Duration,
     /// After EOF, how long requests still running may take to answer before they are dropped.
     pub drain_grace: Duration,

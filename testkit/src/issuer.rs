@@ -25,7 +25,9 @@ pub const JWKS_PATH: &str = "/jwks.json";
 /// A private key and the public JWK naming it.
 #[derive(Clone)]
 pub struct SigningKey {
+    /// The key id the JWK and each token's header carry.
     pub kid: String,
+    /// The algorithm the key signs with.
     pub alg: Algorithm,
     encoding: EncodingKey,
     jwk: Jwk,
@@ -165,7 +167,9 @@ struct Shared {
 
 /// The issuer: its JWKS endpoint on a loopback port, and the key it signs with by default.
 pub struct TestIssuer {
+    /// The issuer URL tokens name in `iss`.
     pub issuer: String,
+    /// The loopback address the JWKS endpoint listens on.
     pub address: SocketAddr,
     key: Mutex<SigningKey>,
     shared: Arc<Shared>,
@@ -232,6 +236,7 @@ impl TestIssuer {
         }
     }
 
+    /// The URL of the JWKS endpoint.
     pub fn jwks_url(&self) -> String {
         format!("http://{}{JWKS_PATH}", self.address)
     }

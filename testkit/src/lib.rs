@@ -7,6 +7,7 @@
 
 // A test-support crate: its helpers fail the calling test the way an assertion does.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![deny(missing_docs)]
 
 pub mod issuer;
 pub mod raw;

@@ -14,9 +14,11 @@ pub const RAW_PATIENCE: Duration = Duration::from_secs(10);
 /// One HTTP/1.1 answer as read off the socket.
 #[derive(Debug, Clone)]
 pub struct RawAnswer {
+    /// The status code.
     pub status: u16,
     /// Header names in lower case, in the order sent.
     pub headers: Vec<(String, String)>,
+    /// The body: the `content-length` bytes after the head.
     pub body: Vec<u8>,
 }
 
@@ -50,15 +52,18 @@ pub fn raw_request(request_line: &str, head_lines: &[&str], body: &str) -> Vec<u
 /// A keep-alive connection that reads answers one at a time.
 #[derive(Debug)]
 pub struct RawConnection {
+    /// The socket, for a test that writes or closes it itself.
     pub stream: TcpStream,
     buffer: Vec<u8>,
 }
 
 impl RawConnection {
+    /// Connects to `address`.
     pub async fn open(address: SocketAddr) -> Self {
         Self::over(TcpStream::connect(address).await.expect("connect"))
     }
 
+    /// Reads answers off an already open socket.
     pub fn over(stream: TcpStream) -> Self {
         Self {
             stream,
@@ -66,6 +71,7 @@ impl RawConnection {
         }
     }
 
+    /// Writes `bytes` as they are, without framing.
     pub async fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.expect("write");
     }

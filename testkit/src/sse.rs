@@ -35,6 +35,7 @@ impl std::fmt::Debug for SseReader {
 }
 
 impl SseReader {
+    /// Reads the SSE events of `response`'s body.
     pub fn new(response: reqwest::Response) -> Self {
         Self {
             body: response.bytes_stream().boxed(),
@@ -106,8 +107,11 @@ impl SseReader {
 /// the reconnection delay it asked for.
 #[derive(Debug)]
 pub struct Drained {
+    /// The JSON messages the events carried, in order.
     pub messages: Vec<Value>,
+    /// The last event id the stream set, as a number.
     pub last_event_id: Option<u64>,
+    /// The reconnection delay the stream asked for, if it did.
     pub retry: Option<Duration>,
 }
 

@@ -21,6 +21,7 @@ pub struct Template {
 }
 
 impl Template {
+    /// Parses a path template such as `/tasks/{id=*}:cancel` into its segments.
     pub fn parse(path: &str) -> Self {
         let segments = path
             .split('/')

@@ -12,8 +12,9 @@ use crate::v1::types::{AgentCard, AgentInterface};
 /// The well-known path of the public card.
 pub const WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
 
-/// Binding names as the card spells them.
+/// The JSON-RPC binding's name as the card spells it.
 pub const JSONRPC_BINDING: &str = "JSONRPC";
+/// The REST binding's name as the card spells it.
 pub const HTTP_JSON_BINDING: &str = "HTTP+JSON";
 
 /// The protocol version the 1.0 interfaces announce (and the `A2A-Version` value selecting
@@ -25,7 +26,9 @@ pub const LEGACY_PROTOCOL_VERSION: &str = "0.3";
 /// Where each binding is served, as absolute URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoints {
+    /// The JSON-RPC endpoint's URL.
     pub jsonrpc: String,
+    /// The REST endpoint's base URL.
     pub rest: String,
 }
 
@@ -85,14 +88,17 @@ impl AgentCards {
         }
     }
 
+    /// The card served to every caller.
     pub fn public(&self) -> &AgentCard {
         &self.public
     }
 
+    /// The extended card served to authenticated callers, if one is configured.
     pub fn extended(&self) -> Option<&AgentCard> {
         self.extended.as_ref()
     }
 
+    /// Where each binding is served.
     pub fn endpoints(&self) -> &Endpoints {
         &self.endpoints
     }

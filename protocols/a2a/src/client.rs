@@ -61,7 +61,9 @@ pub fn versioned_interface_url(card: &AgentCard, binding: &str, version: &str) -
 /// means 0.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireRevision {
+    /// A2A 1.0.
     V1,
+    /// A2A 0.3.
     V0_3,
 }
 
@@ -84,6 +86,7 @@ pub struct JsonRpcTransport {
 }
 
 impl JsonRpcTransport {
+    /// A JSON-RPC transport posting to `url` in `revision`'s wire shape.
     pub fn new(http: reqwest::Client, url: impl Into<String>, revision: WireRevision) -> Self {
         Self {
             http,
@@ -255,6 +258,7 @@ pub struct RestTransport {
 }
 
 impl RestTransport {
+    /// A REST transport calling under `base_url` in `revision`'s wire shape.
     pub fn new(http: reqwest::Client, base_url: impl Into<String>, revision: WireRevision) -> Self {
         Self {
             http,
@@ -264,6 +268,7 @@ impl RestTransport {
         }
     }
 
+    /// Headers sent with every call (credentials, say).
     #[must_use]
     pub fn with_headers(mut self, headers: HeaderMap) -> Self {
         self.headers = headers;

@@ -16,7 +16,9 @@ use crate::service::{A2aService, Caller};
 
 /// What a call answers: 1.0 JSON as the generated types wrote it.
 pub enum Outcome {
+    /// One answer.
     Single(Box<RawValue>),
+    /// A stream of answers, each an event or an error.
     Stream(BoxStream<'static, Result<Box<RawValue>, ErrorObject>>),
 }
 

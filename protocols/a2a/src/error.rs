@@ -22,43 +22,67 @@ use serde_json::{Value, json};
 /// Every failure an A2A operation reports to its caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum A2aError {
+    /// No task with that id (for this caller).
     #[error("{0}")]
     TaskNotFound(String),
+    /// The task is in a state that cannot be cancelled.
     #[error("{0}")]
     TaskNotCancelable(String),
+    /// The agent does not send push notifications.
     #[error("push notifications are not supported")]
     PushNotificationNotSupported,
+    /// The agent does not support the operation.
     #[error("{0}")]
     UnsupportedOperation(String),
+    /// A part's media type is not one the agent accepts.
     #[error("{0}")]
     ContentTypeNotSupported(String),
+    /// The agent produced a response that is not valid A2A.
     #[error("the agent produced an invalid response")]
     InvalidAgentResponse,
+    /// An extended card was asked for and none is configured.
     #[error("no extended agent card is configured")]
     ExtendedAgentCardNotConfigured,
+    /// The request needs an extension the client did not declare.
     #[error("{0}")]
     ExtensionSupportRequired(String),
+    /// The requested protocol version is not served.
     #[error("{0}")]
     VersionNotSupported(String),
+    /// The params do not fit the method.
     #[error("{0}")]
     InvalidParams(String),
+    /// The request is not a valid A2A request.
     #[error("{0}")]
     InvalidRequest(String),
+    /// No such method.
     #[error("method not found")]
     MethodNotFound,
+    /// The operation needs an authenticated caller.
     #[error("authentication required")]
     Unauthenticated,
     /// A bound on what one caller (or one task) may keep is reached; retrying after the given
     /// wait may succeed, once some of it has finished or expired.
     #[error("{message}")]
-    ResourceExhausted { message: String, retry_after: u64 },
+    ResourceExhausted {
+        /// What is exhausted, for the caller.
+        message: String,
+        /// Seconds after which a retry may succeed.
+        retry_after: u64,
+    },
     /// The agent as a whole is at capacity.
     #[error("{message}")]
-    Unavailable { message: String, retry_after: u64 },
+    Unavailable {
+        /// Why the agent is unavailable, for the caller.
+        message: String,
+        /// Seconds after which a retry may succeed.
+        retry_after: u64,
+    },
     /// The transport refused the request before any operation ran (a wrong HTTP method or
     /// media type, a body that is no JSON); answered in the binding's own error shape.
     #[error("{}", .0.message())]
     Refused(Refusal),
+    /// The agent failed; details go to the log, not to the caller.
     #[error("internal error")]
     Internal,
 }

@@ -107,12 +107,14 @@ impl std::fmt::Debug for LiveTasks {
 /// A subscription to a task: its state when subscribed, then its events.
 #[derive(Debug)]
 pub struct Subscription {
+    /// The task as it stood when subscribed.
     pub snapshot: Task,
     /// `None` when the task was not running (nothing more will happen).
     pub events: Option<broadcast::Receiver<StreamResponse>>,
 }
 
 impl LiveTasks {
+    /// Live tasks kept in `store`, with webhooks delivered by `push` when given.
     pub fn new(store: Arc<dyn TaskStore>, push: Option<PushSender>) -> Self {
         Self {
             store,
@@ -121,10 +123,12 @@ impl LiveTasks {
         }
     }
 
+    /// The store tasks are kept in.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
         &self.store
     }
 
+    /// The webhook sender, when push notifications are on.
     pub fn push(&self) -> Option<&PushSender> {
         self.push.as_ref()
     }
@@ -327,10 +331,12 @@ impl TaskUpdater {
         &self.caller
     }
 
+    /// The id of the task being run.
     pub fn task_id(&self) -> &str {
         &self.task.id
     }
 
+    /// The id of the context the task belongs to.
     pub fn context_id(&self) -> &str {
         self.task.context_id.as_deref().unwrap_or_default()
     }

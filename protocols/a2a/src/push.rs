@@ -31,11 +31,13 @@ pub enum PrivateTargets {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PushPolicy {
+    /// Whether webhooks may target private and loopback addresses.
     pub private_targets: PrivateTargets,
     /// Attempts per event, the first included.
     pub attempts: u32,
     /// The wait before the first retry; doubled after each.
     pub first_backoff: Duration,
+    /// How long one delivery attempt may take.
     pub timeout: Duration,
     /// Deliveries (with their retries) in flight at once; past it an event is not delivered to
     /// that webhook, so a slow receiver cannot make the server hold work without bound.
@@ -217,6 +219,7 @@ impl Lanes {
 }
 
 impl PushSender {
+    /// A sender delivering webhooks under `policy`.
     pub fn new(policy: PushPolicy) -> Self {
         let http = reqwest::Client::builder()
             // A redirect could point a checked URL at a private address.
@@ -233,6 +236,7 @@ impl PushSender {
         }
     }
 
+    /// The policy deliveries follow.
     pub fn policy(&self) -> &PushPolicy {
         &self.policy
     }

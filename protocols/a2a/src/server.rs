@@ -129,6 +129,7 @@ impl<E> std::fmt::Debug for A2aServer<E> {
 }
 
 impl<E: AgentExecutor> A2aServer<E> {
+    /// A server answering both bindings with `service`.
     pub fn new(service: A2aService<E>) -> Self {
         Self {
             service,
@@ -162,6 +163,7 @@ impl<E: AgentExecutor> A2aServer<E> {
         self
     }
 
+    /// The service the bindings call.
     pub fn service(&self) -> &A2aService<E> {
         &self.service
     }

@@ -33,8 +33,9 @@ use crate::v1::types::{
 /// A stream of a task's events, ending after its final (or interrupted) status.
 pub type EventStream = BoxStream<'static, StreamResponse>;
 
-/// Page size when a listing names none, and the largest allowed.
+/// Page size when a listing names none.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// The largest page size a listing may ask for.
 pub const MAX_PAGE_SIZE: usize = 100;
 
 /// Who is calling: the owner whose tasks it creates and may reach, whether it proved who it is
@@ -84,10 +85,12 @@ impl Caller {
         &self.request.headers
     }
 
+    /// The owner the caller's tasks are kept under, and the only one whose tasks it sees.
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
 
+    /// Whether the caller presented valid credentials.
     pub fn is_authenticated(&self) -> bool {
         self.authenticated
     }
@@ -131,6 +134,7 @@ impl<E: AgentExecutor> A2aService<E> {
         }
     }
 
+    /// The agent cards the service publishes.
     pub fn cards(&self) -> &AgentCards {
         &self.cards
     }

@@ -98,7 +98,9 @@ impl Default for TaskLimits {
 pub struct TaskFilter {
     /// Only this owner's tasks (`None`: every owner's).
     pub owner: Option<Owner>,
+    /// Only tasks of this context.
     pub context_id: Option<String>,
+    /// Only tasks in this state.
     pub state: Option<TaskState>,
     /// Only tasks whose status changed at or after this instant.
     pub updated_after: Option<chrono::DateTime<chrono::Utc>>,
@@ -107,6 +109,7 @@ pub struct TaskFilter {
 /// One page of a listing.
 #[derive(Debug, Clone, Default)]
 pub struct TaskPage {
+    /// The tasks of this page, in listing order.
     pub tasks: Vec<Task>,
     /// Where the next page starts; `None` on the last page.
     pub next_cursor: Option<u64>,
@@ -121,6 +124,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// work that cannot be dropped.
     fn insert(&self, task: Task, owner: &Owner) -> Result<(), A2aError>;
 
+    /// The task with this id, if there is one.
     fn get(&self, id: &str) -> Option<Task>;
 
     /// Who a task belongs to; `None` when there is no such task.
@@ -136,6 +140,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Stores (or replaces, by id) a push config of an existing task.
     fn put_push_config(&self, config: TaskPushNotificationConfig) -> Result<(), A2aError>;
 
+    /// The push configurations of a task.
     fn push_configs(&self, task_id: &str) -> Vec<TaskPushNotificationConfig>;
 
     /// Removes a config; `false` when there was none.
@@ -204,6 +209,7 @@ impl MemoryTaskStore {
         Self::default()
     }
 
+    /// A store with these limits.
     pub fn with_limits(limits: TaskLimits) -> Self {
         Self {
             limits,
@@ -219,6 +225,7 @@ impl MemoryTaskStore {
         self
     }
 
+    /// The limits the store keeps to.
     pub fn limits(&self) -> &TaskLimits {
         &self.limits
     }

@@ -54,6 +54,7 @@ impl AcpService for NotServed {
 /// The catch-all for extension methods (names with a leading `_`). Both default to what an
 /// agent without extensions answers: -32601 for requests, nothing for notifications.
 pub trait Extensions: Send + Sync + 'static {
+    /// Answers an extension request (a method whose name starts with `_`).
     fn ext_method(
         &self,
         method: &str,
@@ -64,6 +65,7 @@ pub trait Extensions: Send + Sync + 'static {
         async { Err(ErrorObject::method_not_found()) }
     }
 
+    /// Handles an extension notification (a method whose name starts with `_`).
     fn ext_notification(
         &self,
         method: &str,

@@ -32,7 +32,9 @@ pub type WireObserver = Arc<dyn Fn(WireDirection, &[u8]) + Send + Sync>;
 /// Which way a message travelled, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireDirection {
+    /// Sent by the client to the agent.
     ToAgent,
+    /// Sent by the agent to the client.
     FromAgent,
 }
 

@@ -27,7 +27,9 @@ pub enum CallError {
     /// The client's answer does not fit the method's result type.
     #[error("the client's answer to {method} does not fit its type")]
     InvalidResult {
+        /// The method called.
         method: &'static str,
+        /// The decoder's error.
         #[source]
         source: serde_json::Error,
     },
@@ -50,6 +52,7 @@ pub struct ClientHandle {
 }
 
 impl ClientHandle {
+    /// A handle calling through `peer`, gated by the `features` the client advertised.
     pub fn new(peer: Peer, features: ClientFeatures) -> Self {
         Self { peer, features }
     }

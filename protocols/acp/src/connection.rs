@@ -15,9 +15,13 @@ use crate::version::Revision;
 /// What the client advertised in `initialize`, reduced to what gates agent→client calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientFeatures {
+    /// `fs.readTextFile`: the agent may read files through the client.
     pub read_text_file: bool,
+    /// `fs.writeTextFile`: the agent may write files through the client.
     pub write_text_file: bool,
+    /// `terminal`: the agent may run commands in the client's terminals.
     pub terminal: bool,
+    /// `elicitation`: the agent may ask the user for input through the client.
     pub elicitation: bool,
 }
 
@@ -64,9 +68,13 @@ impl ClientFeatures {
 /// A client capability that gates agent→client methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {
+    /// Reading files through the client (`fs/read_text_file`).
     ReadTextFile,
+    /// Writing files through the client (`fs/write_text_file`).
     WriteTextFile,
+    /// Running commands in the client's terminals (`terminal/*`).
     Terminal,
+    /// Asking the user for input through the client.
     Elicitation,
 }
 

@@ -119,6 +119,7 @@ impl Conversation {
 }
 
 impl Conversations {
+    /// An empty history bounded by `limits`.
     pub fn new(limits: HistoryLimits) -> Self {
         Self {
             limits,
@@ -126,6 +127,7 @@ impl Conversations {
         }
     }
 
+    /// The bounds each session's history keeps to.
     pub fn limits(&self) -> HistoryLimits {
         self.limits
     }

@@ -141,6 +141,7 @@ impl<H> std::fmt::Debug for AcpEndpoint<H> {
 }
 
 impl<H: RequestHandler> AcpEndpoint<H> {
+    /// An endpoint serving `handler` to remote connections, bounded by `config`.
     pub fn new(handler: H, config: RemoteConfig) -> Self {
         Self {
             handler,
@@ -184,6 +185,7 @@ impl<H: RequestHandler> AcpEndpoint<H> {
 pub struct LiveConnections(Arc<AtomicUsize>);
 
 impl LiveConnections {
+    /// The number of connections served now.
     pub fn get(&self) -> usize {
         self.0.load(Ordering::Acquire)
     }

@@ -171,7 +171,9 @@ pub mod v2 {
     /// How a v2 turn ended, as the demo and the tests speak of it.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum TurnEnd {
+        /// The agent finished its turn.
         EndTurn,
+        /// The client cancelled the turn.
         Cancelled,
     }
 

@@ -9,7 +9,9 @@ use serde_json::Value;
 /// An ACP protocol revision this crate can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Revision {
+    /// Protocol version 1, the stable revision.
     V1,
+    /// Protocol version 2, still unstable upstream.
     #[cfg(feature = "unstable")]
     V2,
 }

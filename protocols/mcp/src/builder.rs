@@ -66,18 +66,21 @@ impl McpServerBuilder {
         }
     }
 
+    /// The `instructions` `initialize` hands the client: how to use this server.
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.registry.instructions = Some(instructions.into());
         self
     }
 
+    /// Items per page of `tools/list`, `resources/list` and `prompts/list` (at least 1).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
         self.registry.page_size = size.max(1);
         self
     }
 
+    /// How long a `subscriptions/listen` stream stays open before the client listens again (default 5 min).
     #[must_use]
     pub fn listen_window(mut self, window: Duration) -> Self {
         self.listen_window = window;

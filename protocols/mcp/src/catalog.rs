@@ -49,6 +49,7 @@ enum TemplatePart {
 }
 
 impl UriTemplate {
+    /// Parses an RFC 6570 level-1 template (`file:///{path}`) into literals and variables.
     pub fn parse(template: &str) -> Self {
         let mut parts = Vec::new();
         let mut rest = template;

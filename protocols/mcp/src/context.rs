@@ -47,6 +47,7 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A tool failure with this message: answered as a result with `isError`, not a protocol error.
     pub fn failed(message: impl Into<String>) -> Self {
         Self::Failed(message.into())
     }
@@ -74,6 +75,7 @@ pub struct InputRequests {
 }
 
 impl InputRequests {
+    /// No input requests yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -111,6 +113,7 @@ impl InputRequests {
         self
     }
 
+    /// Whether no input request has been added.
     pub fn is_empty(&self) -> bool {
         self.requests.is_empty()
     }

@@ -8,9 +8,13 @@ use protocols_runtime::{CancelConvention, CancelReply};
 
 use crate::generated::v2026_07_28::methods;
 
+/// The header naming the protocol revision a request speaks.
 pub const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// The header carrying the session id.
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The header mirroring a request's method (2026-07-28).
 pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+/// The header mirroring the tool, resource or prompt a request names (2026-07-28).
 pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The `_meta` key carrying a stateless request's protocol version.

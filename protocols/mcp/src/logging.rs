@@ -6,13 +6,21 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum Level {
+    /// Detailed debugging information.
     Debug,
+    /// Normal operational messages.
     Info,
+    /// Normal but significant events.
     Notice,
+    /// Warning conditions.
     Warning,
+    /// Error conditions.
     Error,
+    /// Critical conditions.
     Critical,
+    /// Action must be taken immediately.
     Alert,
+    /// The system is unusable.
     Emergency,
 }
 
@@ -28,6 +36,7 @@ impl Level {
         Self::Emergency,
     ];
 
+    /// The level's name on the wire (`debug` … `emergency`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Debug => "debug",

@@ -49,14 +49,19 @@ pub(crate) struct HeaderParam {
 /// for).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidHeaderAnnotation {
+    /// An `x-mcp-header` value is empty or not an HTTP token.
     #[error("an `x-mcp-header` value must be a non-empty HTTP token")]
     NotAToken,
+    /// Two parameters are mirrored into the same header (named).
     #[error("two parameters are mirrored into the same header `{0}`")]
     Repeated(String),
+    /// The header (named) is on a parameter that is not a string, integer or boolean.
     #[error("`x-mcp-header` `{0}` is on a parameter that is not a string, integer or boolean")]
     NotPrimitive(String),
+    /// The header (named) is on a property not reachable through `properties` alone.
     #[error("`x-mcp-header` `{0}` is not on a property reachable through `properties` alone")]
     Unreachable(String),
+    /// The input schema nests deeper than the annotations are looked for.
     #[error("the input schema nests deeper than {MAX_SCHEMA_DEPTH} levels")]
     TooDeep,
 }

@@ -45,8 +45,10 @@ pub(crate) struct Binding<'a> {
 /// Why a state the client sent back is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StateRefused {
+    /// The state was not issued by this server for this request.
     #[error("requestState was not issued by this server for this request")]
     Forged,
+    /// The state has expired.
     #[error("requestState has expired")]
     Expired,
 }

@@ -94,6 +94,7 @@ impl Default for ServeOptions {
 }
 
 impl ServeOptions {
+    /// How long a `subscriptions/listen` stream stays open before the client listens again (default 5 min).
     #[must_use]
     pub fn listen_window(mut self, window: Duration) -> Self {
         self.listen_window = window;
@@ -374,6 +375,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         Self::with_options(handler, ServeOptions::default())
     }
 
+    /// Serves `handler` at one endpoint for every revision, with these options.
     pub fn with_options(handler: H, options: ServeOptions) -> Self {
         let profile = Profile::new()
             .with_session_header(stateless::SESSION_HEADER)
@@ -1272,8 +1274,11 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {
+    /// The tool list.
     Tools,
+    /// The resource list.
     Resources,
+    /// The prompt list.
     Prompts,
 }
 

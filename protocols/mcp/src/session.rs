@@ -215,6 +215,7 @@ impl ClientDescription {
         }
     }
 
+    /// The capabilities the client declared.
     pub fn capabilities(&self) -> &ClientCapabilities {
         &self.capabilities
     }
@@ -265,6 +266,7 @@ impl McpSession {
         fresh
     }
 
+    /// The client as `initialize` described it, once it has.
     pub fn client(&self) -> Option<&ClientDescription> {
         self.client.get()
     }

@@ -196,7 +196,9 @@ impl Entries {
 /// the task is cancelled or expires.
 #[derive(Debug, Clone)]
 pub struct CreatedTask {
+    /// The task's first snapshot, as the call answers it.
     pub task: Task,
+    /// Fires when the task is cancelled or expires.
     pub cancellation: CancellationToken,
 }
 
@@ -264,6 +266,7 @@ fn outcome_bytes(outcome: &Outcome) -> usize {
 }
 
 impl TaskStore {
+    /// An empty store bounded by `limits`, reading time from `clock`.
     pub fn new(limits: TaskLimits, clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
@@ -273,6 +276,7 @@ impl TaskStore {
         }
     }
 
+    /// The limits the store keeps to.
     pub fn limits(&self) -> &TaskLimits {
         &self.limits
     }
@@ -720,6 +724,7 @@ impl TaskStore {
         self.live().map_or(0, |entries| entries.by_sequence.len())
     }
 
+    /// Whether no task is remembered (expired ones excluded).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

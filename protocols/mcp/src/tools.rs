@@ -82,15 +82,26 @@ pub fn schema_of<T: JsonSchema>() -> Value {
 /// Why a tool definition cannot be served: what a client would refuse it for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidTool {
+    /// The tool's input schema is not an object schema.
     #[error("tool `{tool}`: its input schema is not an object schema (`\"type\": \"object\"`)")]
-    InputNotAnObject { tool: String },
+    InputNotAnObject {
+        /// The tool's name.
+        tool: String,
+    },
     #[error(
         "tool `{tool}`: its output type's schema is not an object schema, and structured content is an object"
     )]
-    OutputNotAnObject { tool: String },
+    /// The tool's output schema is not an object schema, and structured content is an object.
+    OutputNotAnObject {
+        /// The tool's name.
+        tool: String,
+    },
+    /// The tool's `x-mcp-header` annotations are invalid.
     #[error("tool `{tool}`: {source}")]
     Header {
+        /// The tool's name.
         tool: String,
+        /// What is wrong with the annotations.
         #[source]
         source: InvalidHeaderAnnotation,
     },
@@ -253,6 +264,7 @@ impl ToolDefinition {
         Ok(())
     }
 
+    /// The tool's name.
     pub fn name(&self) -> &str {
         self.descriptor
             .get("name")

@@ -26,7 +26,7 @@ use super::principal::Principal;
 use super::refusal::{Challenge, Refusal};
 
 /// The path RFC 9728 §3.1 puts the metadata document under.
-pub const METADATA_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const METADATA_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// Why no principal could be established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,7 @@ pub enum AuthFailure {
 
 /// Turns request headers into a [`Principal`]. Implement with `async fn`.
 pub trait Authenticator: Send + Sync + 'static {
+    /// Reads the caller's credentials from the request headers: who it is, or why it is refused.
     fn authenticate(
         &self,
         headers: &HeaderMap,
@@ -70,6 +71,7 @@ pub struct BearerAuthenticator {
 }
 
 impl BearerAuthenticator {
+    /// An authenticator that knows no tokens yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -117,7 +119,7 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
 ///
 /// Another scheme is [`AuthFailure::Missing`] (no bearer credential was offered); a bearer header
 /// with an empty or repeated value is [`AuthFailure::Invalid`].
-pub fn bearer_token(headers: &HeaderMap) -> Result<&[u8], AuthFailure> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&[u8], AuthFailure> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let Some(value) = values.next() else {
         return Err(AuthFailure::Missing);
@@ -154,11 +156,14 @@ pub enum AuthPolicy {
 pub struct ProtectedResource {
     /// The resource identifier: the absolute `https` (or loopback `http`) URL of the endpoint.
     pub resource: String,
+    /// The issuers of the authorization servers that grant tokens for the resource.
     pub authorization_servers: Vec<String>,
+    /// The scopes the resource understands.
     pub scopes_supported: Vec<String>,
 }
 
 impl ProtectedResource {
+    /// The metadata of `resource`, with no authorization server or scope yet.
     pub fn new(resource: impl Into<String>) -> Self {
         Self {
             resource: resource.into(),
@@ -167,12 +172,14 @@ impl ProtectedResource {
         }
     }
 
+    /// Adds an authorization server's issuer (at least one is required).
     #[must_use]
     pub fn authorization_server(mut self, issuer: impl Into<String>) -> Self {
         self.authorization_servers.push(issuer.into());
         self
     }
 
+    /// The scopes the resource understands, replacing any set before.
     #[must_use]
     pub fn scopes_supported(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes_supported = scopes.into_iter().map(Into::into).collect();

@@ -28,7 +28,7 @@ pub const CORS_ALLOWED_HEADERS: [&str; 6] = [
 pub const CORS_EXPOSED_HEADERS: [&str; 2] = ["mcp-session-id", "www-authenticate"];
 
 /// How long a browser may reuse a preflight's answer.
-pub const CORS_MAX_AGE: Duration = Duration::from_secs(600);
+const CORS_MAX_AGE: Duration = Duration::from_secs(600);
 
 /// The layer answering for `origins` (each `http[s]://host[:port]`).
 pub(crate) fn cors_layer(origins: &[String]) -> Result<CorsLayer, HardeningError> {

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 /// Bytes of a JWKS document read before it is refused: dozens of keys fit many times over.
 pub const MAX_JWKS_BYTES: usize = 256 * 1024;
 /// Keys taken from one document; any after these are ignored, with a warning.
-pub const MAX_JWKS_KEYS: usize = 64;
+const MAX_JWKS_KEYS: usize = 64;
 /// The smallest RSA modulus accepted: 2048 bits.
 const MIN_RSA_MODULUS_BYTES: usize = 256;
 /// An Ed25519 public key's length.

@@ -22,16 +22,16 @@ use super::jwks::{Jwks, Lookup, Pin, Timing};
 use super::principal::{Claims, Principal};
 
 /// How far past `exp` (or before `nbf`) a token is still taken: clocks drift.
-pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 /// The least time between two fetches of the JWKS, however many unknown `kid`s arrive.
-pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(10);
+const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(10);
 /// How long fetched keys are used before they are fetched again (a key the issuer withdrew
 /// stops verifying by then).
-pub const DEFAULT_MAX_KEY_AGE: Duration = Duration::from_secs(10 * 60);
+const DEFAULT_MAX_KEY_AGE: Duration = Duration::from_secs(10 * 60);
 /// How long one fetch of the JWKS may take.
-pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest token read; a longer `Authorization` value is refused without being parsed.
-pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// What a token must satisfy, and where the keys it is checked with come from.
 #[derive(Debug, Clone)]
@@ -48,12 +48,16 @@ pub struct JwtConfig {
 /// A JWT configuration that cannot be served; returned at start-up, never per request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JwtConfigError {
+    /// The JWKS URL is not an absolute http(s) URL.
     #[error("JWKS URL `{0}` is not an absolute http(s) URL")]
     InvalidJwksUrl(String),
+    /// No issuer or no audience is named, or one is empty.
     #[error("an issuer and an audience must each be named, and none may be empty")]
     MissingIssuerOrAudience,
+    /// A duration that must be positive (named) is zero.
     #[error("`{0}` must be positive")]
     NonPositive(&'static str),
+    /// No JWT crypto backend is available.
     #[error("no JWT crypto backend is available: {0}")]
     Backend(String),
 }
@@ -91,6 +95,7 @@ impl JwtConfig {
         self
     }
 
+    /// How far `exp` and `nbf` may be off to allow for clock skew (default 30 s).
     #[must_use]
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway;
@@ -104,12 +109,14 @@ impl JwtConfig {
         self
     }
 
+    /// How long fetched keys are used before they are fetched again (default 10 min).
     #[must_use]
     pub fn max_key_age(mut self, age: Duration) -> Self {
         self.max_key_age = age;
         self
     }
 
+    /// How long one JWKS fetch may take (default 5 s).
     #[must_use]
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
         self.fetch_timeout = timeout;

@@ -165,11 +165,14 @@ impl<S: Send + Sync> FromRequest<S> for BoundedBody {
 /// A token bucket's shape: `burst` requests at once, refilled at `per_second`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimit {
+    /// Requests added back to the bucket per second.
     pub per_second: f64,
+    /// Requests the bucket holds when full: the most sent at once.
     pub burst: u32,
 }
 
 impl RateLimit {
+    /// A bucket of `burst` requests refilled at `per_second`.
     pub const fn new(per_second: f64, burst: u32) -> Self {
         Self { per_second, burst }
     }

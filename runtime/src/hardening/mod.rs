@@ -60,26 +60,20 @@ use http::{Extensions, HeaderValue, StatusCode, header};
 use tower::Layer as _;
 
 #[cfg(feature = "server")]
-pub use auth::{
-    AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, METADATA_WELL_KNOWN,
-    ProtectedResource, bearer_token,
-};
+pub use auth::{AuthFailure, AuthPolicy, Authenticator, BearerAuthenticator, ProtectedResource};
 #[cfg(feature = "server")]
-pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE};
+pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS};
 #[cfg(feature = "server")]
-pub use jwks::{MAX_JWKS_BYTES, MAX_JWKS_KEYS};
+pub use jwks::MAX_JWKS_BYTES;
 #[cfg(feature = "server")]
-pub use jwt::{
-    DEFAULT_FETCH_TIMEOUT, DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFETCH_INTERVAL,
-    JwtAuthenticator, JwtConfig, JwtConfigError, MAX_TOKEN_BYTES,
-};
+pub use jwt::{JwtAuthenticator, JwtConfig, JwtConfigError};
 #[cfg(feature = "server")]
 pub use limits::{BodyLimit, BoundedBody, RateLimit, read_body};
 #[cfg(feature = "server")]
 pub use origin::{HostPolicy, OriginPolicy};
 pub use principal::{Claims, Principal};
 #[cfg(feature = "server")]
-pub use proxy::{MAX_FORWARDED_HOPS, TrustedProxies};
+use proxy::TrustedProxies;
 pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal, RefusalAnswer, Refused};
 #[cfg(feature = "server")]
 pub use security_headers::SecurityHeaders;
@@ -108,7 +102,7 @@ use tower_http::cors::CorsLayer;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Per-subject allowance when none is configured.
 #[cfg(feature = "server")]
-pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
+const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
 /// Per-address allowance of anonymous callers when none is configured. An address can stand
 /// for a crowd (every user behind one NAT, every client of an untrusted proxy), so this is set
 /// at the scale of what one server core answers, not of what one user sends: it keeps one
@@ -118,10 +112,10 @@ pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit::new(500.0, 1000);
 pub const DEFAULT_ANONYMOUS_RATE_LIMIT: RateLimit = RateLimit::new(10_000.0, 20_000);
 /// Requests in flight at once before new ones are shed with 503.
 #[cfg(feature = "server")]
-pub const DEFAULT_MAX_CONCURRENCY: usize = 1024;
+const DEFAULT_MAX_CONCURRENCY: usize = 1024;
 /// How long a request may take to produce its response head (a stream's body is not timed).
 #[cfg(feature = "server")]
-pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 /// Distinct rate-limit keys tracked before idle buckets are evicted.
 #[cfg(feature = "server")]
 const MAX_RATE_KEYS: usize = 100_000;
@@ -130,18 +124,25 @@ const MAX_RATE_KEYS: usize = 100_000;
 #[cfg(feature = "server")]
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum HardeningError {
+    /// A configured security header's value is not a valid header value.
     #[error("the configured value of security header `{0}` is not a valid header value")]
     InvalidSecurityHeader(String),
+    /// An allowed host is not an authority (`name` or `name:port`).
     #[error("allowed host `{0}` is not an authority (`name` or `name:port`)")]
     InvalidAllowedHost(String),
+    /// An allowed origin is not an origin (`http[s]://host[:port]`).
     #[error("allowed origin `{0}` is not an origin (`http[s]://host[:port]`)")]
     InvalidAllowedOrigin(String),
+    /// A trusted proxy is neither an IP address nor a network.
     #[error("trusted proxy `{0}` is neither an IP address nor a network (`10.0.0.0/8`)")]
     InvalidTrustedProxy(String),
+    /// The protected resource is not an absolute http(s) URL without query or fragment.
     #[error("protected resource `{0}` is not an absolute http(s) URL without query or fragment")]
     InvalidResource(String),
+    /// The protected-resource metadata names no authorization server.
     #[error("protected-resource metadata must name at least one authorization server")]
     NoAuthorizationServer,
+    /// A scope is not an RFC 6749 scope-token.
     #[error("scope `{0}` is not an RFC 6749 scope-token")]
     InvalidScope(String),
     #[error(
@@ -149,11 +150,15 @@ pub enum HardeningError {
          every caller without checking it; use AuthPolicy::RequireScopes, or drop the \
          authenticator if the endpoint is meant to be public"
     )]
+    /// An authenticator is wired but the policy serves every caller unchecked.
     UnprotectedAuthenticator,
+    /// The policy requires scopes but no authenticator checks credentials.
     #[error("AuthPolicy::RequireScopes needs an authenticator to check credentials with")]
     PolicyWithoutAuthenticator,
+    /// A limit that must be positive (named) is zero.
     #[error("`{0}` must be positive")]
     NonPositiveLimit(&'static str),
+    /// A mounted transport's path is also served by another mount or route (named).
     #[error("a mounted transport's path is served by another mount or route too (mounts: {0})")]
     RouteConflict(String),
 }
@@ -222,6 +227,7 @@ impl Default for HardeningConfig {
 
 #[cfg(feature = "server")]
 impl HardeningConfig {
+    /// The default configuration: every check on with its safe default.
     pub fn new() -> Self {
         Self::default()
     }
@@ -235,24 +241,28 @@ impl HardeningConfig {
         self
     }
 
+    /// Which `Host` values are admitted (default: pinned by [`bind_address`](Self::bind_address)).
     #[must_use]
     pub fn host_policy(mut self, policy: HostPolicy) -> Self {
         self.hosts = Some(policy);
         self
     }
 
+    /// Which `Origin` values are admitted (default: pinned by [`bind_address`](Self::bind_address)).
     #[must_use]
     pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
         self.origins = Some(policy);
         self
     }
 
+    /// The security headers every response carries.
     #[must_use]
     pub fn security_headers(mut self, headers: SecurityHeaders) -> Self {
         self.security_headers = headers;
         self
     }
 
+    /// The largest request body read, in bytes (default 4 MiB); a larger one is refused with 413.
     #[must_use]
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.max_body_bytes = limit;
@@ -261,7 +271,8 @@ impl HardeningConfig {
 
     /// One allowance for every caller, per authenticated subject and per anonymous address
     /// alike; `None` turns rate limiting off. Set the anonymous one apart afterwards with
-    /// [`anonymous_rate_limit`](Self::anonymous_rate_limit).
+    /// [`anonymous_rate_limit`](Self::anonymous_rate_limit). The default allows each subject
+    /// 500 requests a second with bursts of 1,000.
     #[must_use]
     pub fn rate_limit(mut self, limit: Option<RateLimit>) -> Self {
         self.rate_limit = limit;
@@ -294,14 +305,14 @@ impl HardeningConfig {
         self
     }
 
-    /// Requests in flight before new ones are shed; `None` turns the limit off.
+    /// Requests in flight before new ones are shed (default 1,024); `None` turns the limit off.
     #[must_use]
     pub fn max_concurrency(mut self, limit: Option<usize>) -> Self {
         self.max_concurrency = limit;
         self
     }
 
-    /// Time allowed to produce a response head; `None` turns the deadline off.
+    /// Time allowed to produce a response head (default 60 s); `None` turns the deadline off.
     #[must_use]
     pub fn request_deadline(mut self, deadline: Option<Duration>) -> Self {
         self.request_deadline = deadline;
@@ -315,6 +326,7 @@ impl HardeningConfig {
         self
     }
 
+    /// Which callers are served: everyone, or those whose credentials carry the scopes named.
     #[must_use]
     pub fn auth_policy(mut self, policy: AuthPolicy) -> Self {
         self.policy = policy;

@@ -68,7 +68,10 @@ pub enum HostPolicy {
     /// Any host: for servers behind a proxy that already pins the authority.
     AnyHost,
     /// The loopback names, on `port` when known.
-    Loopback { port: Option<u16> },
+    Loopback {
+        /// The port the loopback names must carry; `None` admits any.
+        port: Option<u16>,
+    },
     /// Exactly these authorities (`name` for any port, `name:port` for one).
     Allow(Vec<String>),
 }
@@ -79,7 +82,10 @@ pub enum OriginPolicy {
     /// Any origin: for a public API that serves browsers from anywhere.
     AnyOrigin,
     /// `http` and `https` origins on the loopback names, on `port` when known.
-    Loopback { port: Option<u16> },
+    Loopback {
+        /// The port the loopback origins must carry; `None` admits any.
+        port: Option<u16>,
+    },
     /// Exactly these origins (`scheme://host[:port]`).
     Allow(Vec<String>),
 }

@@ -12,12 +12,15 @@ pub type Claims = serde_json::Map<String, serde_json::Value>;
 /// them (a JWT), its validated claims. Cheap to clone: every part is shared.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Principal {
+    /// Who the caller is: the token's subject, or the name a static token was given.
     pub subject: Arc<str>,
+    /// The scopes the credential grants.
     pub scopes: Arc<[String]>,
     claims: Option<Arc<Claims>>,
 }
 
 impl Principal {
+    /// A principal without claims: `subject` granted `scopes`.
     pub fn new(subject: impl Into<Arc<str>>, scopes: impl IntoIterator<Item = String>) -> Self {
         Self {
             subject: subject.into(),

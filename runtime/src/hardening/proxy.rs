@@ -19,13 +19,13 @@ use super::HardeningError;
 
 /// Hops of a forwarding chain read before giving up on finding the client: a chain through
 /// more proxies than this is treated as coming from the last one read.
-pub const MAX_FORWARDED_HOPS: usize = 16;
+const MAX_FORWARDED_HOPS: usize = 16;
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The proxies whose forwarding headers are believed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub(crate) struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
     /// Parses each entry as an address (`10.0.0.7`, `::1`) or a network (`10.0.0.0/8`).

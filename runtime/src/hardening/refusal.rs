@@ -86,7 +86,10 @@ pub enum Refusal {
     /// The `Content-Type` is not one this endpoint reads.
     UnsupportedMediaType,
     /// The caller's allowance is spent; retry after this many whole seconds.
-    RateLimited { retry_after_secs: u64 },
+    RateLimited {
+        /// Whole seconds until the allowance has room again.
+        retry_after_secs: u64,
+    },
     /// The server failed; details go to the log, not to the caller.
     Internal,
     /// Too many requests in flight; shed rather than queued.
@@ -274,7 +277,9 @@ impl Refusal {
 /// protocol's terms.
 #[derive(Debug, Clone)]
 pub struct Refused {
+    /// What was refused.
     pub refusal: Refusal,
+    /// The id of the request refused, when it was read.
     pub id: Option<EchoId>,
 }
 
@@ -283,7 +288,9 @@ pub struct Refused {
 /// [`Refusal::into_response_as`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefusalAnswer {
+    /// The JSON-RPC error code the refusal is answered with.
     pub code: i64,
+    /// The HTTP status for a body that is no JSON-RPC message; `None` keeps the refusal's own.
     pub status: Option<StatusCode>,
 }
 
@@ -298,7 +305,9 @@ impl IntoResponse for Refusal {
 /// body has been read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentifiedRefusal {
+    /// What was refused.
     pub refusal: Refusal,
+    /// The id of the request refused, when it was read.
     pub id: Option<EchoId>,
 }
 
@@ -322,8 +331,9 @@ impl Refusal {
 pub struct Challenge(pub(crate) HeaderValue);
 
 impl Challenge {
-    /// The header value, as sent.
-    pub fn as_header(&self) -> &HeaderValue {
+    /// The header value, as sent (what the tests read).
+    #[cfg(test)]
+    pub(crate) fn as_header(&self) -> &HeaderValue {
         &self.0
     }
 }
@@ -332,7 +342,9 @@ impl Challenge {
 /// JSON-RPC 2.0 expects. Anything else is answered with `null`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EchoId {
+    /// An integer id.
     Integer(i64),
+    /// A string id, bounded in length.
     Text(Box<str>),
 }
 

@@ -17,11 +17,17 @@ use super::refusal::Refusal;
 /// The security headers to send, as configured text. `None` omits a header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecurityHeaders {
+    /// `Content-Security-Policy`.
     pub content_security_policy: Option<String>,
+    /// `Strict-Transport-Security`.
     pub strict_transport_security: Option<String>,
+    /// `X-Frame-Options`.
     pub x_frame_options: Option<String>,
+    /// `X-Content-Type-Options`.
     pub x_content_type_options: Option<String>,
+    /// `Cache-Control`.
     pub cache_control: Option<String>,
+    /// `Referrer-Policy`.
     pub referrer_policy: Option<String>,
 }
 

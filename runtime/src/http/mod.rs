@@ -57,17 +57,21 @@ pub enum ResponseMode {
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
+    /// Whether requests are answered with JSON, an SSE stream, or JSON unless the handler sends first.
     pub response_mode: ResponseMode,
     /// Bounds on each body's JSON; the byte bound applies when no hardening set one.
     pub limits: DecodeLimits,
+    /// How long sessions live and how many may be open.
     pub sessions: SessionLimits,
     /// Events each stream keeps for resumption.
     pub tail_capacity: usize,
+    /// How SSE answers keep alive, close and announce their reconnection delay.
     pub streams: StreamPolicy,
     /// How long a server→client request waits for its answer.
     pub peer_timeout: Duration,
     /// How often expired sessions are reaped.
     pub reap_every: Duration,
+    /// The clock session expiry reads (a manual one in tests).
     pub clock: Arc<dyn Clock>,
     /// Fired when the server starts draining: a session's own (`GET`) stream, which owes no
     /// answer, ends with a `retry`.

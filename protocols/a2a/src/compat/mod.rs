@@ -19,7 +19,9 @@ pub const VERSION_HEADER: &str = "a2a-version";
 /// Which revision a request speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Revision {
+    /// A2A 1.0, the generated types' own shape.
     V1,
+    /// A2A 0.3, converted to and from 1.0 at the edge.
     V0_3,
 }
 

@@ -37,7 +37,7 @@ impl Revision {
         }
     }
     /// The revision's method table.
-    pub fn methods(self) -> &'static [::protocols_runtime::method::MethodSpec] {
+    pub fn methods(self) -> &'static [::protocols_runtime::codegen::MethodSpec] {
         match self {
             Self::V0_3_0 => v0_3_0::METHODS,
             Self::V1_0_1 => v1_0_1::METHODS,

@@ -4958,7 +4958,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["text", "file", "data"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "Part",
                 "kind",
@@ -4989,7 +4989,7 @@ pub mod types {
                 "openIdConnect",
                 "mutualTLS",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SecurityScheme",
                 "type",
@@ -5031,7 +5031,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, D::Error> {
             use ::serde::de::Error as _;
             const TAGS: &[&str] = &["task", "message"];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SendMessageSuccessResponseResult",
                 "kind",
@@ -5060,7 +5060,7 @@ pub mod types {
                 "message",
                 "artifact-update",
             ];
-            let tagged = ::protocols_runtime::tagged::read_tagged(
+            let tagged = ::protocols_runtime::codegen::read_tagged(
                 deserializer,
                 "SendStreamingMessageSuccessResponseResult",
                 "kind",
@@ -5096,7 +5096,7 @@ pub mod methods {
     /// `agent/getAuthenticatedExtendedCard` (A2A 0.3.0): result [`AgentCard`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L138).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AgentGetAuthenticatedExtendedCard;
-    impl ::protocols_runtime::method::RpcMethod for AgentGetAuthenticatedExtendedCard {
+    impl ::protocols_runtime::codegen::RpcMethod for AgentGetAuthenticatedExtendedCard {
         const NAME: &'static str = AGENT_GET_AUTHENTICATED_EXTENDED_CARD;
         type Params = ();
         type Result = types::AgentCard;
@@ -5106,7 +5106,7 @@ pub mod methods {
     /// `message/send` (A2A 0.3.0): params [`MessageSendParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1694), result [`SendMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2021).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct MessageSend;
-    impl ::protocols_runtime::method::RpcMethod for MessageSend {
+    impl ::protocols_runtime::codegen::RpcMethod for MessageSend {
         const NAME: &'static str = MESSAGE_SEND;
         type Params = types::MessageSendParams;
         type Result = types::SendMessageSuccessResponseResult;
@@ -5116,7 +5116,7 @@ pub mod methods {
     /// `message/stream` (A2A 0.3.0): params [`MessageSendParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1694), result [`SendStreamingMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct MessageStream;
-    impl ::protocols_runtime::method::RpcMethod for MessageStream {
+    impl ::protocols_runtime::codegen::RpcMethod for MessageStream {
         const NAME: &'static str = MESSAGE_STREAM;
         type Params = types::MessageSendParams;
         type Result = types::SendStreamingMessageSuccessResponseResult;
@@ -5126,7 +5126,7 @@ pub mod methods {
     /// `tasks/cancel` (A2A 0.3.0): params [`TaskIdParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2303), result [`Task`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2213).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksCancel;
-    impl ::protocols_runtime::method::RpcMethod for TasksCancel {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksCancel {
         const NAME: &'static str = TASKS_CANCEL;
         type Params = types::TaskIdParams;
         type Result = types::Task;
@@ -5136,7 +5136,7 @@ pub mod methods {
     /// `tasks/get` (A2A 0.3.0): params [`TaskQueryParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2385), result [`Task`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2213).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksGet;
-    impl ::protocols_runtime::method::RpcMethod for TasksGet {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksGet {
         const NAME: &'static str = TASKS_GET;
         type Params = types::TaskQueryParams;
         type Result = types::Task;
@@ -5146,7 +5146,7 @@ pub mod methods {
     /// `tasks/pushNotificationConfig/delete` (A2A 0.3.0): params [`DeleteTaskPushNotificationConfigParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L719), result [`DeleteTaskPushNotificationConfigSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L786).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigDelete;
-    impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksPushNotificationConfigDelete {
         const NAME: &'static str = TASKS_PUSH_NOTIFICATION_CONFIG_DELETE;
         type Params = types::DeleteTaskPushNotificationConfigParams;
         type Result = types::DeleteTaskPushNotificationConfigSuccessResponseResult;
@@ -5156,7 +5156,7 @@ pub mod methods {
     /// `tasks/pushNotificationConfig/get` (A2A 0.3.0): params [`GetTaskPushNotificationConfigRequestParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L990), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigGet;
-    impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigGet {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksPushNotificationConfigGet {
         const NAME: &'static str = TASKS_PUSH_NOTIFICATION_CONFIG_GET;
         type Params = types::GetTaskPushNotificationConfigRequestParams;
         type Result = types::TaskPushNotificationConfig;
@@ -5166,7 +5166,7 @@ pub mod methods {
     /// `tasks/pushNotificationConfig/list` (A2A 0.3.0): params [`ListTaskPushNotificationConfigParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1513), result [`ListTaskPushNotificationConfigSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L1575).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigList;
-    impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigList {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksPushNotificationConfigList {
         const NAME: &'static str = TASKS_PUSH_NOTIFICATION_CONFIG_LIST;
         type Params = types::ListTaskPushNotificationConfigParams;
         type Result = types::ListTaskPushNotificationConfigSuccessResponseResult;
@@ -5176,7 +5176,7 @@ pub mod methods {
     /// `tasks/pushNotificationConfig/set` (A2A 0.3.0): params [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2367).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksPushNotificationConfigSet;
-    impl ::protocols_runtime::method::RpcMethod for TasksPushNotificationConfigSet {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksPushNotificationConfigSet {
         const NAME: &'static str = TASKS_PUSH_NOTIFICATION_CONFIG_SET;
         type Params = types::TaskPushNotificationConfig;
         type Result = types::TaskPushNotificationConfig;
@@ -5186,7 +5186,7 @@ pub mod methods {
     /// `tasks/resubscribe` (A2A 0.3.0): params [`TaskIdParams`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2303), result [`SendStreamingMessageSuccessResponseResult`](https://github.com/a2aproject/A2A/blob/8d57eba286de756176892518a8fc39b0ac2ccefb/specification/json/a2a.json#L2100).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TasksResubscribe;
-    impl ::protocols_runtime::method::RpcMethod for TasksResubscribe {
+    impl ::protocols_runtime::codegen::RpcMethod for TasksResubscribe {
         const NAME: &'static str = TASKS_RESUBSCRIBE;
         type Params = types::TaskIdParams;
         type Result = types::SendStreamingMessageSuccessResponseResult;
@@ -5194,11 +5194,11 @@ pub mod methods {
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "agent/getAuthenticatedExtendedCard",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: None,
         params_optional: true,
         result_type: Some("types::AgentCard"),
@@ -5207,10 +5207,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "message/send",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageSendParams"),
         params_optional: false,
         result_type: Some("types::SendMessageSuccessResponseResult"),
@@ -5219,10 +5219,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "message/stream",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageSendParams"),
         params_optional: false,
         result_type: Some("types::SendStreamingMessageSuccessResponseResult"),
@@ -5231,10 +5231,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TaskIdParams"),
         params_optional: false,
         result_type: Some("types::Task"),
@@ -5243,10 +5243,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TaskQueryParams"),
         params_optional: false,
         result_type: Some("types::Task"),
@@ -5255,10 +5255,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/pushNotificationConfig/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteTaskPushNotificationConfigParams"),
         params_optional: false,
         result_type: Some(
@@ -5269,10 +5269,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/pushNotificationConfig/get",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetTaskPushNotificationConfigRequestParams"),
         params_optional: false,
         result_type: Some("types::TaskPushNotificationConfig"),
@@ -5281,10 +5281,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/pushNotificationConfig/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListTaskPushNotificationConfigParams"),
         params_optional: false,
         result_type: Some("types::ListTaskPushNotificationConfigSuccessResponseResult"),
@@ -5293,10 +5293,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/pushNotificationConfig/set",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TaskPushNotificationConfig"),
         params_optional: false,
         result_type: Some("types::TaskPushNotificationConfig"),
@@ -5305,10 +5305,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "tasks/resubscribe",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TaskIdParams"),
         params_optional: false,
         result_type: Some("types::SendStreamingMessageSuccessResponseResult"),
@@ -5331,13 +5331,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AgentCard,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = cx;
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5349,13 +5349,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SendMessageSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5366,16 +5366,16 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<
+            ::protocols_runtime::codegen::ResultStream<
                 types::SendStreamingMessageSuccessResponseResult,
             >,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5385,12 +5385,15 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         params: types::TaskIdParams,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5400,12 +5403,15 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         params: types::TaskQueryParams,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5417,13 +5423,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteTaskPushNotificationConfigSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5435,13 +5441,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5453,13 +5459,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTaskPushNotificationConfigSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5471,13 +5477,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5488,16 +5494,16 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<
+            ::protocols_runtime::codegen::ResultStream<
                 types::SendStreamingMessageSuccessResponseResult,
             >,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -5509,23 +5515,23 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::method::Answer {
+) -> ::protocols_runtime::codegen::Answer {
     let answer = async {
         ::std::result::Result::Ok::<
             _,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >(
             match method {
                 methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler.agent_get_authenticated_extended_card(cx).await,
                     )
                 }
                 methods::MESSAGE_SEND => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .message_send(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::MESSAGE_SEND,
                                     params,
                                 )?,
@@ -5535,10 +5541,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::MESSAGE_STREAM => {
-                    ::protocols_runtime::method::Answer::streaming(
+                    ::protocols_runtime::codegen::Answer::streaming(
                         handler
                             .message_stream(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::MESSAGE_STREAM,
                                     params,
                                 )?,
@@ -5548,10 +5554,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_CANCEL => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_cancel(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_CANCEL,
                                     params,
                                 )?,
@@ -5561,10 +5567,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_GET => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_get(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_GET,
                                     params,
                                 )?,
@@ -5574,10 +5580,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_push_notification_config_delete(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
                                     params,
                                 )?,
@@ -5587,10 +5593,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_push_notification_config_get(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
                                     params,
                                 )?,
@@ -5600,10 +5606,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_push_notification_config_list(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
                                     params,
                                 )?,
@@ -5613,10 +5619,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .tasks_push_notification_config_set(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
                                     params,
                                 )?,
@@ -5626,10 +5632,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::TASKS_RESUBSCRIBE => {
-                    ::protocols_runtime::method::Answer::streaming(
+                    ::protocols_runtime::codegen::Answer::streaming(
                         handler
                             .tasks_resubscribe(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::TASKS_RESUBSCRIBE,
                                     params,
                                 )?,
@@ -5640,7 +5646,7 @@ pub async fn dispatch_agent_request<H: Agent>(
                 }
                 _ => {
                     return ::std::result::Result::Err(
-                        ::protocols_runtime::ErrorObject::method_not_found(),
+                        ::protocols_runtime::codegen::ErrorObject::method_not_found(),
                     );
                 }
             },
@@ -5648,7 +5654,7 @@ pub async fn dispatch_agent_request<H: Agent>(
     }
         .await;
     answer
-        .unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(
+        .unwrap_or_else(|error| ::protocols_runtime::codegen::Answer::Reply(
             ::std::result::Result::Err(error),
         ))
 }
@@ -5659,9 +5665,11 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     let _ = (handler, method, params, cx);
-    ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+    ::std::result::Result::Err(
+        ::protocols_runtime::codegen::DispatchError::UnknownMethod,
+    )
 }
 /// Calls a remote agent of A2A 0.3.0 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
 #[cfg(feature = "client")]
@@ -5681,13 +5689,13 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `agent/getAuthenticatedExtendedCard`.
     pub async fn agent_get_authenticated_extended_card(
         &self,
     ) -> ::std::result::Result<
         types::AgentCard,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
@@ -5696,7 +5704,7 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
                 ::std::option::Option::None,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
             &result,
         )
@@ -5707,74 +5715,74 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::MessageSendParams,
     ) -> ::std::result::Result<
         types::SendMessageSuccessResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MESSAGE_SEND,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MESSAGE_SEND,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MESSAGE_SEND, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MESSAGE_SEND, &result)
     }
     /// Calls `message/stream`.
     pub async fn message_stream(
         &self,
         params: types::MessageSendParams,
     ) -> ::std::result::Result<
-        ::protocols_runtime::method::ClientStream<
+        ::protocols_runtime::codegen::ClientStream<
             types::SendStreamingMessageSuccessResponseResult,
         >,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let stream = self
             .transport
             .call_streaming(
                 methods::MESSAGE_STREAM,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MESSAGE_STREAM,
                     &params,
                 )?,
             )
             .await?;
         ::std::result::Result::Ok(
-            ::protocols_runtime::method::decode_stream(methods::MESSAGE_STREAM, stream),
+            ::protocols_runtime::codegen::decode_stream(methods::MESSAGE_STREAM, stream),
         )
     }
     /// Calls `tasks/cancel`.
     pub async fn tasks_cancel(
         &self,
         params: types::TaskIdParams,
-    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::codegen::ClientError> {
         let result = self
             .transport
             .call(
                 methods::TASKS_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_CANCEL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_CANCEL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_CANCEL, &result)
     }
     /// Calls `tasks/get`.
     pub async fn tasks_get(
         &self,
         params: types::TaskQueryParams,
-    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::codegen::ClientError> {
         let result = self
             .transport
             .call(
                 methods::TASKS_GET,
-                ::protocols_runtime::method::encode_params(methods::TASKS_GET, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::TASKS_GET, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TASKS_GET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TASKS_GET, &result)
     }
     /// Calls `tasks/pushNotificationConfig/delete`.
     pub async fn tasks_push_notification_config_delete(
@@ -5782,19 +5790,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteTaskPushNotificationConfigParams,
     ) -> ::std::result::Result<
         types::DeleteTaskPushNotificationConfigSuccessResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
             &result,
         )
@@ -5805,19 +5813,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::GetTaskPushNotificationConfigRequestParams,
     ) -> ::std::result::Result<
         types::TaskPushNotificationConfig,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET,
             &result,
         )
@@ -5828,19 +5836,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListTaskPushNotificationConfigParams,
     ) -> ::std::result::Result<
         types::ListTaskPushNotificationConfigSuccessResponseResult,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
             &result,
         )
@@ -5851,19 +5859,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::TaskPushNotificationConfig,
     ) -> ::std::result::Result<
         types::TaskPushNotificationConfig,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET,
             &result,
         )
@@ -5873,23 +5881,23 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         &self,
         params: types::TaskIdParams,
     ) -> ::std::result::Result<
-        ::protocols_runtime::method::ClientStream<
+        ::protocols_runtime::codegen::ClientStream<
             types::SendStreamingMessageSuccessResponseResult,
         >,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let stream = self
             .transport
             .call_streaming(
                 methods::TASKS_RESUBSCRIBE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TASKS_RESUBSCRIBE,
                     &params,
                 )?,
             )
             .await?;
         ::std::result::Result::Ok(
-            ::protocols_runtime::method::decode_stream(
+            ::protocols_runtime::codegen::decode_stream(
                 methods::TASKS_RESUBSCRIBE,
                 stream,
             ),

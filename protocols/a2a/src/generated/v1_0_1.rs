@@ -1429,7 +1429,7 @@ pub mod methods {
     /// `SendMessage` (A2A 1.0.1): params [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L648), result [`SendMessageResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L779).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SendMessage;
-    impl ::protocols_runtime::method::RpcMethod for SendMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SendMessage {
         const NAME: &'static str = SEND_MESSAGE;
         type Params = types::SendMessageRequest;
         type Result = types::SendMessageResponse;
@@ -1439,7 +1439,7 @@ pub mod methods {
     /// `SendStreamingMessage` (A2A 1.0.1): params [`SendMessageRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L648), result [`StreamResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SendStreamingMessage;
-    impl ::protocols_runtime::method::RpcMethod for SendStreamingMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for SendStreamingMessage {
         const NAME: &'static str = SEND_STREAMING_MESSAGE;
         type Params = types::SendMessageRequest;
         type Result = types::StreamResponse;
@@ -1449,7 +1449,7 @@ pub mod methods {
     /// `GetTask` (A2A 1.0.1): params [`GetTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L661), result [`Task`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetTask;
-    impl ::protocols_runtime::method::RpcMethod for GetTask {
+    impl ::protocols_runtime::codegen::RpcMethod for GetTask {
         const NAME: &'static str = GET_TASK;
         type Params = types::GetTaskRequest;
         type Result = types::Task;
@@ -1459,7 +1459,7 @@ pub mod methods {
     /// `ListTasks` (A2A 1.0.1): params [`ListTasksRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L675), result [`ListTasksResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L703).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ListTasks;
-    impl ::protocols_runtime::method::RpcMethod for ListTasks {
+    impl ::protocols_runtime::codegen::RpcMethod for ListTasks {
         const NAME: &'static str = LIST_TASKS;
         type Params = ::std::option::Option<types::ListTasksRequest>;
         type Result = types::ListTasksResponse;
@@ -1469,7 +1469,7 @@ pub mod methods {
     /// `CancelTask` (A2A 1.0.1): params [`CancelTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L715), result [`Task`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelTask;
-    impl ::protocols_runtime::method::RpcMethod for CancelTask {
+    impl ::protocols_runtime::codegen::RpcMethod for CancelTask {
         const NAME: &'static str = CANCEL_TASK;
         type Params = types::CancelTaskRequest;
         type Result = types::Task;
@@ -1479,7 +1479,7 @@ pub mod methods {
     /// `SubscribeToTask` (A2A 1.0.1): params [`SubscribeToTaskRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L748), result [`StreamResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SubscribeToTask;
-    impl ::protocols_runtime::method::RpcMethod for SubscribeToTask {
+    impl ::protocols_runtime::codegen::RpcMethod for SubscribeToTask {
         const NAME: &'static str = SUBSCRIBE_TO_TASK;
         type Params = types::SubscribeToTaskRequest;
         type Result = types::StreamResponse;
@@ -1489,7 +1489,7 @@ pub mod methods {
     /// `CreateTaskPushNotificationConfig` (A2A 1.0.1): params [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CreateTaskPushNotificationConfig;
-    impl ::protocols_runtime::method::RpcMethod for CreateTaskPushNotificationConfig {
+    impl ::protocols_runtime::codegen::RpcMethod for CreateTaskPushNotificationConfig {
         const NAME: &'static str = CREATE_TASK_PUSH_NOTIFICATION_CONFIG;
         type Params = types::TaskPushNotificationConfig;
         type Result = types::TaskPushNotificationConfig;
@@ -1499,7 +1499,7 @@ pub mod methods {
     /// `GetTaskPushNotificationConfig` (A2A 1.0.1): params [`GetTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L726), result [`TaskPushNotificationConfig`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L469).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetTaskPushNotificationConfig;
-    impl ::protocols_runtime::method::RpcMethod for GetTaskPushNotificationConfig {
+    impl ::protocols_runtime::codegen::RpcMethod for GetTaskPushNotificationConfig {
         const NAME: &'static str = GET_TASK_PUSH_NOTIFICATION_CONFIG;
         type Params = types::GetTaskPushNotificationConfigRequest;
         type Result = types::TaskPushNotificationConfig;
@@ -1509,7 +1509,7 @@ pub mod methods {
     /// `ListTaskPushNotificationConfigs` (A2A 1.0.1): params [`ListTaskPushNotificationConfigsRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L757), result [`ListTaskPushNotificationConfigsResponse`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L806).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ListTaskPushNotificationConfigs;
-    impl ::protocols_runtime::method::RpcMethod for ListTaskPushNotificationConfigs {
+    impl ::protocols_runtime::codegen::RpcMethod for ListTaskPushNotificationConfigs {
         const NAME: &'static str = LIST_TASK_PUSH_NOTIFICATION_CONFIGS;
         type Params = types::ListTaskPushNotificationConfigsRequest;
         type Result = types::ListTaskPushNotificationConfigsResponse;
@@ -1519,7 +1519,7 @@ pub mod methods {
     /// `GetExtendedAgentCard` (A2A 1.0.1): params [`GetExtendedAgentCardRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L772), result [`AgentCard`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L361).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct GetExtendedAgentCard;
-    impl ::protocols_runtime::method::RpcMethod for GetExtendedAgentCard {
+    impl ::protocols_runtime::codegen::RpcMethod for GetExtendedAgentCard {
         const NAME: &'static str = GET_EXTENDED_AGENT_CARD;
         type Params = ::std::option::Option<types::GetExtendedAgentCardRequest>;
         type Result = types::AgentCard;
@@ -1529,7 +1529,7 @@ pub mod methods {
     /// `DeleteTaskPushNotificationConfig` (A2A 1.0.1): params [`DeleteTaskPushNotificationConfigRequest`](https://github.com/a2aproject/A2A/blob/3303592588e388e62e0f69f701af531d2f4e3991/specification/a2a.proto#L737).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DeleteTaskPushNotificationConfig;
-    impl ::protocols_runtime::method::RpcMethod for DeleteTaskPushNotificationConfig {
+    impl ::protocols_runtime::codegen::RpcMethod for DeleteTaskPushNotificationConfig {
         const NAME: &'static str = DELETE_TASK_PUSH_NOTIFICATION_CONFIG;
         type Params = types::DeleteTaskPushNotificationConfigRequest;
         type Result = types::Empty;
@@ -1537,11 +1537,11 @@ pub mod methods {
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "SendMessage",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SendMessageRequest"),
         params_optional: false,
         result_type: Some("types::SendMessageResponse"),
@@ -1549,22 +1549,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/message:send",
                 body: "*",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/{tenant}/message:send",
                 body: "*",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "SendStreamingMessage",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SendMessageRequest"),
         params_optional: false,
         result_type: Some("types::StreamResponse"),
@@ -1572,22 +1572,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/message:stream",
                 body: "*",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/{tenant}/message:stream",
                 body: "*",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "GetTask",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetTaskRequest"),
         params_optional: false,
         result_type: Some("types::Task"),
@@ -1595,22 +1595,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/tasks/{id=*}",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/tasks/{id=*}",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ListTasks",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListTasksRequest"),
         params_optional: true,
         result_type: Some("types::ListTasksResponse"),
@@ -1618,22 +1618,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/tasks",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/tasks",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "CancelTask",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CancelTaskRequest"),
         params_optional: false,
         result_type: Some("types::Task"),
@@ -1641,22 +1641,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/tasks/{id=*}:cancel",
                 body: "*",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/{tenant}/tasks/{id=*}:cancel",
                 body: "*",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "SubscribeToTask",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SubscribeToTaskRequest"),
         params_optional: false,
         result_type: Some("types::StreamResponse"),
@@ -1664,22 +1664,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/tasks/{id=*}:subscribe",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/tasks/{id=*}:subscribe",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "CreateTaskPushNotificationConfig",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TaskPushNotificationConfig"),
         params_optional: false,
         result_type: Some("types::TaskPushNotificationConfig"),
@@ -1687,22 +1687,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/tasks/{task_id=*}/pushNotificationConfigs",
                 body: "*",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "POST",
                 path: "/{tenant}/tasks/{task_id=*}/pushNotificationConfigs",
                 body: "*",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "GetTaskPushNotificationConfig",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetTaskPushNotificationConfigRequest"),
         params_optional: false,
         result_type: Some("types::TaskPushNotificationConfig"),
@@ -1710,22 +1710,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/tasks/{task_id=*}/pushNotificationConfigs/{id=*}",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/tasks/{task_id=*}/pushNotificationConfigs/{id=*}",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "ListTaskPushNotificationConfigs",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListTaskPushNotificationConfigsRequest"),
         params_optional: false,
         result_type: Some("types::ListTaskPushNotificationConfigsResponse"),
@@ -1733,22 +1733,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/tasks/{task_id=*}/pushNotificationConfigs",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/tasks/{task_id=*}/pushNotificationConfigs",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "GetExtendedAgentCard",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::GetExtendedAgentCardRequest"),
         params_optional: true,
         result_type: Some("types::AgentCard"),
@@ -1756,22 +1756,22 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/extendedAgentCard",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "GET",
                 path: "/{tenant}/extendedAgentCard",
                 body: "",
             },
         ],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "DeleteTaskPushNotificationConfig",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteTaskPushNotificationConfigRequest"),
         params_optional: false,
         result_type: Some("types::Empty"),
@@ -1779,12 +1779,12 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         client_streaming: false,
         json_rpc: true,
         http: &[
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "DELETE",
                 path: "/tasks/{task_id=*}/pushNotificationConfigs/{id=*}",
                 body: "",
             },
-            ::protocols_runtime::method::HttpRoute {
+            ::protocols_runtime::codegen::HttpRoute {
                 verb: "DELETE",
                 path: "/{tenant}/tasks/{task_id=*}/pushNotificationConfigs/{id=*}",
                 body: "",
@@ -1806,13 +1806,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SendMessageResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1823,14 +1823,14 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1840,12 +1840,15 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         params: types::GetTaskRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1857,13 +1860,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTasksResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1873,12 +1876,15 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         params: types::CancelTaskRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1889,14 +1895,14 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1908,13 +1914,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1926,13 +1932,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1944,13 +1950,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTaskPushNotificationConfigsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1962,13 +1968,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AgentCard,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1978,12 +1984,15 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
         params: types::DeleteTaskPushNotificationConfigRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Empty, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Empty,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -1995,18 +2004,18 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::method::Answer {
+) -> ::protocols_runtime::codegen::Answer {
     let answer = async {
         ::std::result::Result::Ok::<
             _,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >(
             match method {
                 methods::SEND_MESSAGE => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .send_message(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::SEND_MESSAGE,
                                     params,
                                 )?,
@@ -2016,10 +2025,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::SEND_STREAMING_MESSAGE => {
-                    ::protocols_runtime::method::Answer::streaming(
+                    ::protocols_runtime::codegen::Answer::streaming(
                         handler
                             .send_streaming_message(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::SEND_STREAMING_MESSAGE,
                                     params,
                                 )?,
@@ -2029,10 +2038,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::GET_TASK => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .get_task(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::GET_TASK,
                                     params,
                                 )?,
@@ -2042,10 +2051,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::LIST_TASKS => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .list_tasks(
-                                ::protocols_runtime::method::decode_optional_params(
+                                ::protocols_runtime::codegen::decode_optional_params(
                                     methods::LIST_TASKS,
                                     params,
                                 )?,
@@ -2055,10 +2064,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::CANCEL_TASK => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .cancel_task(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::CANCEL_TASK,
                                     params,
                                 )?,
@@ -2068,10 +2077,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::SUBSCRIBE_TO_TASK => {
-                    ::protocols_runtime::method::Answer::streaming(
+                    ::protocols_runtime::codegen::Answer::streaming(
                         handler
                             .subscribe_to_task(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::SUBSCRIBE_TO_TASK,
                                     params,
                                 )?,
@@ -2081,10 +2090,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .create_task_push_notification_config(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
                                     params,
                                 )?,
@@ -2094,10 +2103,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::GET_TASK_PUSH_NOTIFICATION_CONFIG => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .get_task_push_notification_config(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
                                     params,
                                 )?,
@@ -2107,10 +2116,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .list_task_push_notification_configs(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
                                     params,
                                 )?,
@@ -2120,10 +2129,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::GET_EXTENDED_AGENT_CARD => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .get_extended_agent_card(
-                                ::protocols_runtime::method::decode_optional_params(
+                                ::protocols_runtime::codegen::decode_optional_params(
                                     methods::GET_EXTENDED_AGENT_CARD,
                                     params,
                                 )?,
@@ -2133,10 +2142,10 @@ pub async fn dispatch_agent_request<H: Agent>(
                     )
                 }
                 methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
-                    ::protocols_runtime::method::Answer::single(
+                    ::protocols_runtime::codegen::Answer::single(
                         handler
                             .delete_task_push_notification_config(
-                                ::protocols_runtime::method::decode_params(
+                                ::protocols_runtime::codegen::decode_params(
                                     methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
                                     params,
                                 )?,
@@ -2147,7 +2156,7 @@ pub async fn dispatch_agent_request<H: Agent>(
                 }
                 _ => {
                     return ::std::result::Result::Err(
-                        ::protocols_runtime::ErrorObject::method_not_found(),
+                        ::protocols_runtime::codegen::ErrorObject::method_not_found(),
                     );
                 }
             },
@@ -2155,7 +2164,7 @@ pub async fn dispatch_agent_request<H: Agent>(
     }
         .await;
     answer
-        .unwrap_or_else(|error| ::protocols_runtime::method::Answer::Reply(
+        .unwrap_or_else(|error| ::protocols_runtime::codegen::Answer::Reply(
             ::std::result::Result::Err(error),
         ))
 }
@@ -2166,9 +2175,11 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     let _ = (handler, method, params, cx);
-    ::std::result::Result::Err(::protocols_runtime::method::DispatchError::UnknownMethod)
+    ::std::result::Result::Err(
+        ::protocols_runtime::codegen::DispatchError::UnknownMethod,
+    )
 }
 /// Calls a remote agent of A2A 1.0.1 through any `RpcClient` transport (the runtime's `Peer` from inside a handler, or a protocol crate's client transport); each result is decoded as the type of the method it answers.
 #[cfg(feature = "client")]
@@ -2188,47 +2199,47 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `SendMessage`.
     pub async fn send_message(
         &self,
         params: types::SendMessageRequest,
     ) -> ::std::result::Result<
         types::SendMessageResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SEND_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SEND_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SEND_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SEND_MESSAGE, &result)
     }
     /// Calls `SendStreamingMessage`.
     pub async fn send_streaming_message(
         &self,
         params: types::SendMessageRequest,
     ) -> ::std::result::Result<
-        ::protocols_runtime::method::ClientStream<types::StreamResponse>,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientStream<types::StreamResponse>,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let stream = self
             .transport
             .call_streaming(
                 methods::SEND_STREAMING_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SEND_STREAMING_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
         ::std::result::Result::Ok(
-            ::protocols_runtime::method::decode_stream(
+            ::protocols_runtime::codegen::decode_stream(
                 methods::SEND_STREAMING_MESSAGE,
                 stream,
             ),
@@ -2238,15 +2249,15 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn get_task(
         &self,
         params: types::GetTaskRequest,
-    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::codegen::ClientError> {
         let result = self
             .transport
             .call(
                 methods::GET_TASK,
-                ::protocols_runtime::method::encode_params(methods::GET_TASK, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::GET_TASK, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::GET_TASK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::GET_TASK, &result)
     }
     /// Calls `ListTasks`.
     pub async fn list_tasks(
@@ -2254,54 +2265,57 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: ::std::option::Option<types::ListTasksRequest>,
     ) -> ::std::result::Result<
         types::ListTasksResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LIST_TASKS,
-                ::protocols_runtime::method::encode_params(methods::LIST_TASKS, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::LIST_TASKS,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LIST_TASKS, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LIST_TASKS, &result)
     }
     /// Calls `CancelTask`.
     pub async fn cancel_task(
         &self,
         params: types::CancelTaskRequest,
-    ) -> ::std::result::Result<types::Task, ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<types::Task, ::protocols_runtime::codegen::ClientError> {
         let result = self
             .transport
             .call(
                 methods::CANCEL_TASK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_TASK,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::CANCEL_TASK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::CANCEL_TASK, &result)
     }
     /// Calls `SubscribeToTask`.
     pub async fn subscribe_to_task(
         &self,
         params: types::SubscribeToTaskRequest,
     ) -> ::std::result::Result<
-        ::protocols_runtime::method::ClientStream<types::StreamResponse>,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientStream<types::StreamResponse>,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let stream = self
             .transport
             .call_streaming(
                 methods::SUBSCRIBE_TO_TASK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SUBSCRIBE_TO_TASK,
                     &params,
                 )?,
             )
             .await?;
         ::std::result::Result::Ok(
-            ::protocols_runtime::method::decode_stream(
+            ::protocols_runtime::codegen::decode_stream(
                 methods::SUBSCRIBE_TO_TASK,
                 stream,
             ),
@@ -2313,19 +2327,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::TaskPushNotificationConfig,
     ) -> ::std::result::Result<
         types::TaskPushNotificationConfig,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
             &result,
         )
@@ -2336,19 +2350,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::GetTaskPushNotificationConfigRequest,
     ) -> ::std::result::Result<
         types::TaskPushNotificationConfig,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::GET_TASK_PUSH_NOTIFICATION_CONFIG,
             &result,
         )
@@ -2359,19 +2373,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListTaskPushNotificationConfigsRequest,
     ) -> ::std::result::Result<
         types::ListTaskPushNotificationConfigsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
             &result,
         )
@@ -2382,19 +2396,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: ::std::option::Option<types::GetExtendedAgentCardRequest>,
     ) -> ::std::result::Result<
         types::AgentCard,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::GET_EXTENDED_AGENT_CARD,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::GET_EXTENDED_AGENT_CARD,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::GET_EXTENDED_AGENT_CARD,
             &result,
         )
@@ -2403,18 +2417,18 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn delete_task_push_notification_config(
         &self,
         params: types::DeleteTaskPushNotificationConfigRequest,
-    ) -> ::std::result::Result<types::Empty, ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<types::Empty, ::protocols_runtime::codegen::ClientError> {
         let result = self
             .transport
             .call(
                 methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
             &result,
         )

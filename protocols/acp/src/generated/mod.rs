@@ -67,7 +67,7 @@ impl Revision {
         }
     }
     /// The revision's method table.
-    pub fn methods(self) -> &'static [::protocols_runtime::method::MethodSpec] {
+    pub fn methods(self) -> &'static [::protocols_runtime::codegen::MethodSpec] {
         match self {
             Self::V1 => v1::METHODS,
             #[cfg(feature = "unstable")]

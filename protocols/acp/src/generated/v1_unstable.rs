@@ -8240,7 +8240,7 @@ pub mod methods {
     /// `$/cancel_request` (ACP v1-unstable): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8855).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
-    impl ::protocols_runtime::method::RpcNotification for CancelRequest {
+    impl ::protocols_runtime::codegen::RpcNotification for CancelRequest {
         const NAME: &'static str = CANCEL_REQUEST;
         type Params = types::CancelRequestNotification;
     }
@@ -8249,7 +8249,7 @@ pub mod methods {
     /// `authenticate` (ACP v1-unstable): params [`AuthenticateRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6638), result [`AuthenticateResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3517).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Authenticate;
-    impl ::protocols_runtime::method::RpcMethod for Authenticate {
+    impl ::protocols_runtime::codegen::RpcMethod for Authenticate {
         const NAME: &'static str = AUTHENTICATE;
         type Params = types::AuthenticateRequest;
         type Result = types::AuthenticateResponse;
@@ -8259,7 +8259,7 @@ pub mod methods {
     /// `document/didChange` (ACP v1-unstable): params [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8585).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidChange {
         const NAME: &'static str = DOCUMENT_DID_CHANGE;
         type Params = types::DidChangeDocumentNotification;
     }
@@ -8268,7 +8268,7 @@ pub mod methods {
     /// `document/didClose` (ACP v1-unstable): params [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8654).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidClose {
         const NAME: &'static str = DOCUMENT_DID_CLOSE;
         type Params = types::DidCloseDocumentNotification;
     }
@@ -8277,7 +8277,7 @@ pub mod methods {
     /// `document/didFocus` (ACP v1-unstable): params [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8708).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidFocus {
         const NAME: &'static str = DOCUMENT_DID_FOCUS;
         type Params = types::DidFocusDocumentNotification;
     }
@@ -8286,7 +8286,7 @@ pub mod methods {
     /// `document/didOpen` (ACP v1-unstable): params [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8545).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidOpen {
         const NAME: &'static str = DOCUMENT_DID_OPEN;
         type Params = types::DidOpenDocumentNotification;
     }
@@ -8295,7 +8295,7 @@ pub mod methods {
     /// `document/didSave` (ACP v1-unstable): params [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8681).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidSave {
         const NAME: &'static str = DOCUMENT_DID_SAVE;
         type Params = types::DidSaveDocumentNotification;
     }
@@ -8304,7 +8304,7 @@ pub mod methods {
     /// `elicitation/complete` (ACP v1-unstable): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L5929).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
+    impl ::protocols_runtime::codegen::RpcNotification for ElicitationComplete {
         const NAME: &'static str = ELICITATION_COMPLETE;
         type Params = types::CompleteElicitationNotification;
     }
@@ -8313,7 +8313,7 @@ pub mod methods {
     /// `elicitation/create` (ACP v1-unstable): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1385), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8221).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::CreateElicitationRequest;
         type Result = types::CreateElicitationResponse;
@@ -8323,7 +8323,7 @@ pub mod methods {
     /// `fs/read_text_file` (ACP v1-unstable): params [`ReadTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L328), result [`ReadTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7987).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsReadTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsReadTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsReadTextFile {
         const NAME: &'static str = FS_READ_TEXT_FILE;
         type Params = types::ReadTextFileRequest;
         type Result = types::ReadTextFileResponse;
@@ -8333,7 +8333,7 @@ pub mod methods {
     /// `fs/write_text_file` (ACP v1-unstable): params [`WriteTextFileRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L293), result [`WriteTextFileResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7973).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct FsWriteTextFile;
-    impl ::protocols_runtime::method::RpcMethod for FsWriteTextFile {
+    impl ::protocols_runtime::codegen::RpcMethod for FsWriteTextFile {
         const NAME: &'static str = FS_WRITE_TEXT_FILE;
         type Params = types::WriteTextFileRequest;
         type Result = types::WriteTextFileResponse;
@@ -8343,7 +8343,7 @@ pub mod methods {
     /// `initialize` (ACP v1-unstable): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6210), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2525).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequest;
         type Result = types::InitializeResponse;
@@ -8353,7 +8353,7 @@ pub mod methods {
     /// `logout` (ACP v1-unstable): params [`LogoutRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6740), result [`LogoutResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3690).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Logout;
-    impl ::protocols_runtime::method::RpcMethod for Logout {
+    impl ::protocols_runtime::codegen::RpcMethod for Logout {
         const NAME: &'static str = LOGOUT;
         type Params = types::LogoutRequest;
         type Result = types::LogoutResponse;
@@ -8363,7 +8363,7 @@ pub mod methods {
     /// `mcp/connect` (ACP v1-unstable): params [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2196), result [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8370).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
-    impl ::protocols_runtime::method::RpcMethod for McpConnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpConnect {
         const NAME: &'static str = MCP_CONNECT;
         type Params = types::ConnectMcpRequest;
         type Result = types::ConnectMcpResponse;
@@ -8373,7 +8373,7 @@ pub mod methods {
     /// `mcp/disconnect` (ACP v1-unstable): params [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2259), result [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8393).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
-    impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpDisconnect {
         const NAME: &'static str = MCP_DISCONNECT;
         type Params = types::DisconnectMcpRequest;
         type Result = types::DisconnectMcpResponse;
@@ -8383,7 +8383,7 @@ pub mod methods {
     /// `mcp/message` (ACP v1-unstable): params [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L2223), result [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4790).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
-    impl ::protocols_runtime::method::RpcMethod for McpMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for McpMessage {
         const NAME: &'static str = MCP_MESSAGE;
         type Params = types::MessageMcpRequest;
         type Result = types::MessageMcpResponse;
@@ -8393,7 +8393,7 @@ pub mod methods {
     /// `nes/accept` (ACP v1-unstable): params [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8756).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
-    impl ::protocols_runtime::method::RpcNotification for NesAccept {
+    impl ::protocols_runtime::codegen::RpcNotification for NesAccept {
         const NAME: &'static str = NES_ACCEPT;
         type Params = types::AcceptNesNotification;
     }
@@ -8402,7 +8402,7 @@ pub mod methods {
     /// `nes/close` (ACP v1-unstable): params [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7782), result [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4773).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
-    impl ::protocols_runtime::method::RpcMethod for NesClose {
+    impl ::protocols_runtime::codegen::RpcMethod for NesClose {
         const NAME: &'static str = NES_CLOSE;
         type Params = types::CloseNesRequest;
         type Result = types::CloseNesResponse;
@@ -8412,7 +8412,7 @@ pub mod methods {
     /// `nes/reject` (ACP v1-unstable): params [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8787).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
-    impl ::protocols_runtime::method::RpcNotification for NesReject {
+    impl ::protocols_runtime::codegen::RpcNotification for NesReject {
         const NAME: &'static str = NES_REJECT;
         type Params = types::RejectNesNotification;
     }
@@ -8421,7 +8421,7 @@ pub mod methods {
     /// `nes/start` (ACP v1-unstable): params [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7318), result [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4422).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
-    impl ::protocols_runtime::method::RpcMethod for NesStart {
+    impl ::protocols_runtime::codegen::RpcMethod for NesStart {
         const NAME: &'static str = NES_START;
         type Params = types::StartNesRequest;
         type Result = types::StartNesResponse;
@@ -8431,7 +8431,7 @@ pub mod methods {
     /// `nes/suggest` (ACP v1-unstable): params [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7402), result [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4445).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
-    impl ::protocols_runtime::method::RpcMethod for NesSuggest {
+    impl ::protocols_runtime::codegen::RpcMethod for NesSuggest {
         const NAME: &'static str = NES_SUGGEST;
         type Params = types::SuggestNesRequest;
         type Result = types::SuggestNesResponse;
@@ -8441,7 +8441,7 @@ pub mod methods {
     /// `providers/disable` (ACP v1-unstable): params [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6717), result [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3676).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersDisable {
         const NAME: &'static str = PROVIDERS_DISABLE;
         type Params = types::DisableProviderRequest;
         type Result = types::DisableProviderResponse;
@@ -8451,7 +8451,7 @@ pub mod methods {
     /// `providers/list` (ACP v1-unstable): params [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6661), result [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3531).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersList {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersList {
         const NAME: &'static str = PROVIDERS_LIST;
         type Params = types::ListProvidersRequest;
         type Result = types::ListProvidersResponse;
@@ -8461,7 +8461,7 @@ pub mod methods {
     /// `providers/set` (ACP v1-unstable): params [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6675), result [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3662).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersSet {
         const NAME: &'static str = PROVIDERS_SET;
         type Params = types::SetProviderRequest;
         type Result = types::SetProviderResponse;
@@ -8471,7 +8471,7 @@ pub mod methods {
     /// `session/cancel` (ACP v1-unstable): params [`CancelNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8522).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
-    impl ::protocols_runtime::method::RpcNotification for SessionCancel {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionCancel {
         const NAME: &'static str = SESSION_CANCEL;
         type Params = types::CancelNotification;
     }
@@ -8480,7 +8480,7 @@ pub mod methods {
     /// `session/close` (ACP v1-unstable): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7170), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4253).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
-    impl ::protocols_runtime::method::RpcMethod for SessionClose {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionClose {
         const NAME: &'static str = SESSION_CLOSE;
         type Params = types::CloseSessionRequest;
         type Result = types::CloseSessionResponse;
@@ -8490,7 +8490,7 @@ pub mod methods {
     /// `session/delete` (ACP v1-unstable): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7057), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4160).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
-    impl ::protocols_runtime::method::RpcMethod for SessionDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionDelete {
         const NAME: &'static str = SESSION_DELETE;
         type Params = types::DeleteSessionRequest;
         type Result = types::DeleteSessionResponse;
@@ -8500,7 +8500,7 @@ pub mod methods {
     /// `session/fork` (ACP v1-unstable): params [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7080), result [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4174).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
-    impl ::protocols_runtime::method::RpcMethod for SessionFork {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionFork {
         const NAME: &'static str = SESSION_FORK;
         type Params = types::ForkSessionRequest;
         type Result = types::ForkSessionResponse;
@@ -8510,7 +8510,7 @@ pub mod methods {
     /// `session/list` (ACP v1-unstable): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7035), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4087).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
-    impl ::protocols_runtime::method::RpcMethod for SessionList {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionList {
         const NAME: &'static str = SESSION_LIST;
         type Params = types::ListSessionsRequest;
         type Result = types::ListSessionsResponse;
@@ -8520,7 +8520,7 @@ pub mod methods {
     /// `session/load` (ACP v1-unstable): params [`LoadSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6990), result [`LoadSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4052).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionLoad;
-    impl ::protocols_runtime::method::RpcMethod for SessionLoad {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionLoad {
         const NAME: &'static str = SESSION_LOAD;
         type Params = types::LoadSessionRequest;
         type Result = types::LoadSessionResponse;
@@ -8530,7 +8530,7 @@ pub mod methods {
     /// `session/new` (ACP v1-unstable): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L6754), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L3704).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
-    impl ::protocols_runtime::method::RpcMethod for SessionNew {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionNew {
         const NAME: &'static str = SESSION_NEW;
         type Params = types::NewSessionRequest;
         type Result = types::NewSessionResponse;
@@ -8540,7 +8540,7 @@ pub mod methods {
     /// `session/prompt` (ACP v1-unstable): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7288), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4305).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
-    impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionPrompt {
         const NAME: &'static str = SESSION_PROMPT;
         type Params = types::PromptRequest;
         type Result = types::PromptResponse;
@@ -8550,7 +8550,7 @@ pub mod methods {
     /// `session/request_permission` (ACP v1-unstable): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L369), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8006).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
-    impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionRequestPermission {
         const NAME: &'static str = SESSION_REQUEST_PERMISSION;
         type Params = types::RequestPermissionRequest;
         type Result = types::RequestPermissionResponse;
@@ -8560,7 +8560,7 @@ pub mod methods {
     /// `session/resume` (ACP v1-unstable): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7125), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4218).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
-    impl ::protocols_runtime::method::RpcMethod for SessionResume {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionResume {
         const NAME: &'static str = SESSION_RESUME;
         type Params = types::ResumeSessionRequest;
         type Result = types::ResumeSessionResponse;
@@ -8570,7 +8570,7 @@ pub mod methods {
     /// `session/set_config_option` (ACP v1-unstable): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7224), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4281).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetConfigOption {
         const NAME: &'static str = SESSION_SET_CONFIG_OPTION;
         type Params = types::SetSessionConfigOptionRequest;
         type Result = types::SetSessionConfigOptionResponse;
@@ -8580,7 +8580,7 @@ pub mod methods {
     /// `session/set_mode` (ACP v1-unstable): params [`SetSessionModeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L7193), result [`SetSessionModeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4267).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetMode;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetMode {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetMode {
         const NAME: &'static str = SESSION_SET_MODE;
         type Params = types::SetSessionModeRequest;
         type Result = types::SetSessionModeResponse;
@@ -8590,7 +8590,7 @@ pub mod methods {
     /// `session/update` (ACP v1-unstable): params [`SessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L4946).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
-    impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionUpdate {
         const NAME: &'static str = SESSION_UPDATE;
         type Params = types::SessionNotification;
     }
@@ -8599,7 +8599,7 @@ pub mod methods {
     /// `terminal/create` (ACP v1-unstable): params [`CreateTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1183), result [`CreateTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8085).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalCreate;
-    impl ::protocols_runtime::method::RpcMethod for TerminalCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalCreate {
         const NAME: &'static str = TERMINAL_CREATE;
         type Params = types::CreateTerminalRequest;
         type Result = types::CreateTerminalResponse;
@@ -8609,7 +8609,7 @@ pub mod methods {
     /// `terminal/kill` (ACP v1-unstable): params [`KillTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1354), result [`KillTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8207).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalKill;
-    impl ::protocols_runtime::method::RpcMethod for TerminalKill {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalKill {
         const NAME: &'static str = TERMINAL_KILL;
         type Params = types::KillTerminalRequest;
         type Result = types::KillTerminalResponse;
@@ -8619,7 +8619,7 @@ pub mod methods {
     /// `terminal/output` (ACP v1-unstable): params [`TerminalOutputRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1261), result [`TerminalOutputResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8108).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalOutput;
-    impl ::protocols_runtime::method::RpcMethod for TerminalOutput {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalOutput {
         const NAME: &'static str = TERMINAL_OUTPUT;
         type Params = types::TerminalOutputRequest;
         type Result = types::TerminalOutputResponse;
@@ -8629,7 +8629,7 @@ pub mod methods {
     /// `terminal/release` (ACP v1-unstable): params [`ReleaseTerminalRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1292), result [`ReleaseTerminalResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8167).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalRelease;
-    impl ::protocols_runtime::method::RpcMethod for TerminalRelease {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalRelease {
         const NAME: &'static str = TERMINAL_RELEASE;
         type Params = types::ReleaseTerminalRequest;
         type Result = types::ReleaseTerminalResponse;
@@ -8639,7 +8639,7 @@ pub mod methods {
     /// `terminal/wait_for_exit` (ACP v1-unstable): params [`WaitForTerminalExitRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L1323), result [`WaitForTerminalExitResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v1/schema.unstable.json#L8181).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TerminalWaitForExit;
-    impl ::protocols_runtime::method::RpcMethod for TerminalWaitForExit {
+    impl ::protocols_runtime::codegen::RpcMethod for TerminalWaitForExit {
         const NAME: &'static str = TERMINAL_WAIT_FOR_EXIT;
         type Params = types::WaitForTerminalExitRequest;
         type Result = types::WaitForTerminalExitResponse;
@@ -8647,11 +8647,11 @@ pub mod methods {
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "$/cancel_request",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelRequestNotification"),
         params_optional: false,
         result_type: None,
@@ -8660,10 +8660,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "authenticate",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::AuthenticateRequest"),
         params_optional: false,
         result_type: Some("types::AuthenticateResponse"),
@@ -8672,10 +8672,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didChange",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidChangeDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8684,10 +8684,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didClose",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidCloseDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8696,10 +8696,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didFocus",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidFocusDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8708,10 +8708,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didOpen",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidOpenDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8720,10 +8720,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didSave",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidSaveDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -8732,10 +8732,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CompleteElicitationNotification"),
         params_optional: false,
         result_type: None,
@@ -8744,10 +8744,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateElicitationRequest"),
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
@@ -8756,10 +8756,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/read_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReadTextFileRequest"),
         params_optional: false,
         result_type: Some("types::ReadTextFileResponse"),
@@ -8768,10 +8768,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "fs/write_text_file",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WriteTextFileRequest"),
         params_optional: false,
         result_type: Some("types::WriteTextFileResponse"),
@@ -8780,10 +8780,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequest"),
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
@@ -8792,10 +8792,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "logout",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LogoutRequest"),
         params_optional: false,
         result_type: Some("types::LogoutResponse"),
@@ -8804,10 +8804,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/connect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ConnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
@@ -8816,10 +8816,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/disconnect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisconnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
@@ -8828,10 +8828,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/message",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageMcpRequest"),
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
@@ -8840,10 +8840,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/accept",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::AcceptNesNotification"),
         params_optional: false,
         result_type: None,
@@ -8852,10 +8852,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseNesRequest"),
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
@@ -8864,10 +8864,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/reject",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RejectNesNotification"),
         params_optional: false,
         result_type: None,
@@ -8876,10 +8876,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/start",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::StartNesRequest"),
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
@@ -8888,10 +8888,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/suggest",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SuggestNesRequest"),
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
@@ -8900,10 +8900,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/disable",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisableProviderRequest"),
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
@@ -8912,10 +8912,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListProvidersRequest"),
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
@@ -8924,10 +8924,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/set",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetProviderRequest"),
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
@@ -8936,10 +8936,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelNotification"),
         params_optional: false,
         result_type: None,
@@ -8948,10 +8948,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseSessionRequest"),
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
@@ -8960,10 +8960,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteSessionRequest"),
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
@@ -8972,10 +8972,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/fork",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ForkSessionRequest"),
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
@@ -8984,10 +8984,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListSessionsRequest"),
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
@@ -8996,10 +8996,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/load",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LoadSessionRequest"),
         params_optional: false,
         result_type: Some("types::LoadSessionResponse"),
@@ -9008,10 +9008,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/new",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::NewSessionRequest"),
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
@@ -9020,10 +9020,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/prompt",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PromptRequest"),
         params_optional: false,
         result_type: Some("types::PromptResponse"),
@@ -9032,10 +9032,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/request_permission",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestPermissionRequest"),
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
@@ -9044,10 +9044,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/resume",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ResumeSessionRequest"),
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
@@ -9056,10 +9056,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_config_option",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionConfigOptionRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
@@ -9068,10 +9068,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_mode",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionModeRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionModeResponse"),
@@ -9080,10 +9080,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/update",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::SessionNotification"),
         params_optional: false,
         result_type: None,
@@ -9092,10 +9092,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateTerminalRequest"),
         params_optional: false,
         result_type: Some("types::CreateTerminalResponse"),
@@ -9104,10 +9104,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/kill",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::KillTerminalRequest"),
         params_optional: false,
         result_type: Some("types::KillTerminalResponse"),
@@ -9116,10 +9116,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/output",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::TerminalOutputRequest"),
         params_optional: false,
         result_type: Some("types::TerminalOutputResponse"),
@@ -9128,10 +9128,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/release",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ReleaseTerminalRequest"),
         params_optional: false,
         result_type: Some("types::ReleaseTerminalResponse"),
@@ -9140,10 +9140,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "terminal/wait_for_exit",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::WaitForTerminalExitRequest"),
         params_optional: false,
         result_type: Some("types::WaitForTerminalExitResponse"),
@@ -9167,13 +9167,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AuthenticateResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9185,13 +9185,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9203,13 +9203,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9221,13 +9221,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9239,13 +9239,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9257,13 +9257,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::StartNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9275,13 +9275,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SuggestNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9293,13 +9293,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisableProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9311,13 +9311,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListProvidersResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9329,13 +9329,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9347,13 +9347,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9365,13 +9365,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9383,13 +9383,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ForkSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9401,13 +9401,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9419,13 +9419,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoadSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9437,13 +9437,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9455,13 +9455,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9473,13 +9473,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9491,13 +9491,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9509,13 +9509,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionModeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -9608,13 +9608,13 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::AUTHENTICATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .authenticate(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTHENTICATE,
                             params,
                         )?,
@@ -9624,10 +9624,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -9637,10 +9637,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::LOGOUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .logout(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::LOGOUT,
                             params,
                         )?,
@@ -9650,10 +9650,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -9663,10 +9663,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_CLOSE,
                             params,
                         )?,
@@ -9676,10 +9676,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_START => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_start(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_START,
                             params,
                         )?,
@@ -9689,10 +9689,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_SUGGEST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_suggest(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_SUGGEST,
                             params,
                         )?,
@@ -9702,10 +9702,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_DISABLE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_disable(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_DISABLE,
                             params,
                         )?,
@@ -9715,10 +9715,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_LIST,
                             params,
                         )?,
@@ -9728,10 +9728,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_SET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_set(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_SET,
                             params,
                         )?,
@@ -9741,10 +9741,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_CLOSE,
                             params,
                         )?,
@@ -9754,10 +9754,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_DELETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_delete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_DELETE,
                             params,
                         )?,
@@ -9767,10 +9767,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_FORK => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_fork(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_FORK,
                             params,
                         )?,
@@ -9780,10 +9780,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LIST,
                             params,
                         )?,
@@ -9793,10 +9793,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LOAD => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_load(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LOAD,
                             params,
                         )?,
@@ -9806,10 +9806,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_NEW => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_new(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_NEW,
                             params,
                         )?,
@@ -9819,10 +9819,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_PROMPT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_prompt(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_PROMPT,
                             params,
                         )?,
@@ -9832,10 +9832,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_RESUME => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_resume(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_RESUME,
                             params,
                         )?,
@@ -9845,10 +9845,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_CONFIG_OPTION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_config_option(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_CONFIG_OPTION,
                             params,
                         )?,
@@ -9858,10 +9858,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_MODE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_mode(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_MODE,
                             params,
                         )?,
@@ -9872,7 +9872,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -9884,12 +9884,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -9900,7 +9900,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CHANGE => {
             handler
                 .document_did_change(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CHANGE,
                         params,
                     )?,
@@ -9911,7 +9911,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CLOSE => {
             handler
                 .document_did_close(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CLOSE,
                         params,
                     )?,
@@ -9922,7 +9922,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_FOCUS => {
             handler
                 .document_did_focus(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_FOCUS,
                         params,
                     )?,
@@ -9933,7 +9933,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_OPEN => {
             handler
                 .document_did_open(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_OPEN,
                         params,
                     )?,
@@ -9944,7 +9944,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_SAVE => {
             handler
                 .document_did_save(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_SAVE,
                         params,
                     )?,
@@ -9955,7 +9955,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_ACCEPT => {
             handler
                 .nes_accept(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_ACCEPT,
                         params,
                     )?,
@@ -9966,7 +9966,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_REJECT => {
             handler
                 .nes_reject(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_REJECT,
                         params,
                     )?,
@@ -9977,7 +9977,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::SESSION_CANCEL => {
             handler
                 .session_cancel(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_CANCEL,
                         params,
                     )?,
@@ -9987,7 +9987,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -10011,26 +10011,26 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `authenticate`.
     pub async fn authenticate(
         &self,
         params: types::AuthenticateRequest,
     ) -> ::std::result::Result<
         types::AuthenticateResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTHENTICATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::AUTHENTICATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTHENTICATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTHENTICATE, &result)
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -10038,16 +10038,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::InitializeRequest,
     ) -> ::std::result::Result<
         types::InitializeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `logout`.
     pub async fn logout(
@@ -10055,16 +10058,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LogoutRequest,
     ) -> ::std::result::Result<
         types::LogoutResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::LOGOUT,
-                ::protocols_runtime::method::encode_params(methods::LOGOUT, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::LOGOUT, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::LOGOUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::LOGOUT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -10072,19 +10075,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `nes/close`.
     pub async fn nes_close(
@@ -10092,16 +10095,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseNesRequest,
     ) -> ::std::result::Result<
         types::CloseNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_CLOSE,
-                ::protocols_runtime::method::encode_params(methods::NES_CLOSE, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_CLOSE, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_CLOSE, &result)
     }
     /// Calls `nes/start`.
     pub async fn nes_start(
@@ -10109,16 +10112,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::StartNesRequest,
     ) -> ::std::result::Result<
         types::StartNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_START,
-                ::protocols_runtime::method::encode_params(methods::NES_START, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_START, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_START, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_START, &result)
     }
     /// Calls `nes/suggest`.
     pub async fn nes_suggest(
@@ -10126,19 +10129,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SuggestNesRequest,
     ) -> ::std::result::Result<
         types::SuggestNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_SUGGEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NES_SUGGEST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_SUGGEST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_SUGGEST, &result)
     }
     /// Calls `providers/disable`.
     pub async fn providers_disable(
@@ -10146,19 +10149,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DisableProviderRequest,
     ) -> ::std::result::Result<
         types::DisableProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_DISABLE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_DISABLE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_DISABLE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_DISABLE, &result)
     }
     /// Calls `providers/list`.
     pub async fn providers_list(
@@ -10166,19 +10169,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListProvidersRequest,
     ) -> ::std::result::Result<
         types::ListProvidersResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_LIST, &result)
     }
     /// Calls `providers/set`.
     pub async fn providers_set(
@@ -10186,19 +10189,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetProviderRequest,
     ) -> ::std::result::Result<
         types::SetProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_SET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_SET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_SET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_SET, &result)
     }
     /// Calls `session/close`.
     pub async fn session_close(
@@ -10206,19 +10209,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseSessionRequest,
     ) -> ::std::result::Result<
         types::CloseSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CLOSE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_CLOSE, &result)
     }
     /// Calls `session/delete`.
     pub async fn session_delete(
@@ -10226,19 +10229,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteSessionRequest,
     ) -> ::std::result::Result<
         types::DeleteSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_DELETE, &result)
     }
     /// Calls `session/fork`.
     pub async fn session_fork(
@@ -10246,19 +10249,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ForkSessionRequest,
     ) -> ::std::result::Result<
         types::ForkSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_FORK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_FORK,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_FORK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_FORK, &result)
     }
     /// Calls `session/list`.
     pub async fn session_list(
@@ -10266,19 +10269,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListSessionsRequest,
     ) -> ::std::result::Result<
         types::ListSessionsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LIST, &result)
     }
     /// Calls `session/load`.
     pub async fn session_load(
@@ -10286,19 +10289,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LoadSessionRequest,
     ) -> ::std::result::Result<
         types::LoadSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LOAD,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LOAD,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LOAD, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LOAD, &result)
     }
     /// Calls `session/new`.
     pub async fn session_new(
@@ -10306,19 +10309,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::NewSessionRequest,
     ) -> ::std::result::Result<
         types::NewSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_NEW,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_NEW,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_NEW, &result)
     }
     /// Calls `session/prompt`.
     pub async fn session_prompt(
@@ -10326,19 +10329,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::PromptRequest,
     ) -> ::std::result::Result<
         types::PromptResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_PROMPT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_PROMPT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_PROMPT, &result)
     }
     /// Calls `session/resume`.
     pub async fn session_resume(
@@ -10346,19 +10349,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ResumeSessionRequest,
     ) -> ::std::result::Result<
         types::ResumeSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_RESUME,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_RESUME,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_RESUME, &result)
     }
     /// Calls `session/set_config_option`.
     pub async fn session_set_config_option(
@@ -10366,19 +10369,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionConfigOptionRequest,
     ) -> ::std::result::Result<
         types::SetSessionConfigOptionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_CONFIG_OPTION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_CONFIG_OPTION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_SET_CONFIG_OPTION,
             &result,
         )
@@ -10389,29 +10392,29 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionModeRequest,
     ) -> ::std::result::Result<
         types::SetSessionModeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_MODE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_MODE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_SET_MODE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_SET_MODE, &result)
     }
     /// Sends `$/cancel_request`.
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -10422,11 +10425,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_change(
         &self,
         params: types::DidChangeDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CHANGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CHANGE,
                     &params,
                 )?,
@@ -10437,11 +10440,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_close(
         &self,
         params: types::DidCloseDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CLOSE,
                     &params,
                 )?,
@@ -10452,11 +10455,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_focus(
         &self,
         params: types::DidFocusDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_FOCUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_FOCUS,
                     &params,
                 )?,
@@ -10467,11 +10470,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_open(
         &self,
         params: types::DidOpenDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_OPEN,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_OPEN,
                     &params,
                 )?,
@@ -10482,11 +10485,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_save(
         &self,
         params: types::DidSaveDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_SAVE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_SAVE,
                     &params,
                 )?,
@@ -10497,11 +10500,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_accept(
         &self,
         params: types::AcceptNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_ACCEPT,
-                ::protocols_runtime::method::encode_params(methods::NES_ACCEPT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_ACCEPT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -10509,11 +10515,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_reject(
         &self,
         params: types::RejectNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_REJECT,
-                ::protocols_runtime::method::encode_params(methods::NES_REJECT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_REJECT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -10521,11 +10530,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn session_cancel(
         &self,
         params: types::CancelNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CANCEL,
                     &params,
                 )?,
@@ -10547,13 +10556,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10565,13 +10574,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10583,13 +10592,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WriteTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10601,13 +10610,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ConnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10619,13 +10628,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisconnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10637,13 +10646,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10655,13 +10664,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10673,13 +10682,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10691,13 +10700,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::KillTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10709,13 +10718,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TerminalOutputResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10727,13 +10736,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReleaseTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10745,13 +10754,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WaitForTerminalExitResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -10790,13 +10799,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -10806,10 +10815,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_READ_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_read_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_READ_TEXT_FILE,
                             params,
                         )?,
@@ -10819,10 +10828,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::FS_WRITE_TEXT_FILE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .fs_write_text_file(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::FS_WRITE_TEXT_FILE,
                             params,
                         )?,
@@ -10832,10 +10841,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_CONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_connect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_CONNECT,
                             params,
                         )?,
@@ -10845,10 +10854,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_DISCONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_disconnect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_DISCONNECT,
                             params,
                         )?,
@@ -10858,10 +10867,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -10871,10 +10880,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SESSION_REQUEST_PERMISSION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_request_permission(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_REQUEST_PERMISSION,
                             params,
                         )?,
@@ -10884,10 +10893,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_CREATE,
                             params,
                         )?,
@@ -10897,10 +10906,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_KILL => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_kill(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_KILL,
                             params,
                         )?,
@@ -10910,10 +10919,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_OUTPUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_output(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_OUTPUT,
                             params,
                         )?,
@@ -10923,10 +10932,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_RELEASE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_release(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_RELEASE,
                             params,
                         )?,
@@ -10936,10 +10945,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::TERMINAL_WAIT_FOR_EXIT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .terminal_wait_for_exit(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::TERMINAL_WAIT_FOR_EXIT,
                             params,
                         )?,
@@ -10950,7 +10959,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -10962,12 +10971,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -10978,7 +10987,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::ELICITATION_COMPLETE => {
             handler
                 .elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -10989,7 +10998,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::SESSION_UPDATE => {
             handler
                 .session_update(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_UPDATE,
                         params,
                     )?,
@@ -10999,7 +11008,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -11023,26 +11032,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::CreateElicitationRequest,
     ) -> ::std::result::Result<
         types::CreateElicitationResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `fs/read_text_file`.
     pub async fn fs_read_text_file(
@@ -11050,19 +11059,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReadTextFileRequest,
     ) -> ::std::result::Result<
         types::ReadTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_READ_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_READ_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_READ_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_READ_TEXT_FILE, &result)
     }
     /// Calls `fs/write_text_file`.
     pub async fn fs_write_text_file(
@@ -11070,19 +11079,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WriteTextFileRequest,
     ) -> ::std::result::Result<
         types::WriteTextFileResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::FS_WRITE_TEXT_FILE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::FS_WRITE_TEXT_FILE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::FS_WRITE_TEXT_FILE, &result)
     }
     /// Calls `mcp/connect`.
     pub async fn mcp_connect(
@@ -11090,19 +11099,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ConnectMcpRequest,
     ) -> ::std::result::Result<
         types::ConnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_CONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_CONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_CONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_CONNECT, &result)
     }
     /// Calls `mcp/disconnect`.
     pub async fn mcp_disconnect(
@@ -11110,19 +11119,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::DisconnectMcpRequest,
     ) -> ::std::result::Result<
         types::DisconnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_DISCONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_DISCONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_DISCONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_DISCONNECT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -11130,19 +11139,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `session/request_permission`.
     pub async fn session_request_permission(
@@ -11150,19 +11159,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::RequestPermissionRequest,
     ) -> ::std::result::Result<
         types::RequestPermissionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_REQUEST_PERMISSION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_REQUEST_PERMISSION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_REQUEST_PERMISSION,
             &result,
         )
@@ -11173,19 +11182,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::CreateTerminalRequest,
     ) -> ::std::result::Result<
         types::CreateTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_CREATE, &result)
     }
     /// Calls `terminal/kill`.
     pub async fn terminal_kill(
@@ -11193,19 +11202,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::KillTerminalRequest,
     ) -> ::std::result::Result<
         types::KillTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_KILL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_KILL,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_KILL, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_KILL, &result)
     }
     /// Calls `terminal/output`.
     pub async fn terminal_output(
@@ -11213,19 +11222,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::TerminalOutputRequest,
     ) -> ::std::result::Result<
         types::TerminalOutputResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_OUTPUT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_OUTPUT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_OUTPUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_OUTPUT, &result)
     }
     /// Calls `terminal/release`.
     pub async fn terminal_release(
@@ -11233,19 +11242,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ReleaseTerminalRequest,
     ) -> ::std::result::Result<
         types::ReleaseTerminalResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_RELEASE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_RELEASE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::TERMINAL_RELEASE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::TERMINAL_RELEASE, &result)
     }
     /// Calls `terminal/wait_for_exit`.
     pub async fn terminal_wait_for_exit(
@@ -11253,19 +11262,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::WaitForTerminalExitRequest,
     ) -> ::std::result::Result<
         types::WaitForTerminalExitResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::TERMINAL_WAIT_FOR_EXIT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::TERMINAL_WAIT_FOR_EXIT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::TERMINAL_WAIT_FOR_EXIT,
             &result,
         )
@@ -11274,11 +11283,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -11289,11 +11298,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn elicitation_complete(
         &self,
         params: types::CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -11304,11 +11313,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn session_update(
         &self,
         params: types::SessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_UPDATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_UPDATE,
                     &params,
                 )?,

@@ -13954,7 +13954,7 @@ pub mod methods {
     /// `$/cancel_request` (ACP v2-unstable): params [`CancelRequestNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10127).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct CancelRequest;
-    impl ::protocols_runtime::method::RpcNotification for CancelRequest {
+    impl ::protocols_runtime::codegen::RpcNotification for CancelRequest {
         const NAME: &'static str = CANCEL_REQUEST;
         type Params = types::CancelRequestNotification;
     }
@@ -13963,7 +13963,7 @@ pub mod methods {
     /// `auth/login` (ACP v2-unstable): params [`LoginAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7958), result [`LoginAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4392).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogin;
-    impl ::protocols_runtime::method::RpcMethod for AuthLogin {
+    impl ::protocols_runtime::codegen::RpcMethod for AuthLogin {
         const NAME: &'static str = AUTH_LOGIN;
         type Params = types::LoginAuthRequest;
         type Result = types::LoginAuthResponse;
@@ -13973,7 +13973,7 @@ pub mod methods {
     /// `auth/logout` (ACP v2-unstable): params [`LogoutAuthRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8061), result [`LogoutAuthResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4566).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AuthLogout;
-    impl ::protocols_runtime::method::RpcMethod for AuthLogout {
+    impl ::protocols_runtime::codegen::RpcMethod for AuthLogout {
         const NAME: &'static str = AUTH_LOGOUT;
         type Params = types::LogoutAuthRequest;
         type Result = types::LogoutAuthResponse;
@@ -13983,7 +13983,7 @@ pub mod methods {
     /// `document/didChange` (ACP v2-unstable): params [`DidChangeDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9814).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidChange;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidChange {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidChange {
         const NAME: &'static str = DOCUMENT_DID_CHANGE;
         type Params = types::DidChangeDocumentNotification;
     }
@@ -13992,7 +13992,7 @@ pub mod methods {
     /// `document/didClose` (ACP v2-unstable): params [`DidCloseDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9884).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidClose;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidClose {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidClose {
         const NAME: &'static str = DOCUMENT_DID_CLOSE;
         type Params = types::DidCloseDocumentNotification;
     }
@@ -14001,7 +14001,7 @@ pub mod methods {
     /// `document/didFocus` (ACP v2-unstable): params [`DidFocusDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9940).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidFocus;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidFocus {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidFocus {
         const NAME: &'static str = DOCUMENT_DID_FOCUS;
         type Params = types::DidFocusDocumentNotification;
     }
@@ -14010,7 +14010,7 @@ pub mod methods {
     /// `document/didOpen` (ACP v2-unstable): params [`DidOpenDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9773).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidOpen;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidOpen {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidOpen {
         const NAME: &'static str = DOCUMENT_DID_OPEN;
         type Params = types::DidOpenDocumentNotification;
     }
@@ -14019,7 +14019,7 @@ pub mod methods {
     /// `document/didSave` (ACP v2-unstable): params [`DidSaveDocumentNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9912).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct DocumentDidSave;
-    impl ::protocols_runtime::method::RpcNotification for DocumentDidSave {
+    impl ::protocols_runtime::codegen::RpcNotification for DocumentDidSave {
         const NAME: &'static str = DOCUMENT_DID_SAVE;
         type Params = types::DidSaveDocumentNotification;
     }
@@ -14028,7 +14028,7 @@ pub mod methods {
     /// `elicitation/complete` (ACP v2-unstable): params [`CompleteElicitationNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7417).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationComplete;
-    impl ::protocols_runtime::method::RpcNotification for ElicitationComplete {
+    impl ::protocols_runtime::codegen::RpcNotification for ElicitationComplete {
         const NAME: &'static str = ELICITATION_COMPLETE;
         type Params = types::CompleteElicitationNotification;
     }
@@ -14037,7 +14037,7 @@ pub mod methods {
     /// `elicitation/create` (ACP v2-unstable): params [`CreateElicitationRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L2192), result [`CreateElicitationResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9449).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ElicitationCreate;
-    impl ::protocols_runtime::method::RpcMethod for ElicitationCreate {
+    impl ::protocols_runtime::codegen::RpcMethod for ElicitationCreate {
         const NAME: &'static str = ELICITATION_CREATE;
         type Params = types::CreateElicitationRequest;
         type Result = types::CreateElicitationResponse;
@@ -14047,7 +14047,7 @@ pub mod methods {
     /// `initialize` (ACP v2-unstable): params [`InitializeRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7680), result [`InitializeResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3324).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Initialize;
-    impl ::protocols_runtime::method::RpcMethod for Initialize {
+    impl ::protocols_runtime::codegen::RpcMethod for Initialize {
         const NAME: &'static str = INITIALIZE;
         type Params = types::InitializeRequest;
         type Result = types::InitializeResponse;
@@ -14057,7 +14057,7 @@ pub mod methods {
     /// `mcp/connect` (ACP v2-unstable): params [`ConnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3013), result [`ConnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9598).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpConnect;
-    impl ::protocols_runtime::method::RpcMethod for McpConnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpConnect {
         const NAME: &'static str = MCP_CONNECT;
         type Params = types::ConnectMcpRequest;
         type Result = types::ConnectMcpResponse;
@@ -14067,7 +14067,7 @@ pub mod methods {
     /// `mcp/disconnect` (ACP v2-unstable): params [`DisconnectMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3076), result [`DisconnectMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9621).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpDisconnect;
-    impl ::protocols_runtime::method::RpcMethod for McpDisconnect {
+    impl ::protocols_runtime::codegen::RpcMethod for McpDisconnect {
         const NAME: &'static str = MCP_DISCONNECT;
         type Params = types::DisconnectMcpRequest;
         type Result = types::DisconnectMcpResponse;
@@ -14077,7 +14077,7 @@ pub mod methods {
     /// `mcp/message` (ACP v2-unstable): params [`MessageMcpRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L3040), result [`MessageMcpResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5531).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct McpMessage;
-    impl ::protocols_runtime::method::RpcMethod for McpMessage {
+    impl ::protocols_runtime::codegen::RpcMethod for McpMessage {
         const NAME: &'static str = MCP_MESSAGE;
         type Params = types::MessageMcpRequest;
         type Result = types::MessageMcpResponse;
@@ -14087,7 +14087,7 @@ pub mod methods {
     /// `nes/accept` (ACP v2-unstable): params [`AcceptNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9989).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesAccept;
-    impl ::protocols_runtime::method::RpcNotification for NesAccept {
+    impl ::protocols_runtime::codegen::RpcNotification for NesAccept {
         const NAME: &'static str = NES_ACCEPT;
         type Params = types::AcceptNesNotification;
     }
@@ -14096,7 +14096,7 @@ pub mod methods {
     /// `nes/close` (ACP v2-unstable): params [`CloseNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9208), result [`CloseNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5514).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesClose;
-    impl ::protocols_runtime::method::RpcMethod for NesClose {
+    impl ::protocols_runtime::codegen::RpcMethod for NesClose {
         const NAME: &'static str = NES_CLOSE;
         type Params = types::CloseNesRequest;
         type Result = types::CloseNesResponse;
@@ -14106,7 +14106,7 @@ pub mod methods {
     /// `nes/reject` (ACP v2-unstable): params [`RejectNesNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L10020).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesReject;
-    impl ::protocols_runtime::method::RpcNotification for NesReject {
+    impl ::protocols_runtime::codegen::RpcNotification for NesReject {
         const NAME: &'static str = NES_REJECT;
         type Params = types::RejectNesNotification;
     }
@@ -14115,7 +14115,7 @@ pub mod methods {
     /// `nes/start` (ACP v2-unstable): params [`StartNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8725), result [`StartNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5096).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesStart;
-    impl ::protocols_runtime::method::RpcMethod for NesStart {
+    impl ::protocols_runtime::codegen::RpcMethod for NesStart {
         const NAME: &'static str = NES_START;
         type Params = types::StartNesRequest;
         type Result = types::StartNesResponse;
@@ -14125,7 +14125,7 @@ pub mod methods {
     /// `nes/suggest` (ACP v2-unstable): params [`SuggestNesRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8811), result [`SuggestNesResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5119).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct NesSuggest;
-    impl ::protocols_runtime::method::RpcMethod for NesSuggest {
+    impl ::protocols_runtime::codegen::RpcMethod for NesSuggest {
         const NAME: &'static str = NES_SUGGEST;
         type Params = types::SuggestNesRequest;
         type Result = types::SuggestNesResponse;
@@ -14135,7 +14135,7 @@ pub mod methods {
     /// `providers/disable` (ACP v2-unstable): params [`DisableProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8038), result [`DisableProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4552).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersDisable;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersDisable {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersDisable {
         const NAME: &'static str = PROVIDERS_DISABLE;
         type Params = types::DisableProviderRequest;
         type Result = types::DisableProviderResponse;
@@ -14145,7 +14145,7 @@ pub mod methods {
     /// `providers/list` (ACP v2-unstable): params [`ListProvidersRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7981), result [`ListProvidersResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4406).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersList;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersList {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersList {
         const NAME: &'static str = PROVIDERS_LIST;
         type Params = types::ListProvidersRequest;
         type Result = types::ListProvidersResponse;
@@ -14155,7 +14155,7 @@ pub mod methods {
     /// `providers/set` (ACP v2-unstable): params [`SetProviderRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L7995), result [`SetProviderResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4538).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProvidersSet;
-    impl ::protocols_runtime::method::RpcMethod for ProvidersSet {
+    impl ::protocols_runtime::codegen::RpcMethod for ProvidersSet {
         const NAME: &'static str = PROVIDERS_SET;
         type Params = types::SetProviderRequest;
         type Result = types::SetProviderResponse;
@@ -14165,7 +14165,7 @@ pub mod methods {
     /// `session/cancel` (ACP v2-unstable): params [`CancelSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9750).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionCancel;
-    impl ::protocols_runtime::method::RpcNotification for SessionCancel {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionCancel {
         const NAME: &'static str = SESSION_CANCEL;
         type Params = types::CancelSessionNotification;
     }
@@ -14174,7 +14174,7 @@ pub mod methods {
     /// `session/close` (ACP v2-unstable): params [`CloseSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8565), result [`CloseSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5044).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionClose;
-    impl ::protocols_runtime::method::RpcMethod for SessionClose {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionClose {
         const NAME: &'static str = SESSION_CLOSE;
         type Params = types::CloseSessionRequest;
         type Result = types::CloseSessionResponse;
@@ -14184,7 +14184,7 @@ pub mod methods {
     /// `session/delete` (ACP v2-unstable): params [`DeleteSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8366), result [`DeleteSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4975).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionDelete;
-    impl ::protocols_runtime::method::RpcMethod for SessionDelete {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionDelete {
         const NAME: &'static str = SESSION_DELETE;
         type Params = types::DeleteSessionRequest;
         type Result = types::DeleteSessionResponse;
@@ -14194,7 +14194,7 @@ pub mod methods {
     /// `session/fork` (ACP v2-unstable): params [`ForkSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8389), result [`ForkSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4989).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionFork;
-    impl ::protocols_runtime::method::RpcMethod for SessionFork {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionFork {
         const NAME: &'static str = SESSION_FORK;
         type Params = types::ForkSessionRequest;
         type Result = types::ForkSessionResponse;
@@ -14204,7 +14204,7 @@ pub mod methods {
     /// `session/list` (ACP v2-unstable): params [`ListSessionsRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8330), result [`ListSessionsResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4886).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionList;
-    impl ::protocols_runtime::method::RpcMethod for SessionList {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionList {
         const NAME: &'static str = SESSION_LIST;
         type Params = types::ListSessionsRequest;
         type Result = types::ListSessionsResponse;
@@ -14214,7 +14214,7 @@ pub mod methods {
     /// `session/new` (ACP v2-unstable): params [`NewSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8075), result [`NewSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L4580).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionNew;
-    impl ::protocols_runtime::method::RpcMethod for SessionNew {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionNew {
         const NAME: &'static str = SESSION_NEW;
         type Params = types::NewSessionRequest;
         type Result = types::NewSessionResponse;
@@ -14224,7 +14224,7 @@ pub mod methods {
     /// `session/prompt` (ACP v2-unstable): params [`PromptRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8695), result [`PromptResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5082).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionPrompt;
-    impl ::protocols_runtime::method::RpcMethod for SessionPrompt {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionPrompt {
         const NAME: &'static str = SESSION_PROMPT;
         type Params = types::PromptRequest;
         type Result = types::PromptResponse;
@@ -14234,7 +14234,7 @@ pub mod methods {
     /// `session/request_permission` (ACP v2-unstable): params [`RequestPermissionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L671), result [`RequestPermissionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L9336).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionRequestPermission;
-    impl ::protocols_runtime::method::RpcMethod for SessionRequestPermission {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionRequestPermission {
         const NAME: &'static str = SESSION_REQUEST_PERMISSION;
         type Params = types::RequestPermissionRequest;
         type Result = types::RequestPermissionResponse;
@@ -14244,7 +14244,7 @@ pub mod methods {
     /// `session/resume` (ACP v2-unstable): params [`ResumeSessionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8438), result [`ResumeSessionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5021).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionResume;
-    impl ::protocols_runtime::method::RpcMethod for SessionResume {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionResume {
         const NAME: &'static str = SESSION_RESUME;
         type Params = types::ResumeSessionRequest;
         type Result = types::ResumeSessionResponse;
@@ -14254,7 +14254,7 @@ pub mod methods {
     /// `session/set_config_option` (ACP v2-unstable): params [`SetSessionConfigOptionRequest`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L8588), result [`SetSessionConfigOptionResponse`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5058).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionSetConfigOption;
-    impl ::protocols_runtime::method::RpcMethod for SessionSetConfigOption {
+    impl ::protocols_runtime::codegen::RpcMethod for SessionSetConfigOption {
         const NAME: &'static str = SESSION_SET_CONFIG_OPTION;
         type Params = types::SetSessionConfigOptionRequest;
         type Result = types::SetSessionConfigOptionResponse;
@@ -14264,18 +14264,18 @@ pub mod methods {
     /// `session/update` (ACP v2-unstable): params [`UpdateSessionNotification`](https://github.com/agentclientprotocol/agent-client-protocol/blob/272bf799f35a258c6a4107a0410ed361e83683d3/schema/v2/schema.unstable.json#L5687).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct SessionUpdate;
-    impl ::protocols_runtime::method::RpcNotification for SessionUpdate {
+    impl ::protocols_runtime::codegen::RpcNotification for SessionUpdate {
         const NAME: &'static str = SESSION_UPDATE;
         type Params = types::UpdateSessionNotification;
     }
 }
 /// The method table: one row per wire method, derived from the source, saying which
 /// bindings serve it (`json_rpc`, and REST through `http`).
-pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
-    ::protocols_runtime::method::MethodSpec {
+pub static METHODS: &[::protocols_runtime::codegen::MethodSpec] = &[
+    ::protocols_runtime::codegen::MethodSpec {
         name: "$/cancel_request",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelRequestNotification"),
         params_optional: false,
         result_type: None,
@@ -14284,10 +14284,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "auth/login",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LoginAuthRequest"),
         params_optional: false,
         result_type: Some("types::LoginAuthResponse"),
@@ -14296,10 +14296,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "auth/logout",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::LogoutAuthRequest"),
         params_optional: false,
         result_type: Some("types::LogoutAuthResponse"),
@@ -14308,10 +14308,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didChange",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidChangeDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14320,10 +14320,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didClose",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidCloseDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14332,10 +14332,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didFocus",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidFocusDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14344,10 +14344,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didOpen",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidOpenDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14356,10 +14356,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "document/didSave",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::DidSaveDocumentNotification"),
         params_optional: false,
         result_type: None,
@@ -14368,10 +14368,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/complete",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CompleteElicitationNotification"),
         params_optional: false,
         result_type: None,
@@ -14380,10 +14380,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "elicitation/create",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CreateElicitationRequest"),
         params_optional: false,
         result_type: Some("types::CreateElicitationResponse"),
@@ -14392,10 +14392,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "initialize",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::InitializeRequest"),
         params_optional: false,
         result_type: Some("types::InitializeResponse"),
@@ -14404,10 +14404,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/connect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ConnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::ConnectMcpResponse"),
@@ -14416,10 +14416,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/disconnect",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisconnectMcpRequest"),
         params_optional: false,
         result_type: Some("types::DisconnectMcpResponse"),
@@ -14428,10 +14428,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "mcp/message",
-        direction: ::protocols_runtime::method::Direction::Both,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::Both,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::MessageMcpRequest"),
         params_optional: false,
         result_type: Some("types::MessageMcpResponse"),
@@ -14440,10 +14440,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/accept",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::AcceptNesNotification"),
         params_optional: false,
         result_type: None,
@@ -14452,10 +14452,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseNesRequest"),
         params_optional: false,
         result_type: Some("types::CloseNesResponse"),
@@ -14464,10 +14464,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/reject",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::RejectNesNotification"),
         params_optional: false,
         result_type: None,
@@ -14476,10 +14476,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/start",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::StartNesRequest"),
         params_optional: false,
         result_type: Some("types::StartNesResponse"),
@@ -14488,10 +14488,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "nes/suggest",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SuggestNesRequest"),
         params_optional: false,
         result_type: Some("types::SuggestNesResponse"),
@@ -14500,10 +14500,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/disable",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DisableProviderRequest"),
         params_optional: false,
         result_type: Some("types::DisableProviderResponse"),
@@ -14512,10 +14512,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListProvidersRequest"),
         params_optional: false,
         result_type: Some("types::ListProvidersResponse"),
@@ -14524,10 +14524,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "providers/set",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetProviderRequest"),
         params_optional: false,
         result_type: Some("types::SetProviderResponse"),
@@ -14536,10 +14536,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/cancel",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::CancelSessionNotification"),
         params_optional: false,
         result_type: None,
@@ -14548,10 +14548,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/close",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::CloseSessionRequest"),
         params_optional: false,
         result_type: Some("types::CloseSessionResponse"),
@@ -14560,10 +14560,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/delete",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::DeleteSessionRequest"),
         params_optional: false,
         result_type: Some("types::DeleteSessionResponse"),
@@ -14572,10 +14572,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/fork",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ForkSessionRequest"),
         params_optional: false,
         result_type: Some("types::ForkSessionResponse"),
@@ -14584,10 +14584,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/list",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ListSessionsRequest"),
         params_optional: false,
         result_type: Some("types::ListSessionsResponse"),
@@ -14596,10 +14596,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/new",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::NewSessionRequest"),
         params_optional: false,
         result_type: Some("types::NewSessionResponse"),
@@ -14608,10 +14608,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/prompt",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::PromptRequest"),
         params_optional: false,
         result_type: Some("types::PromptResponse"),
@@ -14620,10 +14620,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/request_permission",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::RequestPermissionRequest"),
         params_optional: false,
         result_type: Some("types::RequestPermissionResponse"),
@@ -14632,10 +14632,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/resume",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::ResumeSessionRequest"),
         params_optional: false,
         result_type: Some("types::ResumeSessionResponse"),
@@ -14644,10 +14644,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/set_config_option",
-        direction: ::protocols_runtime::method::Direction::ClientToServer,
-        kind: ::protocols_runtime::method::MethodKind::Request,
+        direction: ::protocols_runtime::codegen::Direction::ClientToServer,
+        kind: ::protocols_runtime::codegen::MethodKind::Request,
         params_type: Some("types::SetSessionConfigOptionRequest"),
         params_optional: false,
         result_type: Some("types::SetSessionConfigOptionResponse"),
@@ -14656,10 +14656,10 @@ pub static METHODS: &[::protocols_runtime::method::MethodSpec] = &[
         json_rpc: true,
         http: &[],
     },
-    ::protocols_runtime::method::MethodSpec {
+    ::protocols_runtime::codegen::MethodSpec {
         name: "session/update",
-        direction: ::protocols_runtime::method::Direction::ServerToClient,
-        kind: ::protocols_runtime::method::MethodKind::Notification,
+        direction: ::protocols_runtime::codegen::Direction::ServerToClient,
+        kind: ::protocols_runtime::codegen::MethodKind::Notification,
         params_type: Some("types::UpdateSessionNotification"),
         params_optional: false,
         result_type: None,
@@ -14683,13 +14683,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoginAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14701,13 +14701,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14719,13 +14719,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14737,13 +14737,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14755,13 +14755,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14773,13 +14773,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::StartNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14791,13 +14791,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SuggestNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14809,13 +14809,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisableProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14827,13 +14827,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListProvidersResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14845,13 +14845,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14863,13 +14863,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14881,13 +14881,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14899,13 +14899,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ForkSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14917,13 +14917,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14935,13 +14935,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14953,13 +14953,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14971,13 +14971,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -14989,13 +14989,13 @@ pub trait Agent: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15088,13 +15088,13 @@ pub async fn dispatch_agent_request<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::AUTH_LOGIN => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .auth_login(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTH_LOGIN,
                             params,
                         )?,
@@ -15104,10 +15104,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::AUTH_LOGOUT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .auth_logout(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::AUTH_LOGOUT,
                             params,
                         )?,
@@ -15117,10 +15117,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::INITIALIZE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .initialize(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::INITIALIZE,
                             params,
                         )?,
@@ -15130,10 +15130,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -15143,10 +15143,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_CLOSE,
                             params,
                         )?,
@@ -15156,10 +15156,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_START => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_start(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_START,
                             params,
                         )?,
@@ -15169,10 +15169,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::NES_SUGGEST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .nes_suggest(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::NES_SUGGEST,
                             params,
                         )?,
@@ -15182,10 +15182,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_DISABLE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_disable(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_DISABLE,
                             params,
                         )?,
@@ -15195,10 +15195,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_LIST,
                             params,
                         )?,
@@ -15208,10 +15208,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::PROVIDERS_SET => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .providers_set(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::PROVIDERS_SET,
                             params,
                         )?,
@@ -15221,10 +15221,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_CLOSE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_close(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_CLOSE,
                             params,
                         )?,
@@ -15234,10 +15234,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_DELETE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_delete(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_DELETE,
                             params,
                         )?,
@@ -15247,10 +15247,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_FORK => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_fork(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_FORK,
                             params,
                         )?,
@@ -15260,10 +15260,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_LIST => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_list(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_LIST,
                             params,
                         )?,
@@ -15273,10 +15273,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_NEW => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_new(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_NEW,
                             params,
                         )?,
@@ -15286,10 +15286,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_PROMPT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_prompt(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_PROMPT,
                             params,
                         )?,
@@ -15299,10 +15299,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_RESUME => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_resume(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_RESUME,
                             params,
                         )?,
@@ -15312,10 +15312,10 @@ pub async fn dispatch_agent_request<H: Agent>(
             )
         }
         methods::SESSION_SET_CONFIG_OPTION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_set_config_option(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_SET_CONFIG_OPTION,
                             params,
                         )?,
@@ -15326,7 +15326,7 @@ pub async fn dispatch_agent_request<H: Agent>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -15338,12 +15338,12 @@ pub async fn dispatch_agent_notification<H: Agent>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -15354,7 +15354,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CHANGE => {
             handler
                 .document_did_change(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CHANGE,
                         params,
                     )?,
@@ -15365,7 +15365,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_CLOSE => {
             handler
                 .document_did_close(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_CLOSE,
                         params,
                     )?,
@@ -15376,7 +15376,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_FOCUS => {
             handler
                 .document_did_focus(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_FOCUS,
                         params,
                     )?,
@@ -15387,7 +15387,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_OPEN => {
             handler
                 .document_did_open(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_OPEN,
                         params,
                     )?,
@@ -15398,7 +15398,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::DOCUMENT_DID_SAVE => {
             handler
                 .document_did_save(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::DOCUMENT_DID_SAVE,
                         params,
                     )?,
@@ -15409,7 +15409,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_ACCEPT => {
             handler
                 .nes_accept(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_ACCEPT,
                         params,
                     )?,
@@ -15420,7 +15420,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::NES_REJECT => {
             handler
                 .nes_reject(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::NES_REJECT,
                         params,
                     )?,
@@ -15431,7 +15431,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         methods::SESSION_CANCEL => {
             handler
                 .session_cancel(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_CANCEL,
                         params,
                     )?,
@@ -15441,7 +15441,7 @@ pub async fn dispatch_agent_notification<H: Agent>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -15465,23 +15465,26 @@ impl<T> RemoteAgent<T> {
     }
 }
 #[cfg(feature = "client")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteAgent<T> {
     /// Calls `auth/login`.
     pub async fn auth_login(
         &self,
         params: types::LoginAuthRequest,
     ) -> ::std::result::Result<
         types::LoginAuthResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTH_LOGIN,
-                ::protocols_runtime::method::encode_params(methods::AUTH_LOGIN, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::AUTH_LOGIN,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTH_LOGIN, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTH_LOGIN, &result)
     }
     /// Calls `auth/logout`.
     pub async fn auth_logout(
@@ -15489,19 +15492,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::LogoutAuthRequest,
     ) -> ::std::result::Result<
         types::LogoutAuthResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::AUTH_LOGOUT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::AUTH_LOGOUT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::AUTH_LOGOUT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::AUTH_LOGOUT, &result)
     }
     /// Calls `initialize`.
     pub async fn initialize(
@@ -15509,16 +15512,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::InitializeRequest,
     ) -> ::std::result::Result<
         types::InitializeResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::INITIALIZE,
-                ::protocols_runtime::method::encode_params(methods::INITIALIZE, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::INITIALIZE,
+                    &params,
+                )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::INITIALIZE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::INITIALIZE, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -15526,19 +15532,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `nes/close`.
     pub async fn nes_close(
@@ -15546,16 +15552,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseNesRequest,
     ) -> ::std::result::Result<
         types::CloseNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_CLOSE,
-                ::protocols_runtime::method::encode_params(methods::NES_CLOSE, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_CLOSE, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_CLOSE, &result)
     }
     /// Calls `nes/start`.
     pub async fn nes_start(
@@ -15563,16 +15569,16 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::StartNesRequest,
     ) -> ::std::result::Result<
         types::StartNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_START,
-                ::protocols_runtime::method::encode_params(methods::NES_START, &params)?,
+                ::protocols_runtime::codegen::encode_params(methods::NES_START, &params)?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_START, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_START, &result)
     }
     /// Calls `nes/suggest`.
     pub async fn nes_suggest(
@@ -15580,19 +15586,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SuggestNesRequest,
     ) -> ::std::result::Result<
         types::SuggestNesResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::NES_SUGGEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::NES_SUGGEST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::NES_SUGGEST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::NES_SUGGEST, &result)
     }
     /// Calls `providers/disable`.
     pub async fn providers_disable(
@@ -15600,19 +15606,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DisableProviderRequest,
     ) -> ::std::result::Result<
         types::DisableProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_DISABLE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_DISABLE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_DISABLE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_DISABLE, &result)
     }
     /// Calls `providers/list`.
     pub async fn providers_list(
@@ -15620,19 +15626,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListProvidersRequest,
     ) -> ::std::result::Result<
         types::ListProvidersResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_LIST, &result)
     }
     /// Calls `providers/set`.
     pub async fn providers_set(
@@ -15640,19 +15646,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetProviderRequest,
     ) -> ::std::result::Result<
         types::SetProviderResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::PROVIDERS_SET,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::PROVIDERS_SET,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::PROVIDERS_SET, &result)
+        ::protocols_runtime::codegen::decode_result(methods::PROVIDERS_SET, &result)
     }
     /// Calls `session/close`.
     pub async fn session_close(
@@ -15660,19 +15666,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::CloseSessionRequest,
     ) -> ::std::result::Result<
         types::CloseSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CLOSE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_CLOSE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_CLOSE, &result)
     }
     /// Calls `session/delete`.
     pub async fn session_delete(
@@ -15680,19 +15686,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::DeleteSessionRequest,
     ) -> ::std::result::Result<
         types::DeleteSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_DELETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_DELETE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_DELETE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_DELETE, &result)
     }
     /// Calls `session/fork`.
     pub async fn session_fork(
@@ -15700,19 +15706,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ForkSessionRequest,
     ) -> ::std::result::Result<
         types::ForkSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_FORK,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_FORK,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_FORK, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_FORK, &result)
     }
     /// Calls `session/list`.
     pub async fn session_list(
@@ -15720,19 +15726,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ListSessionsRequest,
     ) -> ::std::result::Result<
         types::ListSessionsResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_LIST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_LIST,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_LIST, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_LIST, &result)
     }
     /// Calls `session/new`.
     pub async fn session_new(
@@ -15740,19 +15746,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::NewSessionRequest,
     ) -> ::std::result::Result<
         types::NewSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_NEW,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_NEW,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_NEW, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_NEW, &result)
     }
     /// Calls `session/prompt`.
     pub async fn session_prompt(
@@ -15760,19 +15766,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::PromptRequest,
     ) -> ::std::result::Result<
         types::PromptResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_PROMPT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_PROMPT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_PROMPT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_PROMPT, &result)
     }
     /// Calls `session/resume`.
     pub async fn session_resume(
@@ -15780,19 +15786,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::ResumeSessionRequest,
     ) -> ::std::result::Result<
         types::ResumeSessionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_RESUME,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_RESUME,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::SESSION_RESUME, &result)
+        ::protocols_runtime::codegen::decode_result(methods::SESSION_RESUME, &result)
     }
     /// Calls `session/set_config_option`.
     pub async fn session_set_config_option(
@@ -15800,19 +15806,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
         params: types::SetSessionConfigOptionRequest,
     ) -> ::std::result::Result<
         types::SetSessionConfigOptionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_SET_CONFIG_OPTION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_SET_CONFIG_OPTION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_SET_CONFIG_OPTION,
             &result,
         )
@@ -15821,11 +15827,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -15836,11 +15842,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_change(
         &self,
         params: types::DidChangeDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CHANGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CHANGE,
                     &params,
                 )?,
@@ -15851,11 +15857,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_close(
         &self,
         params: types::DidCloseDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_CLOSE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_CLOSE,
                     &params,
                 )?,
@@ -15866,11 +15872,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_focus(
         &self,
         params: types::DidFocusDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_FOCUS,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_FOCUS,
                     &params,
                 )?,
@@ -15881,11 +15887,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_open(
         &self,
         params: types::DidOpenDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_OPEN,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_OPEN,
                     &params,
                 )?,
@@ -15896,11 +15902,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn document_did_save(
         &self,
         params: types::DidSaveDocumentNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::DOCUMENT_DID_SAVE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::DOCUMENT_DID_SAVE,
                     &params,
                 )?,
@@ -15911,11 +15917,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_accept(
         &self,
         params: types::AcceptNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_ACCEPT,
-                ::protocols_runtime::method::encode_params(methods::NES_ACCEPT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_ACCEPT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -15923,11 +15932,14 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn nes_reject(
         &self,
         params: types::RejectNesNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::NES_REJECT,
-                ::protocols_runtime::method::encode_params(methods::NES_REJECT, &params)?,
+                ::protocols_runtime::codegen::encode_params(
+                    methods::NES_REJECT,
+                    &params,
+                )?,
             )
             .await
     }
@@ -15935,11 +15947,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteAgent<T> {
     pub async fn session_cancel(
         &self,
         params: types::CancelSessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_CANCEL,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_CANCEL,
                     &params,
                 )?,
@@ -15961,13 +15973,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15979,13 +15991,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ConnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -15997,13 +16009,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisconnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -16015,13 +16027,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -16033,13 +16045,13 @@ pub trait Client: ::std::marker::Send + ::std::marker::Sync {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         let _ = (params, cx);
         ::std::future::ready(
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             ),
         )
     }
@@ -16078,13 +16090,13 @@ pub async fn dispatch_client_request<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::protocols_runtime::Reply {
+) -> ::protocols_runtime::codegen::Reply {
     match method {
         methods::ELICITATION_CREATE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .elicitation_create(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::ELICITATION_CREATE,
                             params,
                         )?,
@@ -16094,10 +16106,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_CONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_connect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_CONNECT,
                             params,
                         )?,
@@ -16107,10 +16119,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_DISCONNECT => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_disconnect(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_DISCONNECT,
                             params,
                         )?,
@@ -16120,10 +16132,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::MCP_MESSAGE => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .mcp_message(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::MCP_MESSAGE,
                             params,
                         )?,
@@ -16133,10 +16145,10 @@ pub async fn dispatch_client_request<H: Client>(
             )
         }
         methods::SESSION_REQUEST_PERMISSION => {
-            ::protocols_runtime::method::reply(
+            ::protocols_runtime::codegen::reply(
                 handler
                     .session_request_permission(
-                        ::protocols_runtime::method::decode_params(
+                        ::protocols_runtime::codegen::decode_params(
                             methods::SESSION_REQUEST_PERMISSION,
                             params,
                         )?,
@@ -16147,7 +16159,7 @@ pub async fn dispatch_client_request<H: Client>(
         }
         _ => {
             ::std::result::Result::Err(
-                ::protocols_runtime::ErrorObject::method_not_found(),
+                ::protocols_runtime::codegen::ErrorObject::method_not_found(),
             )
         }
     }
@@ -16159,12 +16171,12 @@ pub async fn dispatch_client_notification<H: Client>(
     method: &str,
     params: ::std::option::Option<&::serde_json::value::RawValue>,
     cx: &H::Context,
-) -> ::std::result::Result<(), ::protocols_runtime::method::DispatchError> {
+) -> ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError> {
     match method {
         methods::CANCEL_REQUEST => {
             handler
                 .cancel_request(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::CANCEL_REQUEST,
                         params,
                     )?,
@@ -16175,7 +16187,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::ELICITATION_COMPLETE => {
             handler
                 .elicitation_complete(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::ELICITATION_COMPLETE,
                         params,
                     )?,
@@ -16186,7 +16198,7 @@ pub async fn dispatch_client_notification<H: Client>(
         methods::SESSION_UPDATE => {
             handler
                 .session_update(
-                    ::protocols_runtime::method::decode_params(
+                    ::protocols_runtime::codegen::decode_params(
                         methods::SESSION_UPDATE,
                         params,
                     )?,
@@ -16196,7 +16208,7 @@ pub async fn dispatch_client_notification<H: Client>(
         }
         _ => {
             return ::std::result::Result::Err(
-                ::protocols_runtime::method::DispatchError::UnknownMethod,
+                ::protocols_runtime::codegen::DispatchError::UnknownMethod,
             );
         }
     }
@@ -16220,26 +16232,26 @@ impl<T> RemoteClient<T> {
     }
 }
 #[cfg(feature = "server")]
-impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
+impl<T: ::protocols_runtime::codegen::RpcClient> RemoteClient<T> {
     /// Calls `elicitation/create`.
     pub async fn elicitation_create(
         &self,
         params: types::CreateElicitationRequest,
     ) -> ::std::result::Result<
         types::CreateElicitationResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::ELICITATION_CREATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_CREATE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::ELICITATION_CREATE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::ELICITATION_CREATE, &result)
     }
     /// Calls `mcp/connect`.
     pub async fn mcp_connect(
@@ -16247,19 +16259,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::ConnectMcpRequest,
     ) -> ::std::result::Result<
         types::ConnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_CONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_CONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_CONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_CONNECT, &result)
     }
     /// Calls `mcp/disconnect`.
     pub async fn mcp_disconnect(
@@ -16267,19 +16279,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::DisconnectMcpRequest,
     ) -> ::std::result::Result<
         types::DisconnectMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_DISCONNECT,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_DISCONNECT,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_DISCONNECT, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_DISCONNECT, &result)
     }
     /// Calls `mcp/message`.
     pub async fn mcp_message(
@@ -16287,19 +16299,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::MessageMcpRequest,
     ) -> ::std::result::Result<
         types::MessageMcpResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::MCP_MESSAGE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::MCP_MESSAGE,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(methods::MCP_MESSAGE, &result)
+        ::protocols_runtime::codegen::decode_result(methods::MCP_MESSAGE, &result)
     }
     /// Calls `session/request_permission`.
     pub async fn session_request_permission(
@@ -16307,19 +16319,19 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
         params: types::RequestPermissionRequest,
     ) -> ::std::result::Result<
         types::RequestPermissionResponse,
-        ::protocols_runtime::method::ClientError,
+        ::protocols_runtime::codegen::ClientError,
     > {
         let result = self
             .transport
             .call(
                 methods::SESSION_REQUEST_PERMISSION,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_REQUEST_PERMISSION,
                     &params,
                 )?,
             )
             .await?;
-        ::protocols_runtime::method::decode_result(
+        ::protocols_runtime::codegen::decode_result(
             methods::SESSION_REQUEST_PERMISSION,
             &result,
         )
@@ -16328,11 +16340,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn cancel_request(
         &self,
         params: types::CancelRequestNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::CANCEL_REQUEST,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::CANCEL_REQUEST,
                     &params,
                 )?,
@@ -16343,11 +16355,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn elicitation_complete(
         &self,
         params: types::CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::ELICITATION_COMPLETE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::ELICITATION_COMPLETE,
                     &params,
                 )?,
@@ -16358,11 +16370,11 @@ impl<T: ::protocols_runtime::method::RpcClient> RemoteClient<T> {
     pub async fn session_update(
         &self,
         params: types::UpdateSessionNotification,
-    ) -> ::std::result::Result<(), ::protocols_runtime::method::ClientError> {
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ClientError> {
         self.transport
             .notify(
                 methods::SESSION_UPDATE,
-                ::protocols_runtime::method::encode_params(
+                ::protocols_runtime::codegen::encode_params(
                     methods::SESSION_UPDATE,
                     &params,
                 )?,

@@ -26,12 +26,16 @@ pub struct ToolHeaders {
 /// Why a tool's `x-mcp-header` marks are refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidToolHeader {
+    /// The header name is empty.
     #[error("an x-mcp-header is empty")]
     Empty,
+    /// The header name is not an HTTP token.
     #[error("an x-mcp-header is not an HTTP header token")]
     Charset,
+    /// The annotated property is not a string, integer or boolean.
     #[error("an x-mcp-header is on a property that is not a string, integer or boolean")]
     NotPrimitive,
+    /// Two properties name the same header.
     #[error("two properties name the same x-mcp-header")]
     Duplicate,
 }

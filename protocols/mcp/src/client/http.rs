@@ -226,6 +226,7 @@ impl HttpClient {
         Self::with_options(url, callbacks, HttpOptions::default())
     }
 
+    /// A client of the server at `url`, answering its requests with `callbacks`, with these options.
     pub fn with_options(
         url: impl Into<String>,
         callbacks: Callbacks,
@@ -245,6 +246,7 @@ impl HttpClient {
         }
     }
 
+    /// What answers the server's requests to this client.
     pub fn callbacks(&self) -> &Callbacks {
         &self.inner.callbacks
     }

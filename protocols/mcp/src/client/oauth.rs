@@ -37,26 +37,46 @@ use super::http::{AuthFuture, Authorizer};
 /// Why authorization failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
+    /// The server publishes no protected-resource metadata.
     #[error("no protected-resource metadata: {0}")]
     NoResourceMetadata(String),
+    /// The protected-resource metadata names another resource than this server.
     #[error("the protected-resource metadata names resource {found}, not this server ({server})")]
-    ResourceMismatch { found: String, server: String },
+    ResourceMismatch {
+        /// The resource the metadata names.
+        found: String,
+        /// The server this client talks to.
+        server: String,
+    },
+    /// The authorization server publishes no metadata.
     #[error("no authorization-server metadata for {0}")]
     NoServerMetadata(String),
+    /// The authorization-server metadata names another issuer than the one asked for.
     #[error("the authorization-server metadata names issuer {found}, not {expected}")]
-    IssuerMismatch { found: String, expected: String },
+    IssuerMismatch {
+        /// The issuer the metadata names.
+        found: String,
+        /// The issuer asked for.
+        expected: String,
+    },
     #[error(
         "no way to identify this client to {0}: no pre-registration, no client ID metadata document, no registration endpoint"
     )]
+    /// The client has no way to identify itself to the authorization server.
     NoClientIdentity(String),
+    /// Dynamic client registration failed.
     #[error("dynamic client registration failed: {0}")]
     Registration(String),
+    /// The user-interaction step failed.
     #[error("the user-interaction step failed: {0}")]
     Interaction(String),
+    /// The authorization response failed a check (state, issuer, error).
     #[error("the authorization response failed a check: {0}")]
     AuthorizationResponse(String),
+    /// The token request failed.
     #[error("the token request failed: {0}")]
     Token(String),
+    /// A URL is malformed.
     #[error("a URL is malformed: {0}")]
     Url(String),
 }
@@ -70,20 +90,26 @@ impl From<OAuthError> for ClientError {
 /// Tokens for one resource, with what they were obtained from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
+    /// The bearer token sent with each request.
     pub access_token: String,
+    /// The token that obtains a new access token, if one was issued.
     pub refresh_token: Option<String>,
     /// The scopes granted (or, when the server did not say, requested), space-separated.
     pub scope: Option<String>,
+    /// When the access token expires, if the server said.
     pub expires_at: Option<SystemTime>,
     /// The authorization server that issued them.
     pub issuer: String,
+    /// The token endpoint a refresh goes to.
     pub token_endpoint: String,
 }
 
 /// How this client is known to one authorization server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisteredClient {
+    /// The client id the authorization server knows this client by.
     pub client_id: String,
+    /// The client secret, for a confidential client.
     pub client_secret: Option<String>,
     /// `client_secret_basic`, `client_secret_post` or `none`.
     pub token_endpoint_auth_method: Option<String>,
@@ -92,10 +118,15 @@ pub struct RegisteredClient {
 /// Where tokens (keyed by the MCP server's URL) and client registrations (keyed by issuer)
 /// are kept between calls — and, for a store that persists, between runs.
 pub trait TokenStore: Send + Sync + std::fmt::Debug {
+    /// The tokens saved for `resource`, if any.
     fn tokens(&self, resource: &str) -> Option<Tokens>;
+    /// Saves the tokens for `resource`, replacing any before.
     fn save_tokens(&self, resource: &str, tokens: Tokens);
+    /// Drops the tokens of `resource` (they were refused).
     fn forget_tokens(&self, resource: &str);
+    /// The registration saved for `issuer`, if any.
     fn client(&self, issuer: &str) -> Option<RegisteredClient>;
+    /// Saves the registration with `issuer`.
     fn save_client(&self, issuer: &str, client: RegisteredClient);
 }
 
@@ -133,6 +164,7 @@ impl TokenStore for MemoryTokenStore {
 /// The step where a person authorizes: show (or open) `authorization_url`, and return the URL
 /// the authorization server redirected the browser to (it carries `code`, `state`, `iss`).
 pub trait UserInteraction: Send + Sync + std::fmt::Debug {
+    /// Shows `authorization_url` to the user and returns the redirect URL the browser was sent to.
     fn authorize<'a>(
         &'a self,
         authorization_url: &'a Url,
@@ -301,6 +333,7 @@ pub struct OAuth {
 }
 
 impl OAuth {
+    /// An OAuth client with this configuration and nothing obtained yet.
     pub fn new(config: OAuthConfig) -> Self {
         let http = config.http.clone().unwrap_or_else(|| {
             reqwest::Client::builder()

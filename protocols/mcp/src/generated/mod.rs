@@ -58,7 +58,7 @@ impl Revision {
         }
     }
     /// The revision's method table.
-    pub fn methods(self) -> &'static [::protocols_runtime::method::MethodSpec] {
+    pub fn methods(self) -> &'static [::protocols_runtime::codegen::MethodSpec] {
         match self {
             Self::V2024_11_05 => v2024_11_05::METHODS,
             Self::V2025_03_26 => v2025_03_26::METHODS,

@@ -27,7 +27,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AgentCard,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record_bare(rev::methods::AGENT_GET_AUTHENTICATED_EXTENDED_CARD);
@@ -40,7 +40,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SendMessageSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MESSAGE_SEND, &params);
@@ -52,10 +52,10 @@ impl rev::Agent for Recorder {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<
+            ::protocols_runtime::codegen::ResultStream<
                 types::SendStreamingMessageSuccessResponseResult,
             >,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MESSAGE_STREAM, &params);
@@ -66,7 +66,10 @@ impl rev::Agent for Recorder {
         params: types::TaskIdParams,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_CANCEL, &params);
         ::std::future::ready(::std::result::Result::Err(super::recorded()))
@@ -76,7 +79,10 @@ impl rev::Agent for Recorder {
         params: types::TaskQueryParams,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_GET, &params);
         ::std::future::ready(::std::result::Result::Err(super::recorded()))
@@ -88,7 +94,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteTaskPushNotificationConfigSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, &params);
@@ -101,7 +107,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_PUSH_NOTIFICATION_CONFIG_GET, &params);
@@ -114,7 +120,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTaskPushNotificationConfigSuccessResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_PUSH_NOTIFICATION_CONFIG_LIST, &params);
@@ -127,7 +133,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_PUSH_NOTIFICATION_CONFIG_SET, &params);
@@ -139,10 +145,10 @@ impl rev::Agent for Recorder {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<
+            ::protocols_runtime::codegen::ResultStream<
                 types::SendStreamingMessageSuccessResponseResult,
             >,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TASKS_RESUBSCRIBE, &params);

@@ -28,7 +28,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SendMessageResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SEND_MESSAGE, &params);
@@ -40,8 +40,8 @@ impl rev::Agent for Recorder {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SEND_STREAMING_MESSAGE, &params);
@@ -52,7 +52,10 @@ impl rev::Agent for Recorder {
         params: types::GetTaskRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         cx.record(rev::methods::GET_TASK, &params);
         ::std::future::ready(::std::result::Result::Err(super::recorded()))
@@ -64,7 +67,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTasksResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::LIST_TASKS, &params);
@@ -75,7 +78,10 @@ impl rev::Agent for Recorder {
         params: types::CancelTaskRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Task, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Task,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         cx.record(rev::methods::CANCEL_TASK, &params);
         ::std::future::ready(::std::result::Result::Err(super::recorded()))
@@ -86,8 +92,8 @@ impl rev::Agent for Recorder {
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
-            ::protocols_runtime::method::ResultStream<types::StreamResponse>,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ResultStream<types::StreamResponse>,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SUBSCRIBE_TO_TASK, &params);
@@ -100,7 +106,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG, &params);
@@ -113,7 +119,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TaskPushNotificationConfig,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::GET_TASK_PUSH_NOTIFICATION_CONFIG, &params);
@@ -126,7 +132,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListTaskPushNotificationConfigsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS, &params);
@@ -139,7 +145,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AgentCard,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::GET_EXTENDED_AGENT_CARD, &params);
@@ -150,7 +156,10 @@ impl rev::Agent for Recorder {
         params: types::DeleteTaskPushNotificationConfigRequest,
         cx: &Self::Context,
     ) -> impl ::std::future::Future<
-        Output = ::std::result::Result<types::Empty, ::protocols_runtime::ErrorObject>,
+        Output = ::std::result::Result<
+            types::Empty,
+            ::protocols_runtime::codegen::ErrorObject,
+        >,
     > + ::std::marker::Send {
         cx.record(rev::methods::DELETE_TASK_PUSH_NOTIFICATION_CONFIG, &params);
         ::std::future::ready(::std::result::Result::Err(super::recorded()))

@@ -22,13 +22,13 @@ pub static REVISIONS: &[::codegen::samples::GeneratedRevision] = &[
 ];
 /// The plain description `codegen::samples` reads of a method table.
 pub fn methods_of(
-    table: &[::protocols_runtime::method::MethodSpec],
+    table: &[::protocols_runtime::codegen::MethodSpec],
 ) -> ::std::vec::Vec<::codegen::samples::Method> {
     table
         .iter()
         .map(|spec| ::codegen::samples::Method {
             name: spec.name,
-            request: spec.kind == ::protocols_runtime::method::MethodKind::Request,
+            request: spec.kind == ::protocols_runtime::codegen::MethodKind::Request,
             from_client: spec.direction.from_client(),
             from_server: spec.direction.from_server(),
             params_optional: spec.params_optional,
@@ -38,8 +38,8 @@ pub fn methods_of(
         .collect()
 }
 /// What a recording handler answers every request with.
-pub fn recorded() -> ::protocols_runtime::ErrorObject {
-    ::protocols_runtime::ErrorObject {
+pub fn recorded() -> ::protocols_runtime::codegen::ErrorObject {
+    ::protocols_runtime::codegen::ErrorObject {
         code: ::codegen::samples::RECORDED,
         message: ::std::borrow::Cow::Borrowed("recorded"),
         data: ::std::option::Option::None,
@@ -47,18 +47,24 @@ pub fn recorded() -> ::protocols_runtime::ErrorObject {
 }
 /// A dispatcher's answer, whatever the side's dispatcher returns.
 pub trait IntoReply {
-    fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject>;
+    fn into_reply(
+        self,
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ErrorObject>;
 }
-impl IntoReply for ::protocols_runtime::Reply {
-    fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject> {
+impl IntoReply for ::protocols_runtime::codegen::Reply {
+    fn into_reply(
+        self,
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ErrorObject> {
         self.map(|_| ())
     }
 }
-impl IntoReply for ::protocols_runtime::method::Answer {
-    fn into_reply(self) -> ::std::result::Result<(), ::protocols_runtime::ErrorObject> {
+impl IntoReply for ::protocols_runtime::codegen::Answer {
+    fn into_reply(
+        self,
+    ) -> ::std::result::Result<(), ::protocols_runtime::codegen::ErrorObject> {
         match self {
-            ::protocols_runtime::method::Answer::Reply(reply) => reply.map(|_| ()),
-            ::protocols_runtime::method::Answer::Stream(_) => {
+            ::protocols_runtime::codegen::Answer::Reply(reply) => reply.map(|_| ()),
+            ::protocols_runtime::codegen::Answer::Stream(_) => {
                 ::std::result::Result::Ok(())
             }
         }
@@ -89,7 +95,7 @@ pub fn request_outcome(
 }
 /// How a notification dispatch ended.
 pub fn notification_outcome(
-    delivered: ::std::result::Result<(), ::protocols_runtime::method::DispatchError>,
+    delivered: ::std::result::Result<(), ::protocols_runtime::codegen::DispatchError>,
     calls: ::codegen::samples::Calls,
 ) -> ::codegen::samples::Dispatched {
     match delivered {

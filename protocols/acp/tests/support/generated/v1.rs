@@ -37,7 +37,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::AuthenticateResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::AUTHENTICATE, &params);
@@ -50,7 +50,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::INITIALIZE, &params);
@@ -63,7 +63,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::LOGOUT, &params);
@@ -84,7 +84,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_CLOSE, &params);
@@ -97,7 +97,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_DELETE, &params);
@@ -110,7 +110,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_LIST, &params);
@@ -123,7 +123,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoadSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_LOAD, &params);
@@ -136,7 +136,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_NEW, &params);
@@ -149,7 +149,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_PROMPT, &params);
@@ -162,7 +162,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_RESUME, &params);
@@ -175,7 +175,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_SET_CONFIG_OPTION, &params);
@@ -188,7 +188,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionModeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_SET_MODE, &params);
@@ -220,7 +220,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ELICITATION_CREATE, &params);
@@ -233,7 +233,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::FS_READ_TEXT_FILE, &params);
@@ -246,7 +246,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WriteTextFileResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::FS_WRITE_TEXT_FILE, &params);
@@ -259,7 +259,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_REQUEST_PERMISSION, &params);
@@ -280,7 +280,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TERMINAL_CREATE, &params);
@@ -293,7 +293,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::KillTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TERMINAL_KILL, &params);
@@ -306,7 +306,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::TerminalOutputResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TERMINAL_OUTPUT, &params);
@@ -319,7 +319,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReleaseTerminalResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TERMINAL_RELEASE, &params);
@@ -332,7 +332,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::WaitForTerminalExitResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TERMINAL_WAIT_FOR_EXIT, &params);

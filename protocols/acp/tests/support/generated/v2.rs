@@ -37,7 +37,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoginAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::AUTH_LOGIN, &params);
@@ -50,7 +50,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::AUTH_LOGOUT, &params);
@@ -63,7 +63,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::INITIALIZE, &params);
@@ -84,7 +84,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_CLOSE, &params);
@@ -97,7 +97,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_DELETE, &params);
@@ -110,7 +110,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_LIST, &params);
@@ -123,7 +123,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_NEW, &params);
@@ -136,7 +136,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_PROMPT, &params);
@@ -149,7 +149,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_RESUME, &params);
@@ -162,7 +162,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_SET_CONFIG_OPTION, &params);
@@ -194,7 +194,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ELICITATION_CREATE, &params);
@@ -207,7 +207,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_REQUEST_PERMISSION, &params);

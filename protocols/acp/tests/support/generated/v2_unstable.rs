@@ -37,7 +37,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LoginAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::AUTH_LOGIN, &params);
@@ -50,7 +50,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::LogoutAuthResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::AUTH_LOGOUT, &params);
@@ -103,7 +103,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::INITIALIZE, &params);
@@ -116,7 +116,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MCP_MESSAGE, &params);
@@ -137,7 +137,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::NES_CLOSE, &params);
@@ -158,7 +158,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::StartNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::NES_START, &params);
@@ -171,7 +171,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SuggestNesResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::NES_SUGGEST, &params);
@@ -184,7 +184,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisableProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROVIDERS_DISABLE, &params);
@@ -197,7 +197,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListProvidersResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROVIDERS_LIST, &params);
@@ -210,7 +210,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetProviderResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROVIDERS_SET, &params);
@@ -231,7 +231,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CloseSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_CLOSE, &params);
@@ -244,7 +244,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DeleteSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_DELETE, &params);
@@ -257,7 +257,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ForkSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_FORK, &params);
@@ -270,7 +270,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListSessionsResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_LIST, &params);
@@ -283,7 +283,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::NewSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_NEW, &params);
@@ -296,7 +296,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::PromptResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_PROMPT, &params);
@@ -309,7 +309,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ResumeSessionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_RESUME, &params);
@@ -322,7 +322,7 @@ impl rev::Agent for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SetSessionConfigOptionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_SET_CONFIG_OPTION, &params);
@@ -354,7 +354,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateElicitationResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ELICITATION_CREATE, &params);
@@ -367,7 +367,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ConnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MCP_CONNECT, &params);
@@ -380,7 +380,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DisconnectMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MCP_DISCONNECT, &params);
@@ -393,7 +393,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::MessageMcpResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::MCP_MESSAGE, &params);
@@ -406,7 +406,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::RequestPermissionResponse,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SESSION_REQUEST_PERMISSION, &params);

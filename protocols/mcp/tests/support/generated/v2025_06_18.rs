@@ -28,7 +28,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::COMPLETION_COMPLETE, &params);
@@ -41,7 +41,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::InitializeResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::INITIALIZE, &params);
@@ -54,7 +54,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::LOGGING_SET_LEVEL, &params);
@@ -67,7 +67,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PING, &params);
@@ -80,7 +80,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROMPTS_GET, &params);
@@ -93,7 +93,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROMPTS_LIST, &params);
@@ -106,7 +106,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_LIST, &params);
@@ -119,7 +119,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_READ, &params);
@@ -132,7 +132,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_SUBSCRIBE, &params);
@@ -145,7 +145,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_TEMPLATES_LIST, &params);
@@ -158,7 +158,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_UNSUBSCRIBE, &params);
@@ -171,7 +171,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TOOLS_CALL, &params);
@@ -184,7 +184,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TOOLS_LIST, &params);
@@ -232,7 +232,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ElicitResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ELICITATION_CREATE, &params);
@@ -245,7 +245,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::EmptyResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PING, &params);
@@ -258,7 +258,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ROOTS_LIST, &params);
@@ -271,7 +271,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SAMPLING_CREATE_MESSAGE, &params);

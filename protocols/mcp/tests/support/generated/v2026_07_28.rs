@@ -28,7 +28,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CompleteResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::COMPLETION_COMPLETE, &params);
@@ -41,7 +41,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::GetPromptResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROMPTS_GET, &params);
@@ -54,7 +54,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListPromptsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::PROMPTS_LIST, &params);
@@ -67,7 +67,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourcesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_LIST, &params);
@@ -80,7 +80,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ReadResourceResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_READ, &params);
@@ -93,7 +93,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListResourceTemplatesResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::RESOURCES_TEMPLATES_LIST, &params);
@@ -106,7 +106,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::DiscoverResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SERVER_DISCOVER, &params);
@@ -119,7 +119,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::SubscriptionsListenResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SUBSCRIPTIONS_LISTEN, &params);
@@ -132,7 +132,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CallToolResultResponseResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TOOLS_CALL, &params);
@@ -145,7 +145,7 @@ impl rev::Server for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListToolsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::TOOLS_LIST, &params);
@@ -169,7 +169,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ElicitResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ELICITATION_CREATE, &params);
@@ -182,7 +182,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::ListRootsResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::ROOTS_LIST, &params);
@@ -195,7 +195,7 @@ impl rev::Client for Recorder {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
             types::CreateMessageResult,
-            ::protocols_runtime::ErrorObject,
+            ::protocols_runtime::codegen::ErrorObject,
         >,
     > + ::std::marker::Send {
         cx.record(rev::methods::SAMPLING_CREATE_MESSAGE, &params);
