@@ -56,7 +56,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
         // given several times on the way in and again at each change of its stage.
         let mut work = Box::pin(async move {
             let answers = run_all(&transport.handler, body, scope).await;
-            transport.settle_opening(resolved.opening(), &answers);
+            transport.settle_opening(resolved.opening(), &answers).await;
+            // Saved before the answers are published: a client that reads its answer and goes
+            // to another replica finds the state there. The stream's status is long sent, so
+            // a failed save can only be logged.
+            if let Err(refusal) = transport.save_state(resolved.session()).await {
+                tracing::warn!(?refusal, "the session's state was not saved");
+            }
             answers
         });
         if matches!(framing, Framed::Auto | Framed::SseOrRefusal) {

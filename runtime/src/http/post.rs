@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::negotiate::{Accepts, Framed, choose_framing, is_media_type};
 use super::session::Resolved;
-use super::{Denial, StreamableHttp, record_session, refuse, served};
+use super::{Denial, StreamableHttp, record_session, refuse, served, store_refusal};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
 use crate::hardening::{Admitted, Refusal, read_body};
@@ -154,26 +154,35 @@ pub(super) fn serve_post<H: RequestHandler>(
         let read = read_body(body, limit).await;
         // In a block of its own, so what was admitted is gone before the answer is awaited,
         // and does not stay beside it in this future's state.
-        let (answer, opening) = {
-            let admitted = match transport.admit_post(read, limit, meta, framing) {
+        let (answer, after) = {
+            let admitted = match transport.admit(read, limit, meta, framing).await {
                 Ok(admitted) => admitted,
                 Err(refused) => return Ok(*refused),
             };
-            let opening = admitted.resolved.opening().cloned();
-            (transport.answer_of(admitted), opening)
+            let after = transport.after_answer(&admitted.resolved);
+            (transport.answer_of(admitted), after)
         };
         let mut response = match answer {
             Answer::One { request, scope } => {
                 let served = served(scope.session.as_ref());
-                let mut answering =
-                    std::pin::pin!(answer_request(&transport.handler, request, scope));
-                let answer = answering.as_mut().await;
-                let outcome = answering.outcome();
-                transport.finish_one(answer, opening.as_ref(), outcome, served)
+                let (answer, outcome) = {
+                    let mut answering =
+                        std::pin::pin!(answer_request(&transport.handler, request, scope));
+                    let answer = answering.as_mut().await;
+                    (answer, answering.outcome())
+                };
+                match after.session {
+                    // Boxed: only an opening or a store saving state waits on the store here,
+                    // and what that wait holds stays out of every request's future.
+                    Some(_) => {
+                        Box::pin(transport.finish_after(&after, answer, outcome, served)).await
+                    }
+                    None => transport.finish_one(answer, outcome, served),
+                }
             }
             Answer::Other(answer) => answer.await,
         };
-        if let Some(session) = &opening {
+        if let Some(session) = after.opening() {
             transport.name_opened_session(&mut response, session);
         }
         Ok(response)
@@ -187,6 +196,27 @@ pub(super) struct AdmittedBody<S> {
     pub(super) resolved: Resolved<S>,
     meta: Arc<RequestMeta>,
     framing: Framed,
+}
+
+/// The session a `POST` still needs once its answer is ready: the one it opened (to forget a
+/// failed opening and name a good one), or the one whose state a store saves. One slot for
+/// both, so the `POST`'s future carries one pointer beside its handler's.
+struct After<S> {
+    session: Option<Arc<Session<S>>>,
+    opened: bool,
+    /// Whether the store saves state ([`SessionStore::saves_state`](crate::session::SessionStore::saves_state)).
+    save: bool,
+}
+
+impl<S> After<S> {
+    fn opening(&self) -> Option<&Arc<Session<S>>> {
+        self.session.as_ref().filter(|_| self.opened)
+    }
+
+    /// The session whose state is saved after the answer, when the store saves state.
+    fn saving(&self) -> Option<&Arc<Session<S>>> {
+        self.session.as_ref().filter(|_| self.save)
+    }
 }
 
 /// How an admitted body is answered.
@@ -267,9 +297,62 @@ impl<H: RequestHandler> StreamableHttp<H> {
         })
     }
 
+    /// What a `POST` keeps of its session for after its answer ([`After`]).
+    fn after_answer(&self, resolved: &Resolved<H::Session>) -> After<H::Session> {
+        let save = self.saves_state;
+        match resolved {
+            Resolved::Opening(session) => After {
+                session: Some(Arc::clone(session)),
+                opened: true,
+                save,
+            },
+            // Only a store that keeps state for other replicas needs the session afterwards
+            // (a rarer body saves in its own answer).
+            Resolved::Live(session) if save => After {
+                session: Some(Arc::clone(session)),
+                opened: false,
+                save,
+            },
+            Resolved::Live(_) | Resolved::None => After {
+                session: None,
+                opened: false,
+                save,
+            },
+        }
+    }
+
+    /// [`Self::admit_post`], run to its end in place when the store answers at once (nothing of
+    /// it then stays in the `POST`'s future), boxed otherwise (only the box stays).
+    async fn admit(
+        &self,
+        read: Result<Bytes, Refusal>,
+        limit: usize,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
+        if self.answers_at_once {
+            self.admit_in_place(read, limit, meta, framing)
+        } else {
+            Box::pin(self.admit_post(read, limit, meta, framing)).await
+        }
+    }
+
+    /// [`Self::admit_post`] polled once: with a store whose every answer is ready, that is its
+    /// end. A store that broke that promise is treated as one that failed.
+    fn admit_in_place(
+        &self,
+        read: Result<Bytes, Refusal>,
+        limit: usize,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
+        futures::FutureExt::now_or_never(self.admit_post(read, limit, meta, framing))
+            .unwrap_or_else(|| Err(refused_post(Refusal::StoreUnavailable, None)))
+    }
+
     /// Decodes a read body, resolves its session and admits it, before anything runs; only an
     /// admitted opening is stored, so a refused one leaves nothing behind.
-    fn admit_post(
+    async fn admit_post(
         &self,
         read: Result<Bytes, Refusal>,
         limit: usize,
@@ -280,9 +363,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let body = self
             .decode_inbound(&bytes, limit)
             .map_err(|error| undecoded(&error))?;
-        let resolved = self
-            .resolve_post_session(&meta.headers, &body)
-            .map_err(|refusal| refused_post(refusal, body.echo_id()))?;
+        let resolved = match self.resolve_post_session(&meta.headers, &body).await {
+            Ok(resolved) => resolved,
+            Err(refusal) => return Err(refused_post(refusal, body.echo_id())),
+        };
         if let Some(session) = resolved.session() {
             record_session(session.id());
         }
@@ -290,9 +374,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return Err(denied(denial, body.echo_id()));
         }
         if let Resolved::Opening(session) = &resolved
-            && self.store.insert(Arc::clone(session)).is_err()
+            && let Err(error) = self.store.insert(Arc::clone(session)).await
         {
-            return Err(refused_post(Refusal::Overloaded, body.echo_id()));
+            return Err(refused_post(store_refusal(error), body.echo_id()));
         }
         Ok(AdmittedBody {
             body,
@@ -348,17 +432,50 @@ impl<H: RequestHandler> StreamableHttp<H> {
         decode(bytes, &limits).map(Inbound::from_payload)
     }
 
-    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
-    /// owed none, `500` when its handler panicked); an opening that answered only errors is
-    /// forgotten.
-    fn finish_one(
+    /// The response after the session's state was saved; a failed save is the store's refusal,
+    /// so a client never goes on believing in state another replica will not find.
+    #[inline(never)]
+    async fn saved(&self, session: &Arc<Session<H::Session>>, response: Response) -> Response {
+        match self.save_state(Some(session)).await {
+            Ok(()) => response,
+            Err(refusal) => refuse(refusal, None),
+        }
+    }
+
+    /// [`Self::finish_one`] once the store heard of the request: a failed opening forgotten,
+    /// the state saved when the store saves it (a failed save is the store's refusal).
+    async fn finish_after(
         &self,
+        after: &After<H::Session>,
         answer: Option<RpcResponse>,
-        opening: Option<&Arc<Session<H::Session>>>,
         outcome: Outcome,
         served: Served,
     ) -> Response {
-        self.settle_opening(opening, answer.as_slice());
+        if let Some(session) = after.opening() {
+            self.settle_opening(Some(session), answer.as_slice()).await;
+        }
+        match self.save_state(after.saving()).await {
+            Ok(()) => self.finish_one(answer, outcome, served),
+            Err(refusal) => refuse(refusal, None),
+        }
+    }
+
+    /// [`Self::saved`] for a rarer body's session, if it has one.
+    async fn saved_rare(&self, resolved: &Resolved<H::Session>, response: Response) -> Response {
+        match resolved.session() {
+            Some(session) if self.saves_state => self.saved(session, response).await,
+            _ => response,
+        }
+    }
+
+    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
+    /// owed none, `500` when its handler panicked).
+    fn finish_one(
+        &self,
+        answer: Option<RpcResponse>,
+        outcome: Outcome,
+        served: Served,
+    ) -> Response {
         let mut response = match answer {
             Some(answer) => self.single_answer(&answer, served),
             None => StatusCode::ACCEPTED.into_response(),
@@ -381,10 +498,15 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if !body.has_requests() && body.invalid.is_empty() {
             self.take_without_answer(body.messages, &resolved, meta)
                 .await;
-            return StatusCode::ACCEPTED.into_response();
+            return self
+                .saved_rare(&resolved, StatusCode::ACCEPTED.into_response())
+                .await;
         }
         match framing {
-            Framed::Json => self.answer_batch(body, &resolved, meta).await,
+            Framed::Json => {
+                let response = self.answer_batch(body, &resolved, meta).await;
+                self.saved_rare(&resolved, response).await
+            }
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
                 self.answer_streaming(body, resolved, meta, framing).await
             }
@@ -469,7 +591,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     ) -> Response {
         let scope = self.scope(resolved, meta, Self::side_route(resolved));
         let answers = run_all(&self.handler, body, scope).await;
-        self.settle_opening(resolved.opening(), &answers);
+        self.settle_opening(resolved.opening(), &answers).await;
         self.json_response(batch_to_bytes(
             &answers
                 .into_iter()
