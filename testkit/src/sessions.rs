@@ -42,13 +42,15 @@ impl SharedRecords {
     }
 }
 
+/// A session held live by one replica, with the record revision its state reflects.
+type Held<S> = (Arc<Session<S>>, u64);
+
 /// One replica's store over [`SharedRecords`]: its own live `Session`s, each rebuilt from its
 /// record on first use, saved back when a request changed the state. Its answers are boxed
 /// futures, as a network store's are.
 pub struct RecordSessionStore<S> {
     shared: Arc<SharedRecords>,
-    /// The sessions held live here, each with the record revision its state reflects.
-    live: Mutex<HashMap<SessionId, (Arc<Session<S>>, u64)>>,
+    live: Mutex<HashMap<SessionId, Held<S>>>,
     events: Arc<dyn EventStore>,
     limits: SessionLimits,
 }

@@ -303,10 +303,10 @@ impl McpSession {
     }
 
     pub(crate) fn subscribe(&self, uri: &str) {
-        if let Ok(mut subscriptions) = self.subscriptions.lock() {
-            if subscriptions.get_or_insert_default().insert(uri.to_owned()) {
-                self.changed();
-            }
+        if let Ok(mut subscriptions) = self.subscriptions.lock()
+            && subscriptions.get_or_insert_default().insert(uri.to_owned())
+        {
+            self.changed();
         }
     }
 
