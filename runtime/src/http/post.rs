@@ -155,7 +155,11 @@ pub(super) fn serve_post<H: RequestHandler>(
         // In a block of its own, so what was admitted is gone before the answer is awaited,
         // and does not stay beside it in this future's state.
         let (answer, after) = {
-            let admitted = match transport.admit(read, limit, meta, framing).await {
+            let admitted = match transport.admit_post(read, limit, meta, framing) {
+                Admission::Ready(admitted) => admitted,
+                Admission::NeedsStore(unresolved) => transport.admit_with_store(unresolved).await,
+            };
+            let admitted = match admitted {
                 Ok(admitted) => admitted,
                 Err(refused) => return Ok(*refused),
             };
@@ -194,6 +198,19 @@ pub(super) fn serve_post<H: RequestHandler>(
 pub(super) struct AdmittedBody<S> {
     body: Inbound,
     pub(super) resolved: Resolved<S>,
+    meta: Arc<RequestMeta>,
+    framing: Framed,
+}
+
+/// A body admitted without the store, or one whose session the store must resolve.
+enum Admission<S> {
+    Ready(Result<AdmittedBody<S>, Box<Response>>),
+    NeedsStore(Unresolved),
+}
+
+/// A decoded body waiting for the store to resolve its session.
+struct Unresolved {
+    body: Inbound,
     meta: Arc<RequestMeta>,
     framing: Framed,
 }
@@ -321,62 +338,87 @@ impl<H: RequestHandler> StreamableHttp<H> {
         }
     }
 
-    /// [`Self::admit_post`], run to its end in place when the store answers at once (nothing of
-    /// it then stays in the `POST`'s future), boxed otherwise (only the box stays).
-    async fn admit(
+    /// Decodes a read body, resolves its session and admits it, before anything runs. Without
+    /// the store when the request neither names a session nor opens one (nothing is awaited
+    /// then); otherwise what the store must answer is left to [`Self::admit_with_store`].
+    fn admit_post(
         &self,
         read: Result<Bytes, Refusal>,
         limit: usize,
         meta: Arc<RequestMeta>,
         framing: Framed,
-    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
-        if self.answers_at_once {
-            self.admit_in_place(read, limit, meta, framing)
-        } else {
-            Box::pin(self.admit_post(read, limit, meta, framing)).await
+    ) -> Admission<H::Session> {
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(refusal) => return Admission::Ready(Err(refused_post(refusal, None))),
+        };
+        let body = match self.decode_inbound(&bytes, limit) {
+            Ok(body) => body,
+            Err(error) => return Admission::Ready(Err(undecoded(&error))),
+        };
+        match self.resolve_without_store(&meta.headers, &body) {
+            Some(Ok(resolved)) => Admission::Ready(self.checked(body, resolved, meta, framing)),
+            Some(Err(refusal)) => Admission::Ready(Err(refused_post(refusal, body.echo_id()))),
+            None => Admission::NeedsStore(Unresolved {
+                body,
+                meta,
+                framing,
+            }),
         }
     }
 
-    /// [`Self::admit_post`] polled once: with a store whose every answer is ready, that is its
-    /// end. A store that broke that promise is treated as one that failed.
-    fn admit_in_place(
+    /// [`Self::admit_stored`], run to its end in place when the store answers at once (nothing
+    /// of it then stays in the `POST`'s future), boxed otherwise (only the box stays).
+    async fn admit_with_store(
         &self,
-        read: Result<Bytes, Refusal>,
-        limit: usize,
-        meta: Arc<RequestMeta>,
-        framing: Framed,
+        unresolved: Unresolved,
     ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
-        futures::FutureExt::now_or_never(self.admit_post(read, limit, meta, framing))
-            .unwrap_or_else(|| Err(refused_post(Refusal::StoreUnavailable, None)))
+        if self.answers_at_once {
+            futures::FutureExt::now_or_never(self.admit_stored(unresolved))
+                // A store that broke its promise to answer at once is one that failed.
+                .unwrap_or_else(|| Err(refused_post(Refusal::StoreUnavailable, None)))
+        } else {
+            Box::pin(self.admit_stored(unresolved)).await
+        }
     }
 
-    /// Decodes a read body, resolves its session and admits it, before anything runs; only an
-    /// admitted opening is stored, so a refused one leaves nothing behind.
-    async fn admit_post(
+    /// A body whose session the store resolves; only an admitted opening is stored, so a
+    /// refused one leaves nothing behind.
+    async fn admit_stored(
         &self,
-        read: Result<Bytes, Refusal>,
-        limit: usize,
-        meta: Arc<RequestMeta>,
-        framing: Framed,
+        unresolved: Unresolved,
     ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
-        let bytes = read.map_err(|refusal| refused_post(refusal, None))?;
-        let body = self
-            .decode_inbound(&bytes, limit)
-            .map_err(|error| undecoded(&error))?;
+        let Unresolved {
+            body,
+            meta,
+            framing,
+        } = unresolved;
         let resolved = match self.resolve_post_session(&meta.headers, &body).await {
             Ok(resolved) => resolved,
             Err(refusal) => return Err(refused_post(refusal, body.echo_id())),
         };
+        let admitted = self.checked(body, resolved, meta, framing)?;
+        if let Resolved::Opening(session) = &admitted.resolved
+            && let Err(error) = self.store.insert(Arc::clone(session)).await
+        {
+            return Err(refused_post(store_refusal(error), admitted.body.echo_id()));
+        }
+        Ok(admitted)
+    }
+
+    /// A resolved body through the transport's and the protocol's admission.
+    fn checked(
+        &self,
+        body: Inbound,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
         if let Some(session) = resolved.session() {
             record_session(session.id());
         }
         if let Err(denial) = self.admit_inbound(&meta.headers, &body, &resolved) {
             return Err(denied(denial, body.echo_id()));
-        }
-        if let Resolved::Opening(session) = &resolved
-            && let Err(error) = self.store.insert(Arc::clone(session)).await
-        {
-            return Err(refused_post(store_refusal(error), body.echo_id()));
         }
         Ok(AdmittedBody {
             body,

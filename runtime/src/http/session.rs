@@ -63,37 +63,49 @@ impl<S> Resolved<S> {
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
-    /// Which session a POST belongs to. The store is consulted only when the header names a
-    /// session; otherwise the handler says what the body means.
+    /// Which session a POST belongs to; the store is asked only when the header names a
+    /// session or the body opens one ([`Self::resolve_without_store`] says the rest).
     pub(super) async fn resolve_post_session(
         &self,
         headers: &HeaderMap,
         body: &Inbound,
     ) -> Result<Resolved<H::Session>, Refusal> {
-        match self.handler.profile().session_header() {
-            Some(name) => self.resolve_named_session(name, headers, body).await,
-            None => Ok(Resolved::None),
+        if let Some(resolved) = self.resolve_without_store(headers, body) {
+            return resolved;
+        }
+        let named = match self.handler.profile().session_header() {
+            Some(name) => session_id(headers, name)?,
+            None => None,
+        };
+        match named {
+            Some(id) => self.live_session(&id).await.map(Resolved::Live),
+            None => self.open_session().await.map(Resolved::Opening),
         }
     }
 
-    /// [`Self::resolve_post_session`] for a protocol with sessions; out of line, so a
-    /// sessionless protocol's path does not carry it.
-    async fn resolve_named_session(
+    /// The session a POST resolves to when that needs no store: none for a protocol without
+    /// sessions, a refusal for a malformed or missing id; `None` when the header names a session
+    /// (the store looks it up) or the body opens one (the store makes room).
+    pub(super) fn resolve_without_store(
         &self,
-        name: &HeaderName,
         headers: &HeaderMap,
         body: &Inbound,
-    ) -> Result<Resolved<H::Session>, Refusal> {
-        if let Some(id) = session_id(headers, name)? {
-            return self.live_session(&id).await.map(Resolved::Live);
+    ) -> Option<Result<Resolved<H::Session>, Refusal>> {
+        let Some(name) = self.handler.profile().session_header() else {
+            return Some(Ok(Resolved::None));
+        };
+        match session_id(headers, name) {
+            Err(refusal) => return Some(Err(refusal)),
+            Ok(Some(_)) => return None,
+            Ok(None) => {}
         }
         if !body.has_requests() {
-            return Ok(Resolved::None);
+            return Some(Ok(Resolved::None));
         }
         match self.handler.unsessioned(body.messages.as_slice(), headers) {
-            Unsessioned::Stateless => Ok(Resolved::None),
-            Unsessioned::NeedsSession => Err(Refusal::MissingSession),
-            Unsessioned::Opens => self.open_session().await.map(Resolved::Opening),
+            Unsessioned::Stateless => Some(Ok(Resolved::None)),
+            Unsessioned::NeedsSession => Some(Err(Refusal::MissingSession)),
+            Unsessioned::Opens => None,
         }
     }
 
