@@ -474,16 +474,6 @@ impl<H: RequestHandler> StreamableHttp<H> {
         decode(bytes, &limits).map(Inbound::from_payload)
     }
 
-    /// The response after the session's state was saved; a failed save is the store's refusal,
-    /// so a client never goes on believing in state another replica will not find.
-    #[inline(never)]
-    async fn saved(&self, session: &Arc<Session<H::Session>>, response: Response) -> Response {
-        match self.save_state(Some(session)).await {
-            Ok(()) => response,
-            Err(refusal) => refuse(refusal, None),
-        }
-    }
-
     /// [`Self::finish_one`] once the store heard of the request: a failed opening forgotten,
     /// the state saved when the store saves it (a failed save is the store's refusal).
     async fn finish_after(
@@ -499,14 +489,6 @@ impl<H: RequestHandler> StreamableHttp<H> {
         match self.save_state(after.saving()).await {
             Ok(()) => self.finish_one(answer, outcome, served),
             Err(refusal) => refuse(refusal, None),
-        }
-    }
-
-    /// [`Self::saved`] for a rarer body's session, if it has one.
-    async fn saved_rare(&self, resolved: &Resolved<H::Session>, response: Response) -> Response {
-        match resolved.session() {
-            Some(session) if self.saves_state => self.saved(session, response).await,
-            _ => response,
         }
     }
 
@@ -540,15 +522,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if !body.has_requests() && body.invalid.is_empty() {
             self.take_without_answer(body.messages, &resolved, meta)
                 .await;
-            return self
-                .saved_rare(&resolved, StatusCode::ACCEPTED.into_response())
-                .await;
+            // Saved before the answer exists, so no response is held across the save.
+            if let Err(refusal) = self.save_state(resolved.session()).await {
+                return refuse(refusal, None);
+            }
+            return StatusCode::ACCEPTED.into_response();
         }
         match framing {
-            Framed::Json => {
-                let response = self.answer_batch(body, &resolved, meta).await;
-                self.saved_rare(&resolved, response).await
-            }
+            Framed::Json => self.answer_batch(body, &resolved, meta).await,
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
                 self.answer_streaming(body, resolved, meta, framing).await
             }
@@ -634,6 +615,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let scope = self.scope(resolved, meta, Self::side_route(resolved));
         let answers = run_all(&self.handler, body, scope).await;
         self.settle_opening(resolved.opening(), &answers).await;
+        if let Err(refusal) = self.save_state(resolved.session()).await {
+            return refuse(refusal, None);
+        }
         self.json_response(batch_to_bytes(
             &answers
                 .into_iter()
