@@ -19,9 +19,7 @@ use crate::hardening::{BodyLimit, Refusal, read_body};
 use crate::http::{HttpConfig, content_type_is, decode_refusal, echo};
 use crate::jsonrpc::{Message, Payload, decode};
 use crate::peer::{Peer, Route};
-use crate::session::{
-    LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
-};
+use crate::session::{LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits};
 use crate::sse::{EventName, encode_event};
 use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
 use crate::tail::{EventStore, MemoryEventStore, Start};
@@ -123,7 +121,7 @@ async fn open<H: RequestHandler>(
     let session = Arc::new(Session::with_events(
         SessionId::random(),
         H::Session::default(),
-        transport.config.clock.now(),
+        transport.config.clock.wall(),
         Arc::clone(&transport.events),
     ));
     // The stream's body runs in this span for as long as the session lives.
@@ -185,7 +183,7 @@ async fn message<H: RequestHandler>(
         return Refusal::UnsupportedMediaType.into_response();
     }
     let session = match session_of(parts.uri.query()) {
-        Ok(id) => match transport.store.get(&id, transport.config.clock.now()) {
+        Ok(id) => match transport.store.get(&id, transport.config.clock.wall()) {
             Some(session) => session,
             None => return Refusal::UnknownSession.into_response(),
         },

@@ -1,13 +1,27 @@
 //! Sessions: the id a server issues, the per-session record the transports keep (protocol state,
 //! the conversation's pending requests, where the session's event streams live), the store trait
 //! with an in-memory implementation, and the clock that drives idle and absolute expiry.
+//!
+//! The store trait is asynchronous and fallible so a network store can implement it, while the
+//! in-memory store pays nothing for that: its answers are [`StoreFuture::Ready`], no allocation,
+//! and only a network store's are boxed. A store that keeps sessions for other replicas keeps a
+//! [`SessionRecord`] per session (the state a protocol declares [`SharedState`], serialized, and
+//! the wall-clock deadlines every replica agrees on); the transport asks it to
+//! [`SessionStore::save`] after each request only when it [`SessionStore::saves_state`], and such
+//! a store writes only when the state's [`SharedState::version`] moved.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +32,14 @@ use crate::tail::{
 
 /// What tells the time to expiry decisions. Injected so tests can move time by hand.
 pub trait Clock: Send + Sync + 'static {
+    /// The monotonic time, for deadlines one process keeps.
     fn now(&self) -> Instant;
+
+    /// The wall-clock time, for deadlines replicas share (session expiry): every machine reads
+    /// the same time, where each one's monotonic clock starts at its own boot.
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
 /// The machine's monotonic clock.
@@ -35,6 +56,7 @@ impl Clock for SystemClock {
 #[derive(Debug)]
 pub struct ManualClock {
     origin: Instant,
+    wall_origin: SystemTime,
     elapsed: Mutex<Duration>,
 }
 
@@ -42,8 +64,15 @@ impl ManualClock {
     pub fn new() -> Self {
         Self {
             origin: Instant::now(),
+            wall_origin: SystemTime::now(),
             elapsed: Mutex::new(Duration::ZERO),
         }
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+            .lock()
+            .map_or(Duration::ZERO, |elapsed| *elapsed)
     }
 
     /// Moves the clock forward.
@@ -62,11 +91,11 @@ impl Default for ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        let elapsed = self
-            .elapsed
-            .lock()
-            .map_or(Duration::ZERO, |elapsed| *elapsed);
-        self.origin + elapsed
+        self.origin + self.elapsed()
+    }
+
+    fn wall(&self) -> SystemTime {
+        self.wall_origin + self.elapsed()
     }
 }
 
@@ -122,9 +151,12 @@ pub struct Session<S> {
     conversation: Arc<Conversation>,
     /// Where this session's streams live; shared by every session of a transport.
     events: Arc<dyn EventStore>,
-    created: Instant,
+    /// Wall-clock, so a replica that rebuilds the session from its record keeps its deadlines.
+    created: SystemTime,
     /// Nanoseconds after `created` of the latest request; an atomic so a lookup only reads.
     last_seen: AtomicU64,
+    /// The state's version a store last saved ([`SessionStore::save`]); unused in memory.
+    saved_version: AtomicU64,
     ended: CancellationToken,
 }
 
@@ -139,7 +171,7 @@ impl<S> fmt::Debug for Session<S> {
 impl<S> Session<S> {
     /// A session created at `now` with streams of its own, in memory, holding at most
     /// `tail_capacity` events each (a connection-scoped session such as stdio's).
-    pub fn new(id: SessionId, state: S, now: Instant, tail_capacity: usize) -> Self {
+    pub fn new(id: SessionId, state: S, now: SystemTime, tail_capacity: usize) -> Self {
         Self::with_events(
             id,
             state,
@@ -150,7 +182,12 @@ impl<S> Session<S> {
 
     /// A session created at `now` whose streams live in `events` (the transport's store, which
     /// replicas may share).
-    pub fn with_events(id: SessionId, state: S, now: Instant, events: Arc<dyn EventStore>) -> Self {
+    pub fn with_events(
+        id: SessionId,
+        state: S,
+        now: SystemTime,
+        events: Arc<dyn EventStore>,
+    ) -> Self {
         Self {
             id,
             state,
@@ -158,8 +195,38 @@ impl<S> Session<S> {
             events,
             created: now,
             last_seen: AtomicU64::new(0),
+            saved_version: AtomicU64::new(0),
             ended: CancellationToken::new(),
         }
+    }
+
+    /// A replica's live copy of a session another replica opened: its state rebuilt from the
+    /// record (counting its changes from 0 again), its deadlines the record's, seen at `now`.
+    pub fn restored(
+        record: &SessionRecord,
+        state: S,
+        now: SystemTime,
+        events: Arc<dyn EventStore>,
+    ) -> Self {
+        let session = Self::with_events(record.id.clone(), state, record.created, events);
+        session.touch(now);
+        session
+    }
+
+    /// When the session opened (wall-clock).
+    pub fn created(&self) -> SystemTime {
+        self.created
+    }
+
+    /// The state's [`SharedState::version`] a store last saved (0 before any save).
+    pub fn saved_version(&self) -> u64 {
+        self.saved_version.load(Ordering::Acquire)
+    }
+
+    /// Notes that a store saved the state at `version`; an older version never replaces a
+    /// newer one, so two requests finishing together leave the newest mark.
+    pub fn mark_saved(&self, version: u64) {
+        self.saved_version.fetch_max(version, Ordering::AcqRel);
     }
 
     pub fn id(&self) -> &SessionId {
@@ -220,17 +287,92 @@ impl<S> Session<S> {
         self.conversation.abandon();
     }
 
-    fn touch(&self, now: Instant) {
-        let nanos = u64::try_from(now.saturating_duration_since(self.created).as_nanos())
-            .unwrap_or(u64::MAX);
+    fn touch(&self, now: SystemTime) {
+        let nanos = u64::try_from(since(self.created, now).as_nanos()).unwrap_or(u64::MAX);
         self.last_seen.fetch_max(nanos, Ordering::Relaxed);
     }
 
-    fn expired(&self, now: Instant, limits: &SessionLimits) -> bool {
-        let age = now.saturating_duration_since(self.created);
-        let last_seen = self.created + Duration::from_nanos(self.last_seen.load(Ordering::Relaxed));
-        age >= limits.absolute || now.saturating_duration_since(last_seen) >= limits.idle
+    fn expired(&self, now: SystemTime, limits: &SessionLimits) -> bool {
+        let age = since(self.created, now);
+        let last_seen = Duration::from_nanos(self.last_seen.load(Ordering::Relaxed));
+        age >= limits.absolute || age.saturating_sub(last_seen) >= limits.idle
     }
+}
+
+/// How long after `earlier` `now` is; zero when the wall clock stepped back.
+fn since(earlier: SystemTime, now: SystemTime) -> Duration {
+    now.duration_since(earlier).unwrap_or(Duration::ZERO)
+}
+
+/// What a shared store keeps of a session so any replica can serve it: the id, the protocol's
+/// state serialized ([`SharedState`]), and wall-clock times every replica reads alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub id: SessionId,
+    /// The state as [`encode_state`] wrote it.
+    pub state: Vec<u8>,
+    /// How many times the state was saved since the session opened: a replica whose live copy
+    /// reflects an older revision rebuilds it.
+    pub revision: u64,
+    pub created: SystemTime,
+    /// The session ends unused past this; each request moves it (never past the absolute one).
+    pub idle_deadline: SystemTime,
+    /// The session ends here however busy it is.
+    pub absolute_deadline: SystemTime,
+}
+
+impl SessionRecord {
+    /// The record of `session` as its state stands, used at `now` under `limits`, at revision 0
+    /// (a store counts the saves after).
+    pub fn of<S: SharedState>(
+        session: &Session<S>,
+        now: SystemTime,
+        limits: &SessionLimits,
+    ) -> Result<Self, StoreError> {
+        let absolute_deadline = session.created + limits.absolute;
+        Ok(Self {
+            id: session.id.clone(),
+            state: encode_state(session.state())?,
+            revision: 0,
+            created: session.created,
+            idle_deadline: (now + limits.idle).min(absolute_deadline),
+            absolute_deadline,
+        })
+    }
+
+    /// Whether the session has ended by `now`.
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        now >= self.idle_deadline || now >= self.absolute_deadline
+    }
+
+    /// Moves the idle deadline for a request at `now`.
+    pub fn touch(&mut self, now: SystemTime, limits: &SessionLimits) {
+        self.idle_deadline = (now + limits.idle).min(self.absolute_deadline);
+    }
+}
+
+/// Session state a protocol shares between replicas: serializable, and counting its own
+/// changes so a store writes it only after a request changed it.
+pub trait SharedState: Serialize + DeserializeOwned + Default + Send + Sync + 'static {
+    /// A number that grows with every change of the state (0 for a fresh one).
+    fn version(&self) -> u64;
+}
+
+/// `()` shares nothing and never changes.
+impl SharedState for () {
+    fn version(&self) -> u64 {
+        0
+    }
+}
+
+/// The state's bytes in a record (JSON: readable in the store, stable across builds).
+pub fn encode_state<S: SharedState>(state: &S) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(state).map_err(StoreError::unavailable)
+}
+
+/// The state a record's bytes hold.
+pub fn decode_state<S: SharedState>(bytes: &[u8]) -> Result<S, StoreError> {
+    serde_json::from_slice(bytes).map_err(StoreError::unavailable)
 }
 
 /// How long sessions live and how many may.
@@ -266,26 +408,116 @@ impl Default for SessionLimits {
 #[error("the session limit is reached")]
 pub struct SessionLimitReached;
 
+/// Why a session store could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The most live sessions are held; one more is refused (a `503`).
+    #[error("the session limit is reached")]
+    LimitReached,
+    /// The store failed or could not be reached (a `503`, never "unknown session": the session
+    /// may well exist).
+    #[error("the session store is unavailable")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl StoreError {
+    /// The store failed with `error`.
+    pub fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Unavailable(error.into())
+    }
+}
+
+impl From<SessionLimitReached> for StoreError {
+    fn from(_: SessionLimitReached) -> Self {
+        Self::LimitReached
+    }
+}
+
+/// A store's answer: ready at once (the in-memory store, no allocation) or a boxed future (a
+/// network store). A future polled again after it answered stays pending.
+pub enum StoreFuture<'a, T> {
+    Ready(Option<T>),
+    Boxed(BoxFuture<'a, T>),
+}
+
+impl<T> fmt::Debug for StoreFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ready(_) => f.write_str("StoreFuture::Ready"),
+            Self::Boxed(_) => f.write_str("StoreFuture::Boxed"),
+        }
+    }
+}
+
+impl<'a, T> StoreFuture<'a, T> {
+    /// An answer known now.
+    pub const fn ready(value: T) -> Self {
+        Self::Ready(Some(value))
+    }
+
+    /// An answer a future gives.
+    pub fn boxed(future: impl Future<Output = T> + Send + 'a) -> Self {
+        Self::Boxed(Box::pin(future))
+    }
+}
+
+// Never pinned structurally: a ready value is moved out, and a boxed future is pinned in its box.
+impl<T> Unpin for StoreFuture<'_, T> {}
+
+impl<T> Future for StoreFuture<'_, T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.get_mut() {
+            Self::Ready(value) => value.take().map_or(Poll::Pending, Poll::Ready),
+            Self::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
 /// Where sessions live. Expiry is the store's: `get` never returns an expired session and
 /// `reap` removes every expired one, so a client that never sends `DELETE` leaks nothing.
+/// Times are wall-clock, so replicas sharing a store agree on when a session ends.
 pub trait SessionStore<S>: Send + Sync + 'static {
     /// Whether one more session would fit.
-    fn has_room(&self) -> bool;
+    fn has_room(&self) -> StoreFuture<'_, Result<bool, StoreError>>;
     /// Adds a session.
-    fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached>;
-    /// The live session with this id, marked as used at `now`.
-    fn get(&self, id: &SessionId, now: Instant) -> Option<Arc<Session<S>>>;
-    /// Removes and ends a session.
-    fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>>;
+    fn insert(&self, session: Arc<Session<S>>) -> StoreFuture<'_, Result<(), StoreError>>;
+    /// The live session with this id, marked as used at `now`; a replica that does not hold it
+    /// live rebuilds it from the stored record.
+    fn get<'a>(
+        &'a self,
+        id: &'a SessionId,
+        now: SystemTime,
+    ) -> StoreFuture<'a, Result<Option<Arc<Session<S>>>, StoreError>>;
+    /// Whether every answer is [`StoreFuture::Ready`] (a store in this process's memory): the
+    /// transport then runs what awaits it in place rather than boxing it.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+    /// Whether [`Self::save`] keeps anything: the transport asks for saves only then, so a
+    /// store holding live sessions costs nothing after a request.
+    fn saves_state(&self) -> bool {
+        false
+    }
+    /// Saves the session's state after a request, if the request changed it.
+    fn save<'a>(&'a self, session: &'a Arc<Session<S>>) -> StoreFuture<'a, Result<(), StoreError>> {
+        let _ = session;
+        StoreFuture::ready(Ok(()))
+    }
+    /// Removes and ends a session; whether it was held.
+    fn remove<'a>(&'a self, id: &'a SessionId) -> StoreFuture<'a, Result<bool, StoreError>>;
     /// Removes and ends every session expired at `now`; returns how many.
-    fn reap(&self, now: Instant) -> usize;
-    /// How many sessions are held.
+    fn reap(&self, now: SystemTime) -> StoreFuture<'_, Result<usize, StoreError>>;
+    /// How many sessions this process holds live.
     fn len(&self) -> usize;
     /// Whether none are held.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Ends every session (shutdown).
+    /// Ends every session this process holds live (shutdown); a shared store keeps its records
+    /// for the other replicas.
     fn clear(&self);
 }
 
@@ -321,12 +553,16 @@ impl<S> MemorySessionStore<S> {
     }
 }
 
-impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
-    fn has_room(&self) -> bool {
+/// The in-memory store's answers, at once: what its [`SessionStore`] implementation wraps in
+/// [`StoreFuture::ready`].
+impl<S> MemorySessionStore<S> {
+    /// Whether one more session would fit.
+    pub fn has_room(&self) -> bool {
         self.len_inner() < self.limits.max_live
     }
 
-    fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached> {
+    /// Adds a session.
+    pub fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached> {
         let Ok(mut sessions) = self.sessions.write() else {
             return Err(SessionLimitReached);
         };
@@ -337,7 +573,8 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         Ok(())
     }
 
-    fn get(&self, id: &SessionId, now: Instant) -> Option<Arc<Session<S>>> {
+    /// The live session with this id, marked as used at `now`.
+    pub fn get(&self, id: &SessionId, now: SystemTime) -> Option<Arc<Session<S>>> {
         let found = self.sessions.read().ok()?.get(id).cloned()?;
         if found.expired(now, &self.limits) {
             // Expiry does not wait for the reaper: an expired session is gone the moment it is
@@ -349,7 +586,8 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         Some(found)
     }
 
-    fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
+    /// Removes and ends a session.
+    pub fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
         let removed = {
             let mut sessions = self.sessions.write().ok()?;
             let removed = sessions.remove(id)?;
@@ -360,7 +598,8 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         Some(removed)
     }
 
-    fn reap(&self, now: Instant) -> usize {
+    /// Removes and ends every session expired at `now`; returns how many.
+    pub fn reap(&self, now: SystemTime) -> usize {
         let expired: Vec<Arc<Session<S>>> = match self.sessions.write() {
             Ok(mut sessions) => {
                 let ids: Vec<SessionId> = sessions
@@ -383,11 +622,18 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         expired.len()
     }
 
-    fn len(&self) -> usize {
+    /// How many sessions are held.
+    pub fn len(&self) -> usize {
         self.len_inner()
     }
 
-    fn clear(&self) {
+    /// Whether none are held.
+    pub fn is_empty(&self) -> bool {
+        self.len_inner() == 0
+    }
+
+    /// Ends every session (shutdown).
+    pub fn clear(&self) {
         let drained: Vec<Arc<Session<S>>> = match self.sessions.write() {
             Ok(mut sessions) => sessions.drain().map(|(_, session)| session).collect(),
             Err(_) => Vec::new(),
@@ -395,6 +641,44 @@ impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
         for session in drained {
             session.end();
         }
+    }
+}
+
+impl<S: Send + Sync + 'static> SessionStore<S> for MemorySessionStore<S> {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
+    fn has_room(&self) -> StoreFuture<'_, Result<bool, StoreError>> {
+        StoreFuture::ready(Ok(Self::has_room(self)))
+    }
+
+    fn insert(&self, session: Arc<Session<S>>) -> StoreFuture<'_, Result<(), StoreError>> {
+        StoreFuture::ready(Self::insert(self, session).map_err(StoreError::from))
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a SessionId,
+        now: SystemTime,
+    ) -> StoreFuture<'a, Result<Option<Arc<Session<S>>>, StoreError>> {
+        StoreFuture::ready(Ok(Self::get(self, id, now)))
+    }
+
+    fn remove<'a>(&'a self, id: &'a SessionId) -> StoreFuture<'a, Result<bool, StoreError>> {
+        StoreFuture::ready(Ok(Self::remove(self, id).is_some()))
+    }
+
+    fn reap(&self, now: SystemTime) -> StoreFuture<'_, Result<usize, StoreError>> {
+        StoreFuture::ready(Ok(Self::reap(self, now)))
+    }
+
+    fn len(&self) -> usize {
+        self.len_inner()
+    }
+
+    fn clear(&self) {
+        Self::clear(self);
     }
 }
 
@@ -426,7 +710,9 @@ where
         loop {
             ticker.tick().await;
             let Some(store) = weak.upgrade() else { break };
-            store.reap(clock.now());
+            if let Err(error) = store.reap(clock.wall()).await {
+                tracing::warn!(%error, "reaping expired sessions failed");
+            }
         }
     });
 }
@@ -467,7 +753,7 @@ mod tests {
     }
 
     fn session(clock: &ManualClock) -> Arc<Session<()>> {
-        Arc::new(Session::new(SessionId::random(), (), clock.now(), 16))
+        Arc::new(Session::new(SessionId::random(), (), clock.wall(), 16))
     }
 
     #[test]
@@ -494,11 +780,11 @@ mod tests {
         assert!(store.insert(Arc::clone(&idle)).is_ok());
         assert!(store.insert(Arc::clone(&used)).is_ok());
         clock.advance(Duration::from_secs(40));
-        assert!(store.get(used.id(), clock.now()).is_some());
+        assert!(store.get(used.id(), clock.wall()).is_some());
         clock.advance(Duration::from_secs(40));
-        assert_eq!(store.reap(clock.now()), 1);
-        assert!(store.get(idle.id(), clock.now()).is_none());
-        assert!(store.get(used.id(), clock.now()).is_some());
+        assert_eq!(store.reap(clock.wall()), 1);
+        assert!(store.get(idle.id(), clock.wall()).is_none());
+        assert!(store.get(used.id(), clock.wall()).is_some());
         assert!(idle.ended().is_cancelled());
     }
 
@@ -510,10 +796,10 @@ mod tests {
         assert!(store.insert(Arc::clone(&busy)).is_ok());
         for _ in 0..19 {
             clock.advance(Duration::from_secs(30));
-            assert!(store.get(busy.id(), clock.now()).is_some());
+            assert!(store.get(busy.id(), clock.wall()).is_some());
         }
         clock.advance(Duration::from_secs(30));
-        assert!(store.get(busy.id(), clock.now()).is_none());
+        assert!(store.get(busy.id(), clock.wall()).is_none());
         assert!(store.is_empty());
     }
 
@@ -524,7 +810,7 @@ mod tests {
         let stale = session(&clock);
         assert!(store.insert(Arc::clone(&stale)).is_ok());
         clock.advance(Duration::from_secs(61));
-        assert!(store.get(stale.id(), clock.now()).is_none());
+        assert!(store.get(stale.id(), clock.wall()).is_none());
         assert_eq!(store.len(), 0);
     }
 
@@ -537,7 +823,7 @@ mod tests {
         assert!(store.insert(session(&clock)).is_ok());
         assert!(!store.has_room());
         assert_eq!(store.insert(session(&clock)), Err(SessionLimitReached));
-        assert!(store.get(first.id(), clock.now()).is_some());
+        assert!(store.get(first.id(), clock.wall()).is_some());
     }
 
     #[test]
@@ -559,7 +845,7 @@ mod tests {
         let session = Arc::new(Session::with_events(
             SessionId::random(),
             (),
-            clock.now(),
+            clock.wall(),
             Arc::clone(&events) as Arc<dyn EventStore>,
         ));
         assert!(store.insert(Arc::clone(&session)).is_ok());
@@ -567,7 +853,7 @@ mod tests {
         session.open_request_stream();
         assert_eq!(events.len(), 1);
         clock.advance(Duration::from_secs(61));
-        assert_eq!(store.reap(clock.now()), 1);
+        assert_eq!(store.reap(clock.wall()), 1);
         assert!(events.is_empty());
         assert!(stream.publish(bytes::Bytes::from_static(b"{}")).is_err());
     }
@@ -587,7 +873,7 @@ mod tests {
             .read()
             .map_or(0, |sessions| sessions.capacity());
         clock.advance(Duration::from_secs(61));
-        assert_eq!(store.reap(clock.now()), 5_000);
+        assert_eq!(store.reap(clock.wall()), 5_000);
         let after = store
             .sessions
             .read()
@@ -602,7 +888,7 @@ mod tests {
         let session = Session::with_events(
             SessionId::random(),
             (),
-            clock.now(),
+            clock.wall(),
             Arc::clone(&events) as Arc<dyn EventStore>,
         );
         session.end();

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::future::Either;
@@ -146,7 +146,7 @@ where
     let session = Arc::new(Session::with_events(
         SessionId::random(),
         H::Session::default(),
-        Instant::now(),
+        SystemTime::now(),
         Arc::new(LineEvents::new(outbound.clone())),
     ));
     let span = tracing::debug_span!("stdio", session = %session.id());

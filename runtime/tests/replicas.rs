@@ -1,111 +1,33 @@
 //! Two replicas of one server — two `StreamableHttp` transports on two listeners — sharing a
 //! session store and an event store, the way a deployment past one machine shares them
-//! (DESIGN decision 8). The session store here shares only which sessions exist: each replica
-//! materialises its own `Session` record, as one backed by Redis would, so the only way an event
-//! published on one replica reaches a reader on the other is the shared event store.
+//! (DESIGN decision 8). The session store here is the testkit's record store: replicas share
+//! serialized records only, and each replica materialises its own `Session` from the record, as
+//! one backed by Redis does. So the test protocol's state reaches the other replica only
+//! through the record, and an event published on one replica reaches a reader on the other
+//! only through the shared event store.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use common::{Endpoint, SESSION_HEADER, TestProtocol, TestServer, request, serve, test_hardening};
+use common::{
+    Endpoint, SESSION_HEADER, TestProtocol, TestServer, TestSession, request, serve, test_hardening,
+};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::ServerBuilder;
-use protocols_runtime::session::{Session, SessionId, SessionLimitReached, SessionStore};
+use protocols_runtime::session::SessionLimits;
 use protocols_runtime::tail::{EventStore, MemoryEventStore};
 use protocols_testkit::SseReader;
+use protocols_testkit::sessions::{RecordSessionStore, SharedRecords};
 use reqwest::StatusCode;
+use reqwest::header::{self, HeaderName};
 use serde_json::{Value, json};
 
-/// What every replica sees: the ids of the live sessions.
-#[derive(Default)]
-struct SharedSessions {
-    ids: Mutex<HashSet<SessionId>>,
-}
-
-/// One replica's view of the shared sessions: its own `Session` records, made on first use of an
-/// id the shared store knows, with their streams in the replica's event store.
-struct ReplicaSessions<S> {
-    shared: Arc<SharedSessions>,
-    local: Mutex<HashMap<SessionId, Arc<Session<S>>>>,
-    events: Arc<dyn EventStore>,
-}
-
-impl<S> ReplicaSessions<S> {
-    fn new(shared: &Arc<SharedSessions>, events: &Arc<dyn EventStore>) -> Self {
-        Self {
-            shared: Arc::clone(shared),
-            local: Mutex::new(HashMap::new()),
-            events: Arc::clone(events),
-        }
-    }
-}
-
-impl<S: Default + Send + Sync + 'static> SessionStore<S> for ReplicaSessions<S> {
-    fn has_room(&self) -> bool {
-        true
-    }
-
-    fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached> {
-        self.shared.ids.lock().unwrap().insert(session.id().clone());
-        self.local
-            .lock()
-            .unwrap()
-            .insert(session.id().clone(), session);
-        Ok(())
-    }
-
-    fn get(&self, id: &SessionId, now: Instant) -> Option<Arc<Session<S>>> {
-        if !self.shared.ids.lock().unwrap().contains(id) {
-            return None;
-        }
-        let mut local = self.local.lock().unwrap();
-        let session = local.entry(id.clone()).or_insert_with(|| {
-            Arc::new(Session::with_events(
-                id.clone(),
-                S::default(),
-                now,
-                Arc::clone(&self.events),
-            ))
-        });
-        Some(Arc::clone(session))
-    }
-
-    fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
-        if !self.shared.ids.lock().unwrap().remove(id) {
-            return None;
-        }
-        let session = self.local.lock().unwrap().remove(id).unwrap_or_else(|| {
-            Arc::new(Session::with_events(
-                id.clone(),
-                S::default(),
-                Instant::now(),
-                Arc::clone(&self.events),
-            ))
-        });
-        session.end();
-        Some(session)
-    }
-
-    fn reap(&self, _now: Instant) -> usize {
-        0
-    }
-
-    fn len(&self) -> usize {
-        self.shared.ids.lock().unwrap().len()
-    }
-
-    fn clear(&self) {
-        self.shared.ids.lock().unwrap().clear();
-        for (_, session) in self.local.lock().unwrap().drain() {
-            session.end();
-        }
-    }
-}
+/// What every replica sees: the sessions' records.
+type SharedSessions = SharedRecords;
 
 fn config() -> HttpConfig {
     HttpConfig::default()
@@ -113,9 +35,13 @@ fn config() -> HttpConfig {
         .response_mode(ResponseMode::Sse)
 }
 
-/// One replica on its own listener, with the shared session ids and `events`.
+/// One replica on its own listener, with the shared session records and `events`.
 async fn replica(shared: &Arc<SharedSessions>, events: &Arc<dyn EventStore>) -> TestServer {
-    let sessions = Arc::new(ReplicaSessions::new(shared, events));
+    let sessions = Arc::new(RecordSessionStore::<TestSession>::new(
+        shared,
+        events,
+        SessionLimits::default(),
+    ));
     let server = ServerBuilder::new()
         .hardening(test_hardening())
         .streamable_http_with_stores(
@@ -257,4 +183,82 @@ async fn replicas_with_separate_event_stores_refuse_each_others_resumes_with_410
     assert_eq!(refused.status(), StatusCode::GONE);
     let resumed_on_a = a.event_stream(&session, Some(&cursor.to_string())).await;
     assert_eq!(resumed_on_a.status(), StatusCode::OK);
+}
+
+/// The heart of the defect replicas had: state the opening request set on one replica is the
+/// session's state on the other, rebuilt from the shared record rather than made afresh.
+#[tokio::test]
+async fn state_the_opening_request_set_on_one_replica_is_seen_on_the_other() {
+    let (shared, events) = (Arc::new(SharedSessions::default()), shared_event_store());
+    let replica_a = replica(&shared, &events).await;
+    let replica_b = replica(&shared, &events).await;
+    let (a, b) = (Endpoint::of(&replica_a), Endpoint::of(&replica_b));
+    let session = a.open().await;
+
+    let on_b = b
+        .post(
+            Some(&session),
+            "application/json",
+            &request(2, "opened-by", json!({})),
+        )
+        .await;
+    assert_eq!(on_b.status(), StatusCode::OK);
+    let answer: Value = on_b.json().await.unwrap();
+    assert_eq!(answer["result"]["openedBy"], "open");
+}
+
+const SECURITY_HEADERS: [HeaderName; 6] = [
+    header::CONTENT_SECURITY_POLICY,
+    header::STRICT_TRANSPORT_SECURITY,
+    header::X_FRAME_OPTIONS,
+    header::X_CONTENT_TYPE_OPTIONS,
+    header::CACHE_CONTROL,
+    header::REFERRER_POLICY,
+];
+
+/// A session store that cannot answer is a 503 with a JSON-RPC error body and every security
+/// header, on POST, GET and DELETE alike; never a 404 "unknown session", since the session may
+/// well exist, and it is served again once the store is back.
+#[tokio::test]
+async fn a_store_outage_is_a_503_with_a_jsonrpc_body_never_an_unknown_session() {
+    let (shared, events) = (Arc::new(SharedSessions::default()), shared_event_store());
+    let replica_a = replica(&shared, &events).await;
+    let a = Endpoint::of(&replica_a);
+    let session = a.open().await;
+    shared.set_down(true);
+
+    let post = a
+        .post(
+            Some(&session),
+            "application/json",
+            &request(4, "echo", json!({})),
+        )
+        .await;
+    let get = a.event_stream(&session, None).await;
+    let delete = a
+        .client
+        .delete(&a.url)
+        .header(SESSION_HEADER, &session)
+        .send()
+        .await
+        .unwrap();
+    for response in [post, get, delete] {
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        for name in &SECURITY_HEADERS {
+            assert!(response.headers().contains_key(name), "{name} missing");
+        }
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["error"]["code"], -32017);
+    }
+
+    shared.set_down(false);
+    let served = a
+        .post(
+            Some(&session),
+            "application/json",
+            &request(5, "echo", json!({"back": true})),
+        )
+        .await;
+    assert_eq!(served.status(), StatusCode::OK);
 }

@@ -1,8 +1,9 @@
 //! Test support shared by the workspace's HTTP tests, so each rule lives once: reading an SSE
 //! response with the runtime's own decoder ([`sse`]), POSTing JSON-RPC the way a Streamable
 //! HTTP client does ([`rpc`]), HTTP/1.1 over a raw socket for what a client will not send
-//! ([`raw`]), a real JWT issuer with a JWKS endpoint ([`issuer`]), and a throwaway
-//! `redis-server` on a free port ([`redis`]). A dev-dependency only; never part of a published
+//! ([`raw`]), a real JWT issuer with a JWKS endpoint ([`issuer`]), a throwaway
+//! `redis-server` on a free port ([`redis`]), and the contract every session store passes with
+//! a store whose replicas share serialized records ([`sessions`]). A dev-dependency only; never part of a published
 //! crate.
 
 // A test-support crate: its helpers fail the calling test the way an assertion does.
@@ -13,6 +14,7 @@ pub mod issuer;
 pub mod raw;
 pub mod redis;
 pub mod rpc;
+pub mod sessions;
 pub mod sse;
 
 pub use raw::{RawAnswer, RawConnection, raw_request};

@@ -5,7 +5,7 @@
 //! side uses.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::SystemTime;
 
 use protocols_runtime::connect::{LinesConnection, connect_lines, serve_detached_in};
 use protocols_runtime::handler::{Context, Profile, Reply, RequestHandler};
@@ -144,7 +144,7 @@ impl AcpClient {
         let session = Arc::new(Session::new(
             SessionId::random(),
             AcpConnection::default(),
-            Instant::now(),
+            SystemTime::now(),
             1,
         ));
         // The agent's calls run registered here, so its `$/cancel_request` reaches them.

@@ -3,14 +3,15 @@
 //! the runtime's session (one per Streamable HTTP session, legacy SSE stream or stdio
 //! connection); filled by the opening `initialize` through interior mutability. Kept compact:
 //! an idle session costs what it holds here times every session a server keeps open, so the
-//! client's description is reduced to what the server consults.
+//! client's description is reduced to what the server consults. It is [`SharedState`]: a store
+//! shared by replicas keeps it serialized and saves it after each request that changed it.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use protocols_runtime::session::{Session, release_spare_capacity};
+use protocols_runtime::session::{Session, SharedState, release_spare_capacity};
 
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -32,7 +33,7 @@ const KNOWN_CAPABILITIES: [&str; 6] = [
 /// Which top-level capabilities a client declared (what [`crate::RequestContext`]'s
 /// `client_supports` asks): MCP's own names as bits, any other name as text; and the
 /// extensions it declared under `extensions` (2026-07-28).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientCapabilities {
     known: u8,
     others: Box<[Box<str>]>,
@@ -197,7 +198,7 @@ impl<'de> Visitor<'de> for ExtensionNamesVisitor {
 
 /// The client as `initialize` described it: its capabilities and its `clientInfo` name and
 /// version (one allocation for both).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientDescription {
     capabilities: ClientCapabilities,
     /// The name followed by the version.
@@ -249,6 +250,8 @@ pub struct McpSession {
     subscriptions: Mutex<Option<Box<HashSet<String>>>>,
     /// This session's entry among the server's live sessions, dropped with the session.
     listed: OnceLock<Listing>,
+    /// How many times the state changed: what a shared store compares to decide whether to save.
+    changes: AtomicU64,
 }
 
 impl McpSession {
@@ -262,8 +265,13 @@ impl McpSession {
         let fresh = self.revision.set(revision).is_ok();
         if fresh {
             let _ = self.client.set(client);
+            self.changed();
         }
         fresh
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The client as `initialize` described it, once it has.
@@ -272,7 +280,9 @@ impl McpSession {
     }
 
     pub(crate) fn mark_initialized(&self) {
-        self.initialized.store(true, Ordering::Relaxed);
+        if !self.initialized.swap(true, Ordering::Relaxed) {
+            self.changed();
+        }
     }
 
     /// Whether the client sent `notifications/initialized`.
@@ -281,7 +291,9 @@ impl McpSession {
     }
 
     pub(crate) fn set_log_level(&self, level: Level) {
-        self.log_level.store(level as u8 + 1, Ordering::Relaxed);
+        if self.log_level.swap(level as u8 + 1, Ordering::Relaxed) != level as u8 + 1 {
+            self.changed();
+        }
     }
 
     /// The least severe level the client wants to hear; `None` until it sets one.
@@ -293,16 +305,19 @@ impl McpSession {
     }
 
     pub(crate) fn subscribe(&self, uri: &str) {
-        if let Ok(mut subscriptions) = self.subscriptions.lock() {
-            subscriptions.get_or_insert_default().insert(uri.to_owned());
+        if let Ok(mut subscriptions) = self.subscriptions.lock()
+            && subscriptions.get_or_insert_default().insert(uri.to_owned())
+        {
+            self.changed();
         }
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {
         if let Ok(mut subscriptions) = self.subscriptions.lock()
             && let Some(uris) = subscriptions.as_mut()
+            && uris.remove(uri)
         {
-            uris.remove(uri);
+            self.changed();
         }
     }
 
@@ -313,6 +328,67 @@ impl McpSession {
                 .as_ref()
                 .is_some_and(|uris| uris.contains(uri))
         })
+    }
+}
+
+/// What a shared store keeps of an [`McpSession`]: everything but its place among this
+/// process's live sessions (each replica lists the sessions it serves itself).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct McpSessionRecord {
+    revision: Option<Box<str>>,
+    client: Option<ClientDescription>,
+    initialized: bool,
+    log_level: u8,
+    subscriptions: Vec<String>,
+}
+
+impl serde::Serialize for McpSession {
+    fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
+        let subscriptions = self
+            .subscriptions
+            .lock()
+            .ok()
+            .and_then(|uris| uris.as_ref().map(|uris| uris.iter().cloned().collect()))
+            .unwrap_or_default();
+        McpSessionRecord {
+            revision: self.revision().map(|revision| revision.as_str().into()),
+            client: self.client().cloned(),
+            initialized: self.is_initialized(),
+            log_level: self.log_level.load(Ordering::Relaxed),
+            subscriptions,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for McpSession {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let record = McpSessionRecord::deserialize(deserializer)?;
+        let session = Self {
+            initialized: AtomicBool::new(record.initialized),
+            log_level: AtomicU8::new(record.log_level),
+            ..Self::default()
+        };
+        if let Some(text) = record.revision {
+            let revision = Revision::from_text(&text)
+                .ok_or_else(|| serde::de::Error::custom("a revision this server does not serve"))?;
+            let _ = session.revision.set(revision);
+        }
+        if let Some(client) = record.client {
+            let _ = session.client.set(client);
+        }
+        if !record.subscriptions.is_empty()
+            && let Ok(mut subscriptions) = session.subscriptions.lock()
+        {
+            *subscriptions = Some(Box::new(record.subscriptions.into_iter().collect()));
+        }
+        Ok(session)
+    }
+}
+
+impl SharedState for McpSession {
+    fn version(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 }
 
@@ -388,6 +464,47 @@ mod tests {
 
     fn raw(text: &str) -> Result<Box<RawValue>, serde_json::Error> {
         RawValue::from_string(text.to_owned())
+    }
+
+    #[test]
+    fn a_session_rebuilt_from_its_record_holds_what_the_client_negotiated_and_asked_for()
+    -> Result<(), protocols_runtime::session::StoreError> {
+        use protocols_runtime::session::{decode_state, encode_state};
+        let session = McpSession::default();
+        let client = ClientDescription {
+            capabilities: ClientCapabilities::from_json(raw(r#"{"sampling":{}}"#).ok().as_deref()),
+            name_and_version: "client1.0".into(),
+            name_len: 6,
+        };
+        assert!(session.open(Revision::V2025_06_18, client.clone()));
+        session.mark_initialized();
+        session.set_log_level(Level::Warning);
+        session.subscribe("file:///a");
+
+        let rebuilt: McpSession = decode_state(&encode_state(&session)?)?;
+        assert_eq!(rebuilt.revision(), Some(Revision::V2025_06_18));
+        assert_eq!(rebuilt.client(), Some(&client));
+        assert!(rebuilt.is_initialized());
+        assert_eq!(rebuilt.log_level(), Some(Level::Warning));
+        assert!(rebuilt.is_subscribed("file:///a"));
+        Ok(())
+    }
+
+    #[test]
+    fn every_change_of_the_state_moves_its_version_and_a_repeat_does_not() {
+        let session = McpSession::default();
+        assert_eq!(session.version(), 0);
+        session.set_log_level(Level::Info);
+        session.subscribe("file:///a");
+        session.mark_initialized();
+        let changed = session.version();
+        assert_eq!(changed, 3);
+        session.set_log_level(Level::Info);
+        session.subscribe("file:///a");
+        session.mark_initialized();
+        assert_eq!(session.version(), changed);
+        session.unsubscribe("file:///a");
+        assert_eq!(session.version(), changed + 1);
     }
 
     #[test]
@@ -468,7 +585,7 @@ mod tests {
     #[test]
     fn a_dropped_session_leaves_the_live_list() {
         let live = Arc::new(LiveSessions::default());
-        let now = std::time::Instant::now();
+        let now = std::time::SystemTime::now();
         let kept = Arc::new(Session::new(
             SessionId::random(),
             McpSession::default(),

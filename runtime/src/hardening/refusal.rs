@@ -26,6 +26,7 @@
 //! | `AuthUnavailable` | 503 | -32014 |
 //! | `DeadlineExceeded` | 504 | -32015 |
 //! | `TooManyConnections` | 503 | -32016 |
+//! | `StoreUnavailable` | 503 | -32017 |
 //!
 //! Two choices the issue left open: a `Host` outside the allow-list is `421 Misdirected Request`
 //! (this server is not the authority the request named, which is what a rebinding attack looks
@@ -98,6 +99,9 @@ pub enum Refusal {
     DeadlineExceeded,
     /// A connection past the listener's connection caps; answered once, then closed.
     TooManyConnections,
+    /// The session store could not answer; the session may exist, so this is never "unknown
+    /// session", and retrying later may succeed.
+    StoreUnavailable,
 }
 
 impl Refusal {
@@ -121,9 +125,10 @@ impl Refusal {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Overloaded | Self::AuthUnavailable | Self::TooManyConnections => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::Overloaded
+            | Self::AuthUnavailable
+            | Self::TooManyConnections
+            | Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -154,6 +159,7 @@ impl Refusal {
             Self::AuthUnavailable => -32014,
             Self::DeadlineExceeded => -32015,
             Self::TooManyConnections => -32016,
+            Self::StoreUnavailable => -32017,
         }
     }
 
@@ -185,6 +191,7 @@ impl Refusal {
             Self::Overloaded => "Service Unavailable: the server is overloaded",
             Self::DeadlineExceeded => "Gateway Timeout: the request deadline was exceeded",
             Self::TooManyConnections => "Service Unavailable: too many open connections",
+            Self::StoreUnavailable => "Service Unavailable: the session store cannot be reached",
         }
     }
 
@@ -258,7 +265,7 @@ impl Refusal {
             Self::RateLimited { retry_after_secs } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
-            Self::TooManyConnections => {
+            Self::TooManyConnections | Self::StoreUnavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
@@ -428,6 +435,7 @@ mod tests {
             Refusal::Overloaded,
             Refusal::DeadlineExceeded,
             Refusal::TooManyConnections,
+            Refusal::StoreUnavailable,
         ]
     }
 

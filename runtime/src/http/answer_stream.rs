@@ -56,7 +56,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
         // given several times on the way in and again at each change of its stage.
         let mut work = Box::pin(async move {
             let answers = run_all(&transport.handler, body, scope).await;
-            transport.settle_opening(resolved.opening(), &answers);
+            if resolved.opening().is_some() || transport.saves_state {
+                transport.after_streamed(&resolved, &answers).await;
+            }
             answers
         });
         if matches!(framing, Framed::Auto | Framed::SseOrRefusal) {
@@ -87,6 +89,18 @@ impl<H: RequestHandler> StreamableHttp<H> {
             &self.config.streams,
             priming,
         )
+    }
+
+    /// What the store hears once a streamed request is answered, before the answers are
+    /// published: a failed opening is forgotten, and the state is saved, so a client that reads
+    /// its answer and goes to another replica finds the state there. The stream's status is
+    /// long sent, so a failed save can only be logged.
+    #[inline(never)]
+    async fn after_streamed(&self, resolved: &Resolved<H::Session>, answers: &[RpcResponse]) {
+        self.settle_opening(resolved.opening(), answers).await;
+        if let Err(refusal) = self.save_state(resolved.session()).await {
+            tracing::warn!(?refusal, "the session's state was not saved");
+        }
     }
 
     /// An answer stream carries what a request is owed: it finishes during a drain, and ends

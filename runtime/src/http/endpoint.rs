@@ -82,7 +82,7 @@ impl<H: RequestHandler> Endpoint<H> {
     /// A POST's body is read within the limit it was admitted with.
     fn answer_by_method(&self, request: HttpRequest, admitted: Admitted) -> EndpointFuture {
         if *request.method() != Method::POST {
-            return self.answer_other(&request);
+            return self.answer_other(request);
         }
         let span = tracing::debug_span!("post", session = tracing::field::Empty);
         let started = {
@@ -95,22 +95,28 @@ impl<H: RequestHandler> Endpoint<H> {
         }
     }
 
-    /// Every method but `POST`, answered at once.
+    /// Every method but `POST`; each asks the session store, so each is a future.
     #[inline(never)]
-    fn answer_other(&self, request: &HttpRequest) -> EndpointFuture {
-        let answer = match *request.method() {
-            Method::GET => self.0.serve_get(request.headers()),
-            // As axum answers `HEAD` on a `get` route: the `GET` answer's head alone.
-            Method::HEAD => {
-                let mut response = self.0.serve_get(request.headers());
-                *response.body_mut() = Body::empty();
-                response
-            }
-            Method::DELETE => self.0.serve_delete(request.headers()),
-            _ => Refusal::MethodNotAllowed(Some(HeaderValue::from_static(ALLOWED_METHODS)))
-                .into_response(),
+    fn answer_other(&self, request: HttpRequest) -> EndpointFuture {
+        let transport = Arc::clone(&self.0);
+        let (parts, _) = request.into_parts();
+        let answer = async move {
+            let headers = &parts.headers;
+            let response = match parts.method {
+                Method::GET => transport.serve_get(headers).await,
+                // As axum answers `HEAD` on a `get` route: the `GET` answer's head alone.
+                Method::HEAD => {
+                    let mut response = transport.serve_get(headers).await;
+                    *response.body_mut() = Body::empty();
+                    response
+                }
+                Method::DELETE => transport.serve_delete(headers).await,
+                _ => Refusal::MethodNotAllowed(Some(HeaderValue::from_static(ALLOWED_METHODS)))
+                    .into_response(),
+            };
+            Ok(response)
         };
-        answered(answer)
+        Box::pin(answer.in_current_span())
     }
 }
 

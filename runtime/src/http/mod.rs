@@ -37,7 +37,7 @@ use crate::jsonrpc::{DecodeLimits, Message, RequestId, Response as RpcResponse};
 use crate::quote::quote;
 use crate::session::{
     Clock, LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
-    SystemClock,
+    StoreError, SystemClock,
 };
 use crate::stream::StreamPolicy;
 use crate::tail::{EventStore, MemoryEventStore};
@@ -131,6 +131,12 @@ pub struct StreamableHttp<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<dyn SessionStore<H::Session>>,
+    /// Whether the store saves state after a request ([`SessionStore::saves_state`]), asked
+    /// once: a store holding live sessions costs a request nothing after its answer.
+    saves_state: bool,
+    /// Whether every store answer is ready at once ([`SessionStore::answers_at_once`]), asked
+    /// once: admission then runs in place, without a box.
+    answers_at_once: bool,
     /// Where sessions' event streams live.
     events: Arc<dyn EventStore>,
     reaper: LazyReaper,
@@ -177,6 +183,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
         Self {
             handler,
             config,
+            saves_state: store.saves_state(),
+            answers_at_once: store.answers_at_once(),
             store,
             events,
             reaper: LazyReaper::new(),
@@ -220,6 +228,20 @@ pub fn router<H: RequestHandler>(
 #[inline(never)]
 fn refuse(refusal: Refusal, id: Option<&RequestId>) -> Response {
     refusal.into_response_with_id(echo(id).as_ref())
+}
+
+/// The refusal a store's failure is owed: a full store sheds the request, a failed one is
+/// unavailable (never "unknown session": the session may well exist).
+#[cold]
+#[inline(never)]
+fn store_refusal(error: StoreError) -> Refusal {
+    match error {
+        StoreError::LimitReached => Refusal::Overloaded,
+        error => {
+            tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "the session store failed");
+            Refusal::StoreUnavailable
+        }
+    }
 }
 
 /// The id a refusal may echo; the hardening decides which ids are safe to reflect.

@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::negotiate::{Accepts, Framed, choose_framing, is_media_type};
 use super::session::Resolved;
-use super::{Denial, StreamableHttp, record_session, refuse, served};
+use super::{Denial, StreamableHttp, record_session, refuse, served, store_refusal};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
 use crate::hardening::{Admitted, Refusal, read_body};
@@ -154,26 +154,39 @@ pub(super) fn serve_post<H: RequestHandler>(
         let read = read_body(body, limit).await;
         // In a block of its own, so what was admitted is gone before the answer is awaited,
         // and does not stay beside it in this future's state.
-        let (answer, opening) = {
+        let (answer, after) = {
             let admitted = match transport.admit_post(read, limit, meta, framing) {
+                Admission::Ready(admitted) => admitted,
+                Admission::NeedsStore(unresolved) => transport.admit_with_store(unresolved).await,
+            };
+            let admitted = match admitted {
                 Ok(admitted) => admitted,
                 Err(refused) => return Ok(*refused),
             };
-            let opening = admitted.resolved.opening().cloned();
-            (transport.answer_of(admitted), opening)
+            let after = transport.after_answer(&admitted.resolved);
+            (transport.answer_of(admitted), after)
         };
         let mut response = match answer {
             Answer::One { request, scope } => {
                 let served = served(scope.session.as_ref());
-                let mut answering =
-                    std::pin::pin!(answer_request(&transport.handler, request, scope));
-                let answer = answering.as_mut().await;
-                let outcome = answering.outcome();
-                transport.finish_one(answer, opening.as_ref(), outcome, served)
+                let (answer, outcome) = {
+                    let mut answering =
+                        std::pin::pin!(answer_request(&transport.handler, request, scope));
+                    let answer = answering.as_mut().await;
+                    (answer, answering.outcome())
+                };
+                match after.session {
+                    // Boxed: only an opening or a store saving state waits on the store here,
+                    // and what that wait holds stays out of every request's future.
+                    Some(_) => {
+                        Box::pin(transport.finish_after(&after, answer, outcome, served)).await
+                    }
+                    None => transport.finish_one(answer, outcome, served),
+                }
             }
             Answer::Other(answer) => answer.await,
         };
-        if let Some(session) = &opening {
+        if let Some(session) = after.opening() {
             transport.name_opened_session(&mut response, session);
         }
         Ok(response)
@@ -187,6 +200,40 @@ pub(super) struct AdmittedBody<S> {
     pub(super) resolved: Resolved<S>,
     meta: Arc<RequestMeta>,
     framing: Framed,
+}
+
+/// A body admitted without the store, or one whose session the store must resolve.
+enum Admission<S> {
+    Ready(Result<AdmittedBody<S>, Box<Response>>),
+    NeedsStore(Unresolved),
+}
+
+/// A decoded body waiting for the store to resolve its session.
+struct Unresolved {
+    body: Inbound,
+    meta: Arc<RequestMeta>,
+    framing: Framed,
+}
+
+/// The session a `POST` still needs once its answer is ready: the one it opened (to forget a
+/// failed opening and name a good one), or the one whose state a store saves. One slot for
+/// both, so the `POST`'s future carries one pointer beside its handler's.
+struct After<S> {
+    session: Option<Arc<Session<S>>>,
+    opened: bool,
+    /// Whether the store saves state ([`SessionStore::saves_state`](crate::session::SessionStore::saves_state)).
+    save: bool,
+}
+
+impl<S> After<S> {
+    fn opening(&self) -> Option<&Arc<Session<S>>> {
+        self.session.as_ref().filter(|_| self.opened)
+    }
+
+    /// The session whose state is saved after the answer, when the store saves state.
+    fn saving(&self) -> Option<&Arc<Session<S>>> {
+        self.session.as_ref().filter(|_| self.save)
+    }
 }
 
 /// How an admitted body is answered.
@@ -267,32 +314,111 @@ impl<H: RequestHandler> StreamableHttp<H> {
         })
     }
 
-    /// Decodes a read body, resolves its session and admits it, before anything runs; only an
-    /// admitted opening is stored, so a refused one leaves nothing behind.
+    /// What a `POST` keeps of its session for after its answer ([`After`]).
+    fn after_answer(&self, resolved: &Resolved<H::Session>) -> After<H::Session> {
+        let save = self.saves_state;
+        match resolved {
+            Resolved::Opening(session) => After {
+                session: Some(Arc::clone(session)),
+                opened: true,
+                save,
+            },
+            // Only a store that keeps state for other replicas needs the session afterwards
+            // (a rarer body saves in its own answer).
+            Resolved::Live(session) if save => After {
+                session: Some(Arc::clone(session)),
+                opened: false,
+                save,
+            },
+            Resolved::Live(_) | Resolved::None => After {
+                session: None,
+                opened: false,
+                save,
+            },
+        }
+    }
+
+    /// Decodes a read body, resolves its session and admits it, before anything runs. Without
+    /// the store when the request neither names a session nor opens one (nothing is awaited
+    /// then); otherwise what the store must answer is left to [`Self::admit_with_store`].
     fn admit_post(
         &self,
         read: Result<Bytes, Refusal>,
         limit: usize,
         meta: Arc<RequestMeta>,
         framing: Framed,
+    ) -> Admission<H::Session> {
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(refusal) => return Admission::Ready(Err(refused_post(refusal, None))),
+        };
+        let body = match self.decode_inbound(&bytes, limit) {
+            Ok(body) => body,
+            Err(error) => return Admission::Ready(Err(undecoded(&error))),
+        };
+        match self.resolve_without_store(&meta.headers, &body) {
+            Some(Ok(resolved)) => Admission::Ready(self.checked(body, resolved, meta, framing)),
+            Some(Err(refusal)) => Admission::Ready(Err(refused_post(refusal, body.echo_id()))),
+            None => Admission::NeedsStore(Unresolved {
+                body,
+                meta,
+                framing,
+            }),
+        }
+    }
+
+    /// [`Self::admit_stored`], run to its end in place when the store answers at once (nothing
+    /// of it then stays in the `POST`'s future), boxed otherwise (only the box stays).
+    async fn admit_with_store(
+        &self,
+        unresolved: Unresolved,
     ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
-        let bytes = read.map_err(|refusal| refused_post(refusal, None))?;
-        let body = self
-            .decode_inbound(&bytes, limit)
-            .map_err(|error| undecoded(&error))?;
-        let resolved = self
-            .resolve_post_session(&meta.headers, &body)
-            .map_err(|refusal| refused_post(refusal, body.echo_id()))?;
+        if self.answers_at_once {
+            futures::FutureExt::now_or_never(self.admit_stored(unresolved))
+                // A store that broke its promise to answer at once is one that failed.
+                .unwrap_or_else(|| Err(refused_post(Refusal::StoreUnavailable, None)))
+        } else {
+            Box::pin(self.admit_stored(unresolved)).await
+        }
+    }
+
+    /// A body whose session the store resolves; only an admitted opening is stored, so a
+    /// refused one leaves nothing behind.
+    async fn admit_stored(
+        &self,
+        unresolved: Unresolved,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
+        let Unresolved {
+            body,
+            meta,
+            framing,
+        } = unresolved;
+        let resolved = match self.resolve_post_session(&meta.headers, &body).await {
+            Ok(resolved) => resolved,
+            Err(refusal) => return Err(refused_post(refusal, body.echo_id())),
+        };
+        let admitted = self.checked(body, resolved, meta, framing)?;
+        if let Resolved::Opening(session) = &admitted.resolved
+            && let Err(error) = self.store.insert(Arc::clone(session)).await
+        {
+            return Err(refused_post(store_refusal(error), admitted.body.echo_id()));
+        }
+        Ok(admitted)
+    }
+
+    /// A resolved body through the transport's and the protocol's admission.
+    fn checked(
+        &self,
+        body: Inbound,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+        framing: Framed,
+    ) -> Result<AdmittedBody<H::Session>, Box<Response>> {
         if let Some(session) = resolved.session() {
             record_session(session.id());
         }
         if let Err(denial) = self.admit_inbound(&meta.headers, &body, &resolved) {
             return Err(denied(denial, body.echo_id()));
-        }
-        if let Resolved::Opening(session) = &resolved
-            && self.store.insert(Arc::clone(session)).is_err()
-        {
-            return Err(refused_post(Refusal::Overloaded, body.echo_id()));
         }
         Ok(AdmittedBody {
             body,
@@ -348,17 +474,32 @@ impl<H: RequestHandler> StreamableHttp<H> {
         decode(bytes, &limits).map(Inbound::from_payload)
     }
 
-    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
-    /// owed none, `500` when its handler panicked); an opening that answered only errors is
-    /// forgotten.
-    fn finish_one(
+    /// [`Self::finish_one`] once the store heard of the request: a failed opening forgotten,
+    /// the state saved when the store saves it (a failed save is the store's refusal).
+    async fn finish_after(
         &self,
+        after: &After<H::Session>,
         answer: Option<RpcResponse>,
-        opening: Option<&Arc<Session<H::Session>>>,
         outcome: Outcome,
         served: Served,
     ) -> Response {
-        self.settle_opening(opening, answer.as_slice());
+        if let Some(session) = after.opening() {
+            self.settle_opening(Some(session), answer.as_slice()).await;
+        }
+        match self.save_state(after.saving()).await {
+            Ok(()) => self.finish_one(answer, outcome, served),
+            Err(refusal) => refuse(refusal, None),
+        }
+    }
+
+    /// A single request's answer as the whole JSON response (`202` when a cancelled request is
+    /// owed none, `500` when its handler panicked).
+    fn finish_one(
+        &self,
+        answer: Option<RpcResponse>,
+        outcome: Outcome,
+        served: Served,
+    ) -> Response {
         let mut response = match answer {
             Some(answer) => self.single_answer(&answer, served),
             None => StatusCode::ACCEPTED.into_response(),
@@ -381,6 +522,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if !body.has_requests() && body.invalid.is_empty() {
             self.take_without_answer(body.messages, &resolved, meta)
                 .await;
+            // Saved before the answer exists, so no response is held across the save.
+            if let Err(refusal) = self.save_state(resolved.session()).await {
+                return refuse(refusal, None);
+            }
             return StatusCode::ACCEPTED.into_response();
         }
         match framing {
@@ -469,7 +614,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
     ) -> Response {
         let scope = self.scope(resolved, meta, Self::side_route(resolved));
         let answers = run_all(&self.handler, body, scope).await;
-        self.settle_opening(resolved.opening(), &answers);
+        self.settle_opening(resolved.opening(), &answers).await;
+        if let Err(refusal) = self.save_state(resolved.session()).await {
+            return refuse(refusal, None);
+        }
         self.json_response(batch_to_bytes(
             &answers
                 .into_iter()

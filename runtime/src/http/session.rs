@@ -7,8 +7,8 @@ use std::sync::Arc;
 use axum::response::Response;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::StreamableHttp;
 use super::post::Inbound;
+use super::{StreamableHttp, store_refusal};
 use crate::handler::{RequestHandler, Unsessioned};
 use crate::hardening::Refusal;
 use crate::jsonrpc::Response as RpcResponse;
@@ -63,57 +63,73 @@ impl<S> Resolved<S> {
 }
 
 impl<H: RequestHandler> StreamableHttp<H> {
-    /// Which session a POST belongs to. The store is consulted only when the header names a
-    /// session; otherwise the handler says what the body means.
-    pub(super) fn resolve_post_session(
+    /// Which session a POST belongs to; the store is asked only when the header names a
+    /// session or the body opens one ([`Self::resolve_without_store`] says the rest).
+    pub(super) async fn resolve_post_session(
         &self,
         headers: &HeaderMap,
         body: &Inbound,
     ) -> Result<Resolved<H::Session>, Refusal> {
-        match self.handler.profile().session_header() {
-            Some(name) => self.resolve_named_session(name, headers, body),
-            None => Ok(Resolved::None),
+        if let Some(resolved) = self.resolve_without_store(headers, body) {
+            return resolved;
+        }
+        let named = match self.handler.profile().session_header() {
+            Some(name) => session_id(headers, name)?,
+            None => None,
+        };
+        match named {
+            Some(id) => self.live_session(&id).await.map(Resolved::Live),
+            None => self.open_session().await.map(Resolved::Opening),
         }
     }
 
-    /// [`Self::resolve_post_session`] for a protocol with sessions; out of line, so a
-    /// sessionless protocol's path does not carry it.
-    #[inline(never)]
-    fn resolve_named_session(
+    /// The session a POST resolves to when that needs no store: none for a protocol without
+    /// sessions, a refusal for a malformed or missing id; `None` when the header names a session
+    /// (the store looks it up) or the body opens one (the store makes room).
+    pub(super) fn resolve_without_store(
         &self,
-        name: &HeaderName,
         headers: &HeaderMap,
         body: &Inbound,
-    ) -> Result<Resolved<H::Session>, Refusal> {
-        if let Some(id) = session_id(headers, name)? {
-            return self.live_session(&id).map(Resolved::Live);
+    ) -> Option<Result<Resolved<H::Session>, Refusal>> {
+        let Some(name) = self.handler.profile().session_header() else {
+            return Some(Ok(Resolved::None));
+        };
+        match session_id(headers, name) {
+            Err(refusal) => return Some(Err(refusal)),
+            Ok(Some(_)) => return None,
+            Ok(None) => {}
         }
         if !body.has_requests() {
-            return Ok(Resolved::None);
+            return Some(Ok(Resolved::None));
         }
         match self.handler.unsessioned(body.messages.as_slice(), headers) {
-            Unsessioned::Stateless => Ok(Resolved::None),
-            Unsessioned::NeedsSession => Err(Refusal::MissingSession),
-            Unsessioned::Opens => self.open_session().map(Resolved::Opening),
+            Unsessioned::Stateless => Some(Ok(Resolved::None)),
+            Unsessioned::NeedsSession => Some(Err(Refusal::MissingSession)),
+            Unsessioned::Opens => None,
         }
     }
 
-    pub(super) fn live_session(&self, id: &SessionId) -> Result<Arc<Session<H::Session>>, Refusal> {
-        self.store
-            .get(id, self.config.clock.now())
-            .ok_or(Refusal::UnknownSession)
+    /// The live session `id` names; a store that failed is a refusal of its own.
+    pub(super) async fn live_session(
+        &self,
+        id: &SessionId,
+    ) -> Result<Arc<Session<H::Session>>, Refusal> {
+        match self.store.get(id, self.config.clock.wall()).await {
+            Ok(Some(session)) => Ok(session),
+            Ok(None) => Err(Refusal::UnknownSession),
+            Err(error) => Err(store_refusal(error)),
+        }
     }
 
     /// A new session, not yet stored: it is stored once the request is admitted.
-    #[inline(never)]
-    pub(super) fn open_session(&self) -> Result<Arc<Session<H::Session>>, Refusal> {
-        if !self.store.has_room() {
+    pub(super) async fn open_session(&self) -> Result<Arc<Session<H::Session>>, Refusal> {
+        if !self.store.has_room().await.map_err(store_refusal)? {
             return Err(Refusal::Overloaded);
         }
         let session = Arc::new(Session::with_events(
             SessionId::random(),
             H::Session::default(),
-            self.config.clock.now(),
+            self.config.clock.wall(),
             Arc::clone(&self.events),
         ));
         tracing::debug!(session = %session.id(), "session opening");
@@ -121,15 +137,30 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// An opening session whose opening request failed is forgotten.
-    pub(super) fn settle_opening(
+    pub(super) async fn settle_opening(
         &self,
         opening: Option<&Arc<Session<H::Session>>>,
         answers: &[RpcResponse],
     ) {
         if let Some(session) = opening
             && !answers.iter().any(|answer| !answer.is_error())
+            && let Err(error) = self.store.remove(session.id()).await
         {
-            self.store.remove(session.id());
+            tracing::warn!(%error, "a failed opening's session could not be forgotten");
+        }
+    }
+
+    /// Saves the session's state after a request, when the store keeps state for other
+    /// replicas; a store that holds live sessions is never asked.
+    pub(super) async fn save_state(
+        &self,
+        session: Option<&Arc<Session<H::Session>>>,
+    ) -> Result<(), Refusal> {
+        match session {
+            Some(session) if self.saves_state => {
+                self.store.save(session).await.map_err(store_refusal)
+            }
+            _ => Ok(()),
         }
     }
 

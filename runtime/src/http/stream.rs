@@ -3,10 +3,11 @@
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use tracing::Instrument;
 
 use super::negotiate::Accepts;
 use super::session::session_id;
-use super::{StreamableHttp, record_session, refuse};
+use super::{StreamableHttp, record_session, refuse, store_refusal};
 use crate::handler::RequestHandler;
 use crate::hardening::Refusal;
 use crate::session::Session;
@@ -17,15 +18,15 @@ use crate::tail::{EventCursor, EventReader, Start};
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 impl<H: RequestHandler> StreamableHttp<H> {
-    pub(super) fn serve_get(&self, headers: &HeaderMap) -> Response {
+    pub(super) async fn serve_get(&self, headers: &HeaderMap) -> Response {
         // The stream's body runs in this span too, for as long as the stream stays open.
         let span = tracing::debug_span!("get", session = tracing::field::Empty);
-        span.in_scope(|| self.open_stream(headers))
+        self.open_stream(headers).instrument(span).await
     }
 
-    pub(super) fn serve_delete(&self, headers: &HeaderMap) -> Response {
+    pub(super) async fn serve_delete(&self, headers: &HeaderMap) -> Response {
         let span = tracing::debug_span!("delete", session = tracing::field::Empty);
-        span.in_scope(|| self.end_session(headers))
+        self.end_session(headers).instrument(span).await
     }
 
     /// A session's own stream owes no answer: it ends when the drain begins.
@@ -38,7 +39,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// `GET`: the session's stream, fresh or resumed from `Last-Event-ID`.
-    fn open_stream(&self, headers: &HeaderMap) -> Response {
+    async fn open_stream(&self, headers: &HeaderMap) -> Response {
         let Some(name) = self.handler.profile().session_header() else {
             return refuse(
                 Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
@@ -51,7 +52,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let session = match session_id(headers, name) {
             Ok(Some(id)) => {
                 record_session(&id);
-                match self.live_session(&id) {
+                match self.live_session(&id).await {
                     Ok(session) => session,
                     Err(refusal) => return refuse(refusal, None),
                 }
@@ -78,7 +79,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// `DELETE`: ends the session; its id is unknown afterwards.
-    fn end_session(&self, headers: &HeaderMap) -> Response {
+    async fn end_session(&self, headers: &HeaderMap) -> Response {
         let Some(name) = self.handler.profile().session_header() else {
             return refuse(
                 Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
@@ -86,13 +87,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
             );
         };
         match session_id(headers, name) {
-            Ok(Some(id)) => match self.store.remove(&id) {
-                Some(_) => {
+            Ok(Some(id)) => match self.store.remove(&id).await {
+                Ok(true) => {
                     record_session(&id);
                     tracing::debug!("session ended by the client");
                     StatusCode::OK.into_response()
                 }
-                None => refuse(Refusal::UnknownSession, None),
+                Ok(false) => refuse(Refusal::UnknownSession, None),
+                Err(error) => refuse(store_refusal(error), None),
             },
             Ok(None) => refuse(Refusal::MissingSession, None),
             Err(refusal) => refuse(refusal, None),

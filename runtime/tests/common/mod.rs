@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,10 +25,50 @@ use tokio_util::sync::CancellationToken;
 pub const SESSION_HEADER: &str = "test-session-id";
 pub const CANCEL_METHOD: &str = "cancel";
 
-/// Per-session state: whatever the opening request recorded.
+/// Per-session state: whatever the opening request recorded. Shared between replicas as its
+/// `opened_by` alone, counting its changes.
 #[derive(Debug, Default)]
 pub struct TestSession {
     pub opened_by: Mutex<Option<String>>,
+    version: AtomicU64,
+}
+
+impl TestSession {
+    fn record_opening(&self, by: &str) {
+        if let Ok(mut opened_by) = self.opened_by.lock() {
+            *opened_by = Some(by.to_owned());
+        }
+        self.version.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn opened_by(&self) -> Option<String> {
+        self.opened_by
+            .lock()
+            .ok()
+            .and_then(|opened_by| opened_by.clone())
+    }
+}
+
+impl serde::Serialize for TestSession {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.opened_by().serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TestSession {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let opened_by = Option::<String>::deserialize(deserializer)?;
+        Ok(Self {
+            opened_by: Mutex::new(opened_by),
+            version: AtomicU64::new(0),
+        })
+    }
+}
+
+impl protocols_runtime::session::SharedState for TestSession {
+    fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
 }
 
 /// The test protocol: `open` opens a session, `stateless/*` stands alone, everything else needs
@@ -130,13 +171,14 @@ impl RequestHandler for TestProtocol {
         match request.method.as_str() {
             "open" if params["fail"] == true => Err(ErrorObject::new(-32000, "refused to open")),
             "open" => {
-                if let Some(state) = cx.state()
-                    && let Ok(mut opened_by) = state.opened_by.lock()
-                {
-                    *opened_by = Some("open".to_owned());
+                if let Some(state) = cx.state() {
+                    state.record_opening("open");
                 }
                 reply(&json!({"opened": true}))
             }
+            "opened-by" => reply(&json!({
+                "openedBy": cx.state().and_then(TestSession::opened_by),
+            })),
             "echo" | "stateless/echo" => reply(&params),
             "stateless/whereami" => reply(&json!({
                 "peer": cx.peer_address().map(|address| address.to_string()),
