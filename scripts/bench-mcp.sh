@@ -6,7 +6,7 @@
 # processes pinned to separate cores; both servers run in every round, so ratios come from the
 # same conditions.
 #
-#   scripts/bench-mcp.sh [all|load|sessions|profile]
+#   scripts/bench-mcp.sh [all|load|sessions|profile|large]
 #   RMCP=1 scripts/bench-mcp.sh        # also builds the rmcp comparator (bench/rmcp-echo)
 #
 # Without RMCP=1 the comparator is used if already built in RMCP_TARGET, else only our server
@@ -17,6 +17,10 @@
 # a busy machine does not disturb (CALLS (20000) calls at PROFILE_CONCURRENCY (16), after a
 # warm-up); the profiles stay in $OUT for callgrind_annotate. SERVERS may also name
 # `ours-boxed`, an experiment: our server with each request's handler future boxed.
+# `large` is the large-payload measurement: every echoed message padded to MESSAGE_BYTES
+# (102400), our server against `bare` (a bare axum echo of the same calls, parsing and copying
+# the text once) under load (req/s × MESSAGE_BYTES is MB/s, so the req/s ratio is the MB/s
+# ratio; at CONCURRENCY_LARGE (16) connections) and under callgrind (CALLS 4000 there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +71,7 @@ start_server() {
     case "$server" in
         ours) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" & ;;
         ours-boxed) taskset -c "$SERVER_CPU" "$EXE" serve "$mode" "$port_file" boxed & ;;
+        bare) taskset -c "$SERVER_CPU" "$EXE" serve bare "$port_file" & ;;
         rmcp) taskset -c "$SERVER_CPU" "$RMCP_EXE" "$mode" "$port_file" & ;;
     esac
     SERVER_PID=$!
@@ -135,6 +140,7 @@ instructions() {
             case "$server" in
                 ours) exe=("$EXE" serve "$mode" "$port_file") ;;
                 ours-boxed) exe=("$EXE" serve "$mode" "$port_file" boxed) ;;
+                bare) exe=("$EXE" serve bare "$port_file") ;;
                 rmcp) exe=("$RMCP_EXE" "$mode" "$port_file") ;;
             esac
             valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
@@ -157,6 +163,12 @@ case "$WHAT" in
     load) load_runs ;;
     sessions) session_memory ;;
     profile) instructions ;;
+    large)
+        export MESSAGE_BYTES="${MESSAGE_BYTES:-102400}"
+        SERVERS="ours bare"
+        CONCURRENCY="${CONCURRENCY_LARGE:-16}"
+        echo "# Large payloads: messages padded by ${MESSAGE_BYTES} bytes"
+        load_runs; echo; CALLS="${CALLS:-4000}" instructions ;;
     all) load_runs; echo; session_memory; echo; instructions ;;
-    *) echo "usage: $0 [all|load|sessions|profile]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|load|sessions|profile|large]" >&2; exit 2 ;;
 esac

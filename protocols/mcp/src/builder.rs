@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use protocols_runtime::ErrorObject;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, page};
 use crate::context::{RequestContext, ToolError};
@@ -54,7 +54,7 @@ impl McpServerBuilder {
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Self {
             registry: Registry {
-                info: json!({ "name": name.into(), "version": version.into() }),
+                info: implementation(name.into(), version.into()),
                 instructions: None,
                 tools: Tools::default(),
                 catalog: Catalog::default(),
@@ -178,14 +178,34 @@ impl McpServerBuilder {
 /// What a builder registered, serving the generated trait.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    info: Value,
+    info: types::Implementation,
     instructions: Option<String>,
     tools: Tools,
     catalog: Catalog,
     page_size: usize,
 }
 
-/// A JSON value as the typed result it was built to be; a mismatch is the server's fault.
+/// How the server introduces itself: a name and a version, nothing optional.
+fn implementation(name: String, version: String) -> types::Implementation {
+    types::Implementation {
+        description: None,
+        icons: None,
+        name,
+        title: None,
+        version,
+        website_url: None,
+    }
+}
+
+/// The answer with nothing in it (`{}`).
+fn empty() -> types::EmptyResult {
+    types::EmptyResult(types::Result {
+        meta: None,
+        extra: Map::new(),
+    })
+}
+
+/// A descriptor as the generated `Tool` it was built to be; a mismatch is the server's fault.
 fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ErrorObject> {
     serde_json::from_value(value).map_err(|error| {
         tracing::error!(%error, "a registry answer does not fit its generated type");
@@ -197,50 +217,49 @@ fn cursor(params: Option<&types::PaginatedRequestParams>) -> Option<&str> {
     params.and_then(|params| params.cursor.as_deref())
 }
 
+/// The empty object a capability without settings is declared with.
+fn declared() -> Option<Map<String, Value>> {
+    Some(Map::new())
+}
+
 impl Registry {
     /// The capabilities this server declares, from what was registered.
-    fn capabilities(&self) -> Value {
-        let mut capabilities = Map::new();
-        capabilities.insert("logging".to_owned(), json!({}));
-        if !self.tools.is_empty() {
-            capabilities.insert("tools".to_owned(), json!({ "listChanged": true }));
+    fn capabilities(&self) -> types::ServerCapabilities {
+        let list_changed = Some(true);
+        types::ServerCapabilities {
+            logging: declared(),
+            tools: (!self.tools.is_empty())
+                .then_some(types::ServerCapabilitiesTools { list_changed }),
+            resources: self
+                .catalog
+                .has_resources()
+                .then_some(types::ServerCapabilitiesResources {
+                    list_changed,
+                    subscribe: Some(true),
+                }),
+            prompts: self
+                .catalog
+                .has_prompts()
+                .then_some(types::ServerCapabilitiesPrompts { list_changed }),
+            completions: self.catalog.has_completion().then(Map::new),
+            ..types::ServerCapabilities::default()
         }
-        if self.catalog.has_resources() {
-            capabilities.insert(
-                "resources".to_owned(),
-                json!({ "subscribe": true, "listChanged": true }),
-            );
-        }
-        if self.catalog.has_prompts() {
-            capabilities.insert("prompts".to_owned(), json!({ "listChanged": true }));
-        }
-        if self.catalog.has_completion() {
-            capabilities.insert("completions".to_owned(), json!({}));
-        }
-        Value::Object(capabilities)
     }
 
-    /// One page of a list as `{field: [...], nextCursor}`.
-    fn list<T: DeserializeOwned>(
+    /// One page of `items` and the cursor of the next one.
+    fn page<T>(
         &self,
-        field: &str,
-        items: Vec<Value>,
+        items: Vec<T>,
         params: Option<&types::PaginatedRequestParams>,
-    ) -> Result<T, ErrorObject> {
-        let (items, next) = page(items, cursor(params), self.page_size)?;
-        let mut result = Map::new();
-        result.insert(field.to_owned(), Value::Array(items));
-        if let Some(next) = next {
-            result.insert("nextCursor".to_owned(), Value::from(next));
-        }
-        typed(Value::Object(result))
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        page(items, cursor(params), self.page_size)
     }
 
     fn known(&self, uri: &str) -> Result<types::EmptyResult, ErrorObject> {
         if !self.catalog.knows(uri) {
             return Err(errors::resource_not_found(uri));
         }
-        typed(json!({}))
+        Ok(empty())
     }
 }
 
@@ -252,15 +271,13 @@ impl Server for Registry {
         params: types::InitializeRequestParams,
         _cx: &RequestContext,
     ) -> Result<types::InitializeResult, ErrorObject> {
-        let mut result = json!({
-            "protocolVersion": params.protocol_version,
-            "capabilities": self.capabilities(),
-            "serverInfo": self.info,
-        });
-        if let (Some(instructions), Value::Object(fields)) = (&self.instructions, &mut result) {
-            fields.insert("instructions".to_owned(), json!(instructions));
-        }
-        typed(result)
+        Ok(types::InitializeResult {
+            capabilities: self.capabilities(),
+            instructions: self.instructions.clone(),
+            meta: None,
+            protocol_version: params.protocol_version,
+            server_info: self.info.clone(),
+        })
     }
 
     async fn ping(
@@ -268,7 +285,7 @@ impl Server for Registry {
         _params: Option<types::RequestParams>,
         _cx: &RequestContext,
     ) -> Result<types::EmptyResult, ErrorObject> {
-        typed(json!({}))
+        Ok(empty())
     }
 
     /// Accepts every level; the server remembers it for the session.
@@ -277,7 +294,7 @@ impl Server for Registry {
         _params: types::SetLevelRequestParams,
         _cx: &RequestContext,
     ) -> Result<types::EmptyResult, ErrorObject> {
-        typed(json!({}))
+        Ok(empty())
     }
 
     async fn tools_list(
@@ -285,7 +302,12 @@ impl Server for Registry {
         params: Option<types::PaginatedRequestParams>,
         _cx: &RequestContext,
     ) -> Result<types::ListToolsResult, ErrorObject> {
-        self.list("tools", self.tools.descriptors(), params.as_ref())
+        let (tools, next_cursor) = self.page(self.tools.descriptors(), params.as_ref())?;
+        Ok(types::ListToolsResult {
+            meta: None,
+            next_cursor,
+            tools: tools.into_iter().map(typed).collect::<Result<_, _>>()?,
+        })
     }
 
     async fn tools_call(
@@ -313,7 +335,12 @@ impl Server for Registry {
         params: Option<types::PaginatedRequestParams>,
         _cx: &RequestContext,
     ) -> Result<types::ListResourcesResult, ErrorObject> {
-        self.list("resources", self.catalog.resources(), params.as_ref())
+        let (resources, next_cursor) = self.page(self.catalog.resources(), params.as_ref())?;
+        Ok(types::ListResourcesResult {
+            meta: None,
+            next_cursor,
+            resources,
+        })
     }
 
     async fn resources_templates_list(
@@ -321,11 +348,13 @@ impl Server for Registry {
         params: Option<types::PaginatedRequestParams>,
         _cx: &RequestContext,
     ) -> Result<types::ListResourceTemplatesResult, ErrorObject> {
-        self.list(
-            "resourceTemplates",
-            self.catalog.templates(),
-            params.as_ref(),
-        )
+        let (resource_templates, next_cursor) =
+            self.page(self.catalog.templates(), params.as_ref())?;
+        Ok(types::ListResourceTemplatesResult {
+            meta: None,
+            next_cursor,
+            resource_templates,
+        })
     }
 
     async fn resources_read(
@@ -358,7 +387,12 @@ impl Server for Registry {
         params: Option<types::PaginatedRequestParams>,
         _cx: &RequestContext,
     ) -> Result<types::ListPromptsResult, ErrorObject> {
-        self.list("prompts", self.catalog.prompts(), params.as_ref())
+        let (prompts, next_cursor) = self.page(self.catalog.prompts(), params.as_ref())?;
+        Ok(types::ListPromptsResult {
+            meta: None,
+            next_cursor,
+            prompts,
+        })
     }
 
     async fn prompts_get(
@@ -383,10 +417,13 @@ impl Server for Registry {
         let mut values = self.catalog.complete(&params);
         let total = values.len();
         values.truncate(MAX_COMPLETIONS);
-        typed(json!({ "completion": {
-            "values": values,
-            "total": total,
-            "hasMore": total > MAX_COMPLETIONS,
-        } }))
+        Ok(types::CompleteResult {
+            completion: types::CompleteResultCompletion {
+                has_more: Some(total > MAX_COMPLETIONS),
+                total: Some(i64::try_from(total).unwrap_or(i64::MAX)),
+                values,
+            },
+            meta: None,
+        })
     }
 }

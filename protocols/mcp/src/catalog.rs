@@ -6,7 +6,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use protocols_runtime::ErrorObject;
-use serde_json::Value;
 
 use crate::context::RequestContext;
 use crate::generated::v2025_11_25::types;
@@ -191,24 +190,24 @@ impl Catalog {
         self.completion.is_some()
     }
 
-    pub(crate) fn resources(&self) -> Vec<Value> {
+    pub(crate) fn resources(&self) -> Vec<types::Resource> {
         self.resources
             .iter()
-            .filter_map(|entry| serde_json::to_value(&entry.resource).ok())
+            .map(|entry| entry.resource.clone())
             .collect()
     }
 
-    pub(crate) fn templates(&self) -> Vec<Value> {
+    pub(crate) fn templates(&self) -> Vec<types::ResourceTemplate> {
         self.templates
             .iter()
-            .filter_map(|entry| serde_json::to_value(&entry.template).ok())
+            .map(|entry| entry.template.clone())
             .collect()
     }
 
-    pub(crate) fn prompts(&self) -> Vec<Value> {
+    pub(crate) fn prompts(&self) -> Vec<types::Prompt> {
         self.prompts
             .iter()
-            .filter_map(|entry| serde_json::to_value(&entry.prompt).ok())
+            .map(|entry| entry.prompt.clone())
             .collect()
     }
 
@@ -283,11 +282,11 @@ impl Catalog {
 
 /// One page of a list: items after `cursor`, and the cursor of the next page. A cursor is the
 /// offset of the page's first item; one that does not parse or points past the end is refused.
-pub(crate) fn page(
-    items: Vec<Value>,
+pub(crate) fn page<T>(
+    items: Vec<T>,
     cursor: Option<&str>,
     size: usize,
-) -> Result<(Vec<Value>, Option<String>), ErrorObject> {
+) -> Result<(Vec<T>, Option<String>), ErrorObject> {
     let start = match cursor {
         None => 0,
         Some(cursor) => cursor
@@ -307,6 +306,7 @@ pub(crate) fn page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn a_template_matches_its_expansions_and_captures_the_variables() {

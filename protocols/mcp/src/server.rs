@@ -250,7 +250,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(value).map_err(|_| ErrorObject::internal_error())
 }
 
-fn decode<T: DeserializeOwned>(method: &'static str, params: &Value) -> Result<T, ErrorObject> {
+fn decode<T: DeserializeOwned>(method: &str, params: &Value) -> Result<T, ErrorObject> {
     serde_json::from_value(params.clone()).map_err(|error| errors::invalid_params(method, error))
 }
 
@@ -1149,7 +1149,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let owner = call.task_owner();
         let params = call.params();
         let task_id = || -> Result<String, ErrorObject> {
-            let params: types::GetTaskRequestParams = decode("tasks/*", &params)?;
+            let params: types::GetTaskRequestParams = decode(method, &params)?;
             Ok(params.task_id)
         };
         match method {

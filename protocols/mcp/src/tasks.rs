@@ -700,7 +700,10 @@ impl TaskStore {
         })?;
         let waited = tokio::select! {
             waited = changed.wait_for(|status| is_terminal(*status)) => waited.map(|_| ()),
-            () = abandon.cancelled() => return Err(ErrorObject::invalid_request("tasks/result was cancelled")),
+            () = abandon.cancelled() => return Err(ErrorObject::new(
+                protocols_runtime::jsonrpc::codes::INVALID_REQUEST,
+                format!("{} was cancelled", v2025_11_25::methods::TASKS_RESULT),
+            )),
         };
         // The sender is dropped only when the task expired while we waited.
         waited.map_err(|_| not_found(id))?;

@@ -41,6 +41,20 @@ fn load_runtime() -> Result<tokio::runtime::Runtime, String> {
 /// The kernel's fixed unit for the CPU times in `/proc/<pid>/stat` (USER_HZ).
 const TICKS_PER_SECOND: u64 = 100;
 
+/// The environment variable naming how many bytes of padding each echoed message carries (none
+/// when unset): `MESSAGE_BYTES=102400` measures large payloads.
+const MESSAGE_BYTES: &str = "MESSAGE_BYTES";
+
+/// The padding every echoed message carries after its `hello <worker>-<id>`, from
+/// [`MESSAGE_BYTES`]; plain ASCII, so no escape changes its length on the wire.
+fn padding() -> String {
+    let bytes = std::env::var(MESSAGE_BYTES)
+        .ok()
+        .and_then(|bytes| bytes.parse::<usize>().ok())
+        .unwrap_or(0);
+    "x".repeat(bytes)
+}
+
 /// A response head larger than this is not an MCP server's.
 const MAX_HEAD: usize = 16 * 1024;
 
@@ -78,6 +92,8 @@ struct Connection {
     json: Vec<u8>,
     /// The text the next echo must carry back, reused.
     message: String,
+    /// What every message carries after its distinct prefix (see [`MESSAGE_BYTES`]).
+    padding: String,
     /// Bytes read and not yet consumed.
     input: Vec<u8>,
     /// The answer's body (de-chunked), reused.
@@ -97,6 +113,7 @@ impl Connection {
             out: Vec::with_capacity(1024),
             json: Vec::with_capacity(512),
             message: String::with_capacity(32),
+            padding: padding(),
             input: Vec::with_capacity(8192),
             body: Vec::with_capacity(4096),
         };
@@ -266,6 +283,7 @@ impl Connection {
         };
         self.message.clear();
         write!(self.message, "hello {worker}-{id}").map_err(|error| error.to_string())?;
+        self.message.push_str(&self.padding);
         self.json.clear();
         write!(
             self.json,

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! mcp_echo serve <stateless|session> <port-file> [boxed]
+//! mcp_echo serve bare <port-file>        # the baseline: a bare axum echo of the same calls
 //! mcp_echo load <port> <stateless|session> <concurrency> <seconds> <server-pid>
 //! mcp_echo calls <port> <stateless|session> <concurrency> <count>   # for callgrind
 //! mcp_echo open <port> <sessions>        # initializes that many sessions and leaves them idle
@@ -16,12 +17,16 @@
 //! `Mcp-Name`) answered as JSON; `session` opens one session per connection (`initialize`, then
 //! `notifications/initialized`) on 2025-11-25 and gets every answer as an SSE stream.
 //!
+//! `MESSAGE_BYTES=<n>` pads every echoed message with `n` bytes (the large-payload measurement:
+//! `scripts/bench-mcp.sh large`); `serve bare` is what those figures are held against.
+//!
 //! `serve … boxed` is an experiment, not a comparison: the same server with each request's
 //! handler future boxed, to show what moving that large future around costs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bare;
 mod boxed;
 mod echo_tool;
 mod load;
@@ -42,6 +47,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
+        ["serve", "bare", port_file] => bare::serve(port_file),
         ["serve", mode, port_file] => Mode::parse(mode)
             .and_then(|mode| serve(echo_server(BENCH_SERVER_NAME)?, mode, port_file)),
         ["serve", mode, port_file, "boxed"] => Mode::parse(mode).and_then(|mode| {

@@ -277,7 +277,11 @@ impl HttpClient {
             Err(error) if is_auth_failure(&error) => Err(error),
             outcome => {
                 if let Err(error) = &outcome {
-                    tracing::debug!(%error, "server/discover failed: falling back to initialize");
+                    tracing::debug!(
+                        %error,
+                        method = v2026_07_28::methods::SERVER_DISCOVER,
+                        "discovery failed: falling back to initialize"
+                    );
                 }
                 let result = self
                     .initialize(Revision::NEWEST_SESSION, capabilities)
