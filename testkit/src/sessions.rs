@@ -247,6 +247,7 @@ impl<S: SharedState> SessionStore<S> for RecordSessionStore<S> {
 
 /// A store the contract runs against, and how to cut it off when it can be.
 pub struct ContractStore {
+    /// The store under test, empty when the contract starts.
     pub store: Arc<dyn SessionStore<()>>,
     /// Makes the store fail (`true`) and recover; `None` for a store that cannot fail.
     pub outage: Option<Box<dyn Fn(bool) + Send + Sync>>,
