@@ -44,6 +44,22 @@ pub enum Unsessioned {
     NeedsSession,
 }
 
+/// Whether a Streamable HTTP endpoint keeps a session for each client. What a handler learns
+/// of it through [`Context::session_mode`], so a protocol with sessions can serve its session
+/// revisions on an endpoint that has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionMode {
+    /// A client's opening request is issued a session (the profile's session header), which
+    /// its later requests name; stdio and the legacy transport are always this.
+    #[default]
+    PerClient,
+    /// No sessions at all: nothing is issued, looked up or kept for a client, every `POST`
+    /// stands alone (a session header it carries is ignored), and `GET` and `DELETE` are
+    /// `405`. What needs a session (a server→client call outside a `POST`'s own stream,
+    /// subscriptions) fails or is refused.
+    Sessionless,
+}
+
 /// The HTTP head of an error that is a request's whole JSON answer: its status, and the
 /// seconds after which retrying may succeed (sent as `Retry-After`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,6 +353,15 @@ pub trait RequestHandler: Send + Sync + 'static {
         false
     }
 
+    /// How a request is answered on an endpoint without sessions ([`SessionMode::Sessionless`]),
+    /// where every request is served without one: as within a session (a protocol revision that
+    /// has sessions, say) or as a stateless request. It picks the error statuses of the answer
+    /// ([`Profile::with_sessionless_error_statuses`]); asked only on such an endpoint.
+    fn served_without_sessions(&self, headers: &HeaderMap) -> Served {
+        let _ = headers;
+        Served::Sessionless
+    }
+
     /// Answers one request.
     fn handle(
         &self,
@@ -367,6 +392,8 @@ pub struct RequestMeta {
     /// The peer's address as a server that owns its listener hands it down a mounted
     /// transport's direct path, where no `ConnectInfo` extension is inserted for it.
     peer_address: Option<SocketAddr>,
+    /// Whether the endpoint the request came to keeps sessions.
+    session_mode: SessionMode,
 }
 
 impl RequestMeta {
@@ -377,7 +404,20 @@ impl RequestMeta {
             extensions,
             version_header: profile.version_header().cloned(),
             peer_address: None,
+            session_mode: SessionMode::PerClient,
         }
+    }
+
+    /// The same metadata, for a request to an endpoint in `mode`.
+    #[must_use]
+    pub(crate) fn with_session_mode(mut self, mode: SessionMode) -> Self {
+        self.session_mode = mode;
+        self
+    }
+
+    /// Whether the endpoint the request came to keeps sessions.
+    pub fn session_mode(&self) -> SessionMode {
+        self.session_mode
     }
 
     /// The same metadata, for a request whose connection came from `peer`.
@@ -495,6 +535,12 @@ impl<S> Context<S> {
     /// handlers (the caller's principal and headers) without copying it.
     pub fn request_meta(&self) -> &Arc<RequestMeta> {
         &self.meta
+    }
+
+    /// Whether the endpoint keeps sessions: on a [`SessionMode::Sessionless`] one no message
+    /// has a session, whatever its protocol revision.
+    pub fn session_mode(&self) -> SessionMode {
+        self.meta.session_mode
     }
 
     /// The value of the profile's version header, when the client sent one.

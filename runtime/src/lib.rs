@@ -122,7 +122,7 @@ pub mod tail;
 
 pub use handler::{
     BatchPolicy, Context, ErrorHead, Profile, Rejection, Reply, RequestHandler, RequestMeta,
-    Served, Unsessioned,
+    Served, SessionMode, Unsessioned,
 };
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};

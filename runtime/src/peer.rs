@@ -94,6 +94,17 @@ impl Route {
 
 type AnswerSender = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
 
+/// How a conversation numbers the requests it sends.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum OutboundIds {
+    /// 0, 1, 2…: only the one peer of the conversation sees them.
+    #[default]
+    Counted,
+    /// A random string each: the conversation of a sessionless endpoint, where any client may
+    /// post an answer, so only the client that saw a request can answer it.
+    Unguessable,
+}
+
 /// The bookkeeping of one conversation (a session, or a stdio connection): requests this side
 /// sent and awaits, and the peer's requests running here, which the peer may cancel.
 #[derive(Debug, Default)]
@@ -101,6 +112,7 @@ pub struct Conversation {
     awaiting: Mutex<HashMap<RequestId, AnswerSender>>,
     running: Mutex<HashMap<RequestId, CancellationToken>>,
     next_id: AtomicI64,
+    ids: OutboundIds,
     /// Work whose answers are still owed on the conversation's own stream (held by
     /// [`Conversation::hold`]).
     owed: AtomicUsize,
@@ -110,6 +122,15 @@ impl Conversation {
     /// A conversation with nothing in flight.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The one conversation of an endpoint without sessions: it only correlates the answers to
+    /// requests sent on `POST` streams, so its ids are unguessable.
+    pub(crate) fn unguessable() -> Self {
+        Self {
+            ids: OutboundIds::Unguessable,
+            ..Self::default()
+        }
     }
 
     /// Delivers the peer's answer to the call awaiting it; `false` when none is (late, unknown
@@ -180,7 +201,12 @@ impl Conversation {
     }
 
     fn next_id(&self) -> RequestId {
-        RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
+        match self.ids {
+            OutboundIds::Counted => RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed)),
+            OutboundIds::Unguessable => {
+                RequestId::String(Arc::from(uuid::Uuid::new_v4().simple().to_string()))
+            }
+        }
     }
 
     fn await_answer(
@@ -294,14 +320,20 @@ impl Peer {
     /// made after the request answered): the session's own stream over HTTP, the one line
     /// stream over stdio. It stays usable after the request that produced it has finished.
     pub fn session_wide(&self) -> Self {
+        let route = self
+            .session_route
+            .clone()
+            .unwrap_or_else(|| self.route.clone());
+        // Nowhere to send is no session: a call made there fails as one, at once.
+        let conversation = match route {
+            Route::Nowhere => None,
+            Route::Tail(_) | Route::Lines(_) => self.conversation.clone(),
+        };
         Self {
-            route: self
-                .session_route
-                .clone()
-                .unwrap_or_else(|| self.route.clone()),
+            route,
             session_route: None,
             request_stream: None,
-            conversation: self.conversation.clone(),
+            conversation,
             timeout: self.timeout,
             cancel: self.cancel,
         }

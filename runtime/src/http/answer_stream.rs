@@ -10,7 +10,6 @@ use tracing::Instrument;
 use super::StreamableHttp;
 use super::negotiate::Framed;
 use super::post::{Inbound, run_all};
-use super::served;
 use super::session::Resolved;
 use crate::handler::{RequestHandler, RequestMeta};
 use crate::jsonrpc::{Message, Response as RpcResponse};
@@ -42,13 +41,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
             }
             _ => Priming::Unprimed,
         };
+        let served = self.served(resolved.session(), &meta.headers);
         let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
         // Only a session's stream can be resumed, so only then may the handler release it.
         if resolved.session().is_some() {
             scope.peer = scope.peer.with_request_stream(Arc::clone(&tail));
         }
         let batch = body.batch;
-        let served = served(resolved.session());
         let transport = Arc::clone(&self);
         let work_tail = Arc::clone(&tail);
         let mut subscription = tail.subscribe(Start::Beginning);

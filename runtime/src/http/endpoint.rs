@@ -111,12 +111,22 @@ impl<H: RequestHandler> Endpoint<H> {
                     response
                 }
                 Method::DELETE => transport.serve_delete(headers).await,
-                _ => Refusal::MethodNotAllowed(Some(HeaderValue::from_static(ALLOWED_METHODS)))
-                    .into_response(),
+                _ => Refusal::MethodNotAllowed(Some(transport.allowed_methods())).into_response(),
             };
             Ok(response)
         };
         Box::pin(answer.in_current_span())
+    }
+}
+
+impl<H: RequestHandler> StreamableHttp<H> {
+    /// The methods a `405` names: `POST` alone where `GET` and `DELETE` have no session to
+    /// serve.
+    fn allowed_methods(&self) -> HeaderValue {
+        match self.session_header() {
+            Some(_) => HeaderValue::from_static(ALLOWED_METHODS),
+            None => HeaderValue::from_static("POST"),
+        }
     }
 }
 

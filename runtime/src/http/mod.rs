@@ -1,6 +1,7 @@
 //! The Streamable HTTP transport: `POST` carries messages and is answered with JSON or an SSE
 //! stream, `GET` opens (or resumes) the session's server-initiated stream, `DELETE` ends a
-//! session. This module decides how a request is framed and which session it belongs to, and
+//! session; configured [`SessionMode::Sessionless`], there are no sessions and every `POST`
+//! stands alone. This module decides how a request is framed and which session it belongs to, and
 //! nothing else: authentication, origin checks and limits are the hardening layer's (it runs
 //! first, so no session is looked up for an unproven caller), and what a message means is the
 //! handler's.
@@ -24,16 +25,18 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
-use http::{HeaderValue, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use endpoint::{Endpoint, EndpointFuture};
 pub(crate) use negotiate::content_type_is;
 pub(crate) use post::decode_refusal;
 
+pub use crate::handler::SessionMode;
 use crate::handler::{DEFAULT_PEER_TIMEOUT, Rejection, RequestHandler, Served};
 use crate::hardening::{EchoId, Hardening, Refusal, response_headers};
 use crate::jsonrpc::{DecodeLimits, Message, RequestId, Response as RpcResponse};
+use crate::peer::Conversation;
 use crate::quote::quote;
 use crate::session::{
     Clock, LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
@@ -59,6 +62,8 @@ pub enum ResponseMode {
 pub struct HttpConfig {
     /// Whether requests are answered with JSON, an SSE stream, or JSON unless the handler sends first.
     pub response_mode: ResponseMode,
+    /// Whether each client gets a session, or every `POST` stands alone ([`SessionMode`]).
+    pub session_mode: SessionMode,
     /// Bounds on each body's JSON; the byte bound applies when no hardening set one.
     pub limits: DecodeLimits,
     /// How long sessions live and how many may be open.
@@ -85,6 +90,7 @@ impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpConfig")
             .field("response_mode", &self.response_mode)
+            .field("session_mode", &self.session_mode)
             .field("limits", &self.limits)
             .field("sessions", &self.sessions)
             .field("tail_capacity", &self.tail_capacity)
@@ -97,6 +103,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             response_mode: ResponseMode::Auto,
+            session_mode: SessionMode::PerClient,
             limits: DecodeLimits::default(),
             sessions: SessionLimits::default(),
             tail_capacity: 1024,
@@ -115,6 +122,7 @@ impl Default for HttpConfig {
 
 crate::config_setters!(HttpConfig {
     response_mode: ResponseMode,
+    session_mode: SessionMode,
     limits: DecodeLimits,
     sessions: SessionLimits,
     tail_capacity: usize,
@@ -139,6 +147,9 @@ pub struct StreamableHttp<H: RequestHandler> {
     answers_at_once: bool,
     /// Where sessions' event streams live.
     events: Arc<dyn EventStore>,
+    /// Without sessions, the one conversation that correlates the answers to requests a
+    /// handler sent on its `POST`'s stream (the answers come on other `POST`s).
+    relay: Option<Arc<Conversation>>,
     reaper: LazyReaper,
     /// The profile's media type as a header value, parsed once.
     content_type: HeaderValue,
@@ -180,15 +191,40 @@ impl<H: RequestHandler> StreamableHttp<H> {
         crate::panic_boundary::install();
         let content_type = HeaderValue::from_str(handler.profile().media_type())
             .unwrap_or_else(|_| HeaderValue::from_static("application/json"));
+        let relay = match config.session_mode {
+            SessionMode::PerClient => None,
+            SessionMode::Sessionless => Some(Arc::new(Conversation::unguessable())),
+        };
         Self {
             handler,
             config,
+            relay,
             saves_state: store.saves_state(),
             answers_at_once: store.answers_at_once(),
             store,
             events,
             reaper: LazyReaper::new(),
             content_type,
+        }
+    }
+
+    /// The header naming a session here: the profile's, unless the endpoint keeps no sessions.
+    /// The one place that decides it, so an endpoint without sessions issues none, looks none
+    /// up and answers `GET` and `DELETE` as a protocol without sessions does.
+    fn session_header(&self) -> Option<&HeaderName> {
+        match self.config.session_mode {
+            SessionMode::PerClient => self.handler.profile().session_header(),
+            SessionMode::Sessionless => None,
+        }
+    }
+
+    /// How a request with (or without) `session` was served, for the status of its answer;
+    /// on an endpoint without sessions the protocol says, from the request's `headers`.
+    fn served(&self, session: Option<&Arc<Session<H::Session>>>, headers: &HeaderMap) -> Served {
+        match (session, self.config.session_mode) {
+            (Some(_), _) => Served::InSession,
+            (None, SessionMode::PerClient) => Served::Sessionless,
+            (None, SessionMode::Sessionless) => self.handler.served_without_sessions(headers),
         }
     }
 
@@ -267,14 +303,6 @@ fn reject(rejection: &Rejection, id: Option<&RequestId>) -> Response {
         HeaderValue::from_static("application/json"),
     );
     response
-}
-
-/// How a request with (or without) `session` was served, for the status of its answer.
-fn served<S>(session: Option<&Arc<Session<S>>>) -> Served {
-    match session {
-        Some(_) => Served::InSession,
-        None => Served::Sessionless,
-    }
 }
 
 /// Why an admitted caller's request is still not served: the transport's refusal or the

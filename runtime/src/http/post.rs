@@ -14,7 +14,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::negotiate::{Accepts, Framed, choose_framing, is_media_type};
 use super::session::Resolved;
-use super::{Denial, StreamableHttp, record_session, refuse, served, store_refusal};
+use super::{Denial, StreamableHttp, record_session, refuse, store_refusal};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
 use crate::hardening::{Admitted, Refusal, read_body};
@@ -168,7 +168,7 @@ pub(super) fn serve_post<H: RequestHandler>(
         };
         let mut response = match answer {
             Answer::One { request, scope } => {
-                let served = served(scope.session.as_ref());
+                let served = transport.served(scope.session.as_ref(), &scope.meta.headers);
                 let (answer, outcome) = {
                     let mut answering =
                         std::pin::pin!(answer_request(&transport.handler, request, scope));
@@ -300,7 +300,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return Err(Refusal::NotAcceptable);
         };
         let limit = admitted.body_limit.0;
-        let meta = RequestMeta::new(parts.headers, parts.extensions, profile);
+        let meta = RequestMeta::new(parts.headers, parts.extensions, profile)
+            .with_session_mode(self.config.session_mode);
         let meta = match admitted.peer {
             Some(peer) => meta.with_peer_address(peer),
             None => meta,
@@ -572,10 +573,15 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let conversation = session
             .as_ref()
             .map(|session| Arc::clone(session.conversation()));
+        // Without a session, a call back rides the POST's own stream, if it has one.
+        let calls = match (&conversation, &route) {
+            (None, Route::Tail(_)) => self.relay.clone(),
+            _ => conversation.clone(),
+        };
         Scope {
             peer: Peer::new(
                 route,
-                conversation.clone(),
+                calls,
                 self.config.peer_timeout,
                 self.handler.profile().cancellation().copied(),
             )
@@ -599,7 +605,12 @@ impl<H: RequestHandler> StreamableHttp<H> {
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
     ) {
-        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        let mut scope = self.scope(resolved, meta, Self::side_route(resolved));
+        // Without sessions, answers to calls made on POST streams come here; requests never
+        // join that conversation, so no client can cancel another's by its id.
+        if scope.conversation.is_none() {
+            scope.conversation.clone_from(&self.relay);
+        }
         for message in messages {
             serve_message(&self.handler, message, scope.clone()).await;
         }

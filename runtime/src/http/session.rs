@@ -73,7 +73,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Some(resolved) = self.resolve_without_store(headers, body) {
             return resolved;
         }
-        let named = match self.handler.profile().session_header() {
+        let named = match self.session_header() {
             Some(name) => session_id(headers, name)?,
             None => None,
         };
@@ -91,7 +91,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         headers: &HeaderMap,
         body: &Inbound,
     ) -> Option<Result<Resolved<H::Session>, Refusal>> {
-        let Some(name) = self.handler.profile().session_header() else {
+        let Some(name) = self.session_header() else {
             return Some(Ok(Resolved::None));
         };
         match session_id(headers, name) {
@@ -172,7 +172,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         response: &mut Response,
         session: &Session<H::Session>,
     ) {
-        if let Some(name) = self.handler.profile().session_header()
+        if let Some(name) = self.session_header()
             && !session.ended().is_cancelled()
             && let Ok(value) = HeaderValue::from_str(session.id().as_str())
         {

@@ -40,7 +40,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// `GET`: the session's stream, fresh or resumed from `Last-Event-ID`.
     async fn open_stream(&self, headers: &HeaderMap) -> Response {
-        let Some(name) = self.handler.profile().session_header() else {
+        let Some(name) = self.session_header() else {
             return refuse(
                 Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
                 None,
@@ -80,7 +80,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// `DELETE`: ends the session; its id is unknown afterwards.
     async fn end_session(&self, headers: &HeaderMap) -> Response {
-        let Some(name) = self.handler.profile().session_header() else {
+        let Some(name) = self.session_header() else {
             return refuse(
                 Refusal::MethodNotAllowed(Some(HeaderValue::from_static("POST"))),
                 None,

@@ -212,6 +212,15 @@ impl RequestHandler for TestProtocol {
                 }
                 Err(error) => Err(ErrorObject::new(-32001, error.to_string())),
             },
+            "ask-session-wide" => match cx
+                .peer()
+                .session_wide()
+                .request("client/ask", &params)
+                .await
+            {
+                Ok(_) => reply(&json!("answered")),
+                Err(error) => Err(ErrorObject::new(-32003, error.to_string())),
+            },
             "ask-client-briefly" => match cx
                 .peer()
                 .request_within("client/ask", &params, Duration::from_millis(100))
