@@ -113,6 +113,8 @@ pub mod server;
 #[cfg(feature = "server")]
 pub mod session;
 #[cfg(feature = "server")]
+mod sessionless;
+#[cfg(feature = "server")]
 pub mod stateless;
 #[cfg(feature = "server")]
 pub mod tasks;

@@ -8,7 +8,8 @@
 //! input-required rounds (their `requestState` sealed) and `Mcp-Param-*` checks, and tasks on
 //! both wires (a `tools/call` that becomes a task runs the handler's `tools_call` in the
 //! background). Every error leaves in the peer's revision's codes, with its status
-//! (`crate::errors`).
+//! (`crate::errors`). On an endpoint without sessions the session revisions are served as
+//! `crate::sessionless` says.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -21,7 +22,7 @@ use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::Direction;
 use protocols_runtime::{
     BatchPolicy, ErrorObject, Message, Notification, Peer, Profile, Rejection, Reply, Request,
-    RequestHandler, Unsessioned,
+    RequestHandler, Served, SessionMode, Unsessioned,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -37,6 +38,7 @@ use crate::param_headers;
 use crate::request_state::{Binding, StateSeal};
 use crate::revision::Revision;
 use crate::session::{ClientCapabilities, ClientDescription, LiveSessions, McpSession};
+use crate::sessionless;
 use crate::stateless::{self, RequestHead, params_of};
 use crate::tasks::extension_methods as extension;
 use crate::tasks::{RELATED_TASK, TASKS_EXTENSION, TaskLink, TaskStore, TaskWire, notify_status};
@@ -446,9 +448,12 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 head.missing_meta_field().unwrap_or("_meta"),
             ));
         }
-        cx.state()
-            .and_then(McpSession::revision)
-            .ok_or_else(|| ErrorObject::invalid_request("the session is not initialized"))
+        let not_initialized = || ErrorObject::invalid_request("the session is not initialized");
+        match (cx.state(), cx.session_mode()) {
+            (Some(session), _) => session.revision().ok_or_else(not_initialized),
+            (None, SessionMode::Sessionless) => sessionless::revision(cx.headers()),
+            (None, SessionMode::PerClient) => Err(not_initialized()),
+        }
     }
 
     async fn answer(&self, request: Request, cx: Context<McpSession>) -> Reply {
@@ -462,6 +467,11 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         let revision = self.revision_of(&request, &head, &cx)?;
         if !self.serves(revision, &request.method) {
             return Err(ErrorObject::method_not_found());
+        }
+        if cx.session_mode() == SessionMode::Sessionless
+            && let Some(refusal) = sessionless::refusal(&request.method)
+        {
+            return Err(refusal);
         }
         let mut call = Call {
             revision,
@@ -668,7 +678,15 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             decode(v2025_11_25::methods::INITIALIZE, &params_of(request))?;
         let revision = Revision::negotiate(&typed.protocol_version);
         let Some(session) = cx.session() else {
-            return Err(ErrorObject::invalid_request("initialize needs a session"));
+            return match cx.session_mode() {
+                SessionMode::Sessionless => {
+                    self.initialize_sessionless(revision, typed, request, cx)
+                        .await
+                }
+                SessionMode::PerClient => {
+                    Err(ErrorObject::invalid_request("initialize needs a session"))
+                }
+            };
         };
         let already = || ErrorObject::invalid_request("the session is already initialized");
         if session.state().revision().is_some() {
@@ -681,6 +699,24 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             return Err(already());
         }
         self.inner.live.add(session);
+        insert(&mut result, "protocolVersion", json!(revision.as_str()));
+        raw(&wire::result_for(
+            revision,
+            v2025_11_25::methods::INITIALIZE,
+            result,
+        ))
+    }
+
+    /// `initialize` on an endpoint without sessions: described, negotiated and forgotten.
+    async fn initialize_sessionless(
+        &self,
+        revision: Revision,
+        typed: types::InitializeRequestParams,
+        request: &Request,
+        cx: &Context<McpSession>,
+    ) -> Reply {
+        let call = Call::new(revision, request, cx);
+        let mut result = sessionless::described(self.describe(typed, &call.context()).await?);
         insert(&mut result, "protocolVersion", json!(revision.as_str()));
         raw(&wire::result_for(
             revision,
@@ -1326,6 +1362,10 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
         } else {
             Unsessioned::NeedsSession
         }
+    }
+
+    fn served_without_sessions(&self, headers: &HeaderMap) -> Served {
+        sessionless::served(headers)
     }
 
     fn accepts_batch(&self, _headers: &HeaderMap, session: Option<&McpSession>) -> bool {
