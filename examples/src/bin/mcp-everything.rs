@@ -1,7 +1,8 @@
 //! `mcp-everything`: the MCP demo server with every conformance fixture.
 //!
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
-//! to `/message`); `--stdio` serves the same over stdin/stdout.
+//! to `/message`); `--stdio` serves the same over stdin/stdout. `--sessionless` serves `/mcp`
+//! without sessions: every `POST` stands alone, as the other SDKs' stateless modes.
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Parser};
 use examples::mcp_demo::everything_server;
 use protocols_runtime::hardening::HardeningConfig;
-use protocols_runtime::http::HttpConfig;
+use protocols_runtime::http::{HttpConfig, SessionMode};
 use protocols_runtime::server::Server;
 use protocols_runtime::stdio::{StdioConfig, serve_stdio};
 
@@ -28,13 +29,28 @@ struct Arguments {
     /// Serve the same over stdin/stdout.
     #[arg(long)]
     stdio: bool,
+    /// Serve /mcp without sessions: no Mcp-Session-Id, every POST on its own, GET and DELETE 405.
+    #[arg(long, requires = "listen")]
+    sessionless: bool,
 }
 
-async fn listen(address: SocketAddr) -> std::io::Result<()> {
+impl Arguments {
+    /// Whether `/mcp` keeps a session per client.
+    fn session_mode(&self) -> SessionMode {
+        if self.sessionless {
+            SessionMode::Sessionless
+        } else {
+            SessionMode::PerClient
+        }
+    }
+}
+
+async fn listen(address: SocketAddr, sessions: SessionMode) -> std::io::Result<()> {
     let server = everything_server().map_err(std::io::Error::other)?;
+    let streamable = HttpConfig::default().session_mode(sessions);
     let built = Server::builder()
         .hardening(HardeningConfig::new().bind_address(address))
-        .streamable_http("/mcp", server.clone(), HttpConfig::default())
+        .streamable_http("/mcp", server.clone(), streamable)
         .legacy_sse("/sse", "/message", server, HttpConfig::default())
         .build()
         .map_err(std::io::Error::other)?;
@@ -51,7 +67,7 @@ async fn main() -> ExitCode {
     // clap answers --help and a bad command line itself (usage on stderr, exit status 2).
     let arguments = Arguments::parse();
     let outcome = match arguments.listen {
-        Some(address) => listen(address).await,
+        Some(address) => listen(address, arguments.session_mode()).await,
         None => match everything_server() {
             Ok(server) => serve_stdio(&server, StdioConfig::default()).await,
             Err(error) => Err(std::io::Error::other(error)),
