@@ -56,7 +56,9 @@ pub enum SessionMode {
     /// No sessions at all: nothing is issued, looked up or kept for a client, every `POST`
     /// stands alone (a session header it carries is ignored), and `GET` and `DELETE` are
     /// `405`. What needs a session (a server→client call outside a `POST`'s own stream,
-    /// subscriptions) fails or is refused.
+    /// subscriptions) fails or is refused. Any replica serves any request; only the answer to a
+    /// call made on a `POST`'s stream must come back to the replica that made it (its id is
+    /// known nowhere else).
     Sessionless,
 }
 

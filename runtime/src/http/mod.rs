@@ -63,6 +63,7 @@ pub struct HttpConfig {
     /// Whether requests are answered with JSON, an SSE stream, or JSON unless the handler sends first.
     pub response_mode: ResponseMode,
     /// Whether each client gets a session, or every `POST` stands alone ([`SessionMode`]).
+    /// Streamable HTTP only: the legacy HTTP+SSE transport always has sessions.
     pub session_mode: SessionMode,
     /// Bounds on each body's JSON; the byte bound applies when no hardening set one.
     pub limits: DecodeLimits,
