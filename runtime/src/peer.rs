@@ -108,7 +108,11 @@ impl Route {
     /// should know its request went out).
     async fn send_awaiting(&self, bytes: Bytes) -> Result<(), PeerError> {
         match self {
-            Self::Tail(tail) => tail.publish(bytes).await.map(|_| ()).map_err(PeerError::from),
+            Self::Tail(tail) => tail
+                .publish(bytes)
+                .await
+                .map(|_| ())
+                .map_err(PeerError::from),
             Self::Lines(_) | Self::Nowhere => self.send(bytes),
         }
     }

@@ -25,11 +25,11 @@ use tokio_util::sync::CancellationToken;
 use bytes::Bytes;
 
 use crate::peer::Conversation;
-pub use crate::store::{StoreError, StoreFuture};
 use crate::store::log_late_failure;
+pub use crate::store::{StoreError, StoreFuture};
 use crate::tail::{
-    EventCursor, EventStore, EventStream, EventTail, MemoryEventStore, OpenedStream,
-    PublishError, ResumedStream,
+    EventCursor, EventStore, EventStream, EventTail, MemoryEventStore, OpenedStream, PublishError,
+    ResumedStream,
 };
 
 /// What tells the time to expiry decisions. Injected so tests can move time by hand.

@@ -88,7 +88,10 @@ async fn a_stream_asked_for_while_the_event_store_is_down_is_a_503_with_a_json_r
     assert_eq!(answered.status(), StatusCode::OK);
     let drained = SseReader::new(answered).drain().await;
     assert_eq!(drained.messages.len(), 3, "{:?}", drained.messages);
-    let cursor = drained.last_event_id.expect("the events carry ids").to_string();
+    let cursor = drained
+        .last_event_id
+        .expect("the events carry ids")
+        .to_string();
 
     outage.set_down(true);
     assert_store_unavailable(a.event_stream(&session, Some(&cursor)).await).await;
@@ -152,9 +155,7 @@ async fn an_sse_answer_whose_event_store_fails_midway_ends_cleanly_and_the_serve
     assert_store_unavailable(refused).await;
 
     outage.set_down(false);
-    let again = a
-        .call(&session, 3, "stream-slowly", json!({"ms": 1}))
-        .await;
+    let again = a.call(&session, 3, "stream-slowly", json!({"ms": 1})).await;
     assert_eq!(again.status(), StatusCode::OK);
     let whole = SseReader::new(again).drain().await;
     let parts: Vec<&Value> = whole
@@ -162,5 +163,10 @@ async fn an_sse_answer_whose_event_store_fails_midway_ends_cleanly_and_the_serve
         .iter()
         .map(|message| &message["result"]["part"])
         .collect();
-    assert_eq!(parts, [&json!("first"), &json!("final")], "{:?}", whole.messages);
+    assert_eq!(
+        parts,
+        [&json!("first"), &json!("final")],
+        "{:?}",
+        whole.messages
+    );
 }

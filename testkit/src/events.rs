@@ -45,7 +45,10 @@ async fn opened(answer: OpenedStream<'_>) -> Arc<dyn EventStream> {
 }
 
 async fn publish(stream: &dyn EventStream, n: usize) -> EventId {
-    stream.publish(payload(n)).await.expect("the store takes the event")
+    stream
+        .publish(payload(n))
+        .await
+        .expect("the store takes the event")
 }
 
 fn cursor_of(id: EventId) -> EventCursor {
@@ -91,7 +94,11 @@ async fn published_events_resume_in_order_from_either_handle([one, other]: &Stor
         assert_eq!(reader.stream(), stream.number());
         let expected: Vec<Bytes> = (after + 1..5).map(payload).collect();
         assert_eq!(read(reader.as_mut(), expected.len()).await, expected);
-        assert_eq!(reader.cursor_id(), ids[4], "the cursor follows the events read");
+        assert_eq!(
+            reader.cursor_id(),
+            ids[4],
+            "the cursor follows the events read"
+        );
     }
     let origin = EventCursor {
         stream: stream.number(),

@@ -10,13 +10,13 @@ use tracing::Instrument;
 use super::StreamableHttp;
 use super::negotiate::Framed;
 use super::post::{Inbound, run_all};
-use super::{refuse, served, store_refusal};
 use super::session::Resolved;
+use super::{refuse, served, store_refusal};
 use crate::handler::{RequestHandler, RequestMeta};
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::peer::Route;
-use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
 use crate::store::{StoreError, log_late_failure};
+use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
 use crate::tail::{EventStream, EventTail, Start};
 
 impl<H: RequestHandler> StreamableHttp<H> {
@@ -122,7 +122,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
     /// session it was opening is forgotten.
     #[cold]
     #[inline(never)]
-    async fn refuse_unopened(&self, resolved: &Resolved<H::Session>, error: StoreError) -> Response {
+    async fn refuse_unopened(
+        &self,
+        resolved: &Resolved<H::Session>,
+        error: StoreError,
+    ) -> Response {
         self.settle_opening(resolved.opening(), &[]).await;
         refuse(store_refusal(error), None)
     }
