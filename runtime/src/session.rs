@@ -262,7 +262,8 @@ impl<S> Session<S> {
 
     /// Publishes `payload` on the session's standalone stream from a caller that cannot wait
     /// (a broadcast). Taken in place when the store answers at once; otherwise it finishes
-    /// on its own, and `Ok` only says it was handed over.
+    /// on its own, and `Ok` only says it was handed over (two such publishes racing to a
+    /// store whose opening is not ready at once may then land in either order).
     pub fn publish_standalone(&self, payload: Bytes) -> Result<(), PublishError> {
         match self.standalone_stream().now() {
             Ok(opened) => publish_now(opened?.as_ref(), payload),
