@@ -124,17 +124,24 @@ async fn open<H: RequestHandler>(
         transport.config.clock.wall(),
         Arc::clone(&transport.events),
     ));
+    // Opened before the span is entered: an entered span must not be held across an await.
+    let stream = match session.standalone_stream().await {
+        Ok(stream) => stream,
+        Err(_) => return Refusal::StoreUnavailable.into_response(),
+    };
     // The stream's body runs in this span for as long as the session lives.
     let span = tracing::debug_span!("legacy_stream", session = %session.id());
     let _entered = span.enter();
     if transport.store.insert(Arc::clone(&session)).is_err() {
+        // Never stored: its stream is let go of here.
+        session.end();
         return Refusal::Overloaded.into_response();
     }
     let endpoint = transport.endpoint(request.extensions().get::<NestedPath>(), session.id());
     let mut first = BytesMut::new();
     encode_event(&mut first, Some(&EventName::ENDPOINT), None, &endpoint);
     tracing::debug!("legacy stream opened");
-    let subscription = session.standalone_stream().subscribe(Start::Beginning);
+    let subscription = stream.subscribe(Start::Beginning);
     let response = sse_response(
         subscription,
         vec![first.freeze()],
@@ -211,7 +218,10 @@ async fn message<H: RequestHandler>(
             return decode_refusal(&error).into_response_with_id(echo(error.request_id()).as_ref());
         }
     };
-    let tail = session.standalone_stream();
+    let tail = match session.standalone_stream().await {
+        Ok(tail) => tail,
+        Err(_) => return Refusal::StoreUnavailable.into_response(),
+    };
     let conversation = Arc::clone(session.conversation());
     // Owed from now, so a drain that begins before the work runs still waits for its answers.
     let owed = conversation.hold();
@@ -237,7 +247,10 @@ async fn message<H: RequestHandler>(
         let _owed = owed;
         for message in messages {
             if let Some(answer) = serve_message(&worker.handler, message, scope.clone()).await
-                && tail.publish(Message::Response(answer).to_bytes()).is_err()
+                && tail
+                    .publish(Message::Response(answer).to_bytes())
+                    .await
+                    .is_err()
             {
                 tracing::debug!("a legacy stream closed before its answer");
             }

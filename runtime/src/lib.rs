@@ -113,6 +113,7 @@ pub mod server;
 pub mod session;
 pub mod sse;
 pub mod stdio;
+pub mod store;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod stream;

@@ -16,7 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
-use crate::tail::EventStream;
+use crate::session::publish_now;
+use crate::store::log_late_failure;
+use crate::tail::{EventStream, PublishError};
 
 /// How a protocol cancels a request in flight: the notification's method and the params field
 /// naming the request. The runtime applies it both ways; it never knows the method otherwise.
@@ -63,6 +65,18 @@ pub enum PeerError {
     /// The peer is not reading: its outbound queue is full.
     #[error("the peer is not reading: the queue of messages to it is full")]
     Backlogged,
+    /// The store holding the stream could not take the message.
+    #[error("the event store is unavailable")]
+    Unavailable,
+}
+
+impl From<PublishError> for PeerError {
+    fn from(error: PublishError) -> Self {
+        match error {
+            PublishError::Closed => Self::Closed,
+            PublishError::Store(_) => Self::Unavailable,
+        }
+    }
 }
 
 /// Where outbound messages go.
@@ -77,17 +91,29 @@ pub(crate) enum Route {
 }
 
 impl Route {
+    /// Sends without waiting: a stream whose store answers later finishes the publish on its
+    /// own (in the order of the calls), and `Ok` then only says it was handed over.
     fn send(&self, bytes: Bytes) -> Result<(), PeerError> {
         match self {
-            Self::Tail(tail) => tail
-                .publish(bytes)
-                .map(|_| ())
-                .map_err(|_| PeerError::Closed),
+            Self::Tail(tail) => publish_now(tail.as_ref(), bytes).map_err(PeerError::from),
             Self::Lines(lines) => lines.try_send(bytes).map_err(|error| match error {
                 mpsc::error::TrySendError::Full(_) => PeerError::Backlogged,
                 mpsc::error::TrySendError::Closed(_) => PeerError::Closed,
             }),
             Self::Nowhere => Err(PeerError::NoStream),
+        }
+    }
+
+    /// Sends and waits for the store to take the message (a call that awaits its answer
+    /// should know its request went out).
+    async fn send_awaiting(&self, bytes: Bytes) -> Result<(), PeerError> {
+        match self {
+            Self::Tail(tail) => tail
+                .publish(bytes)
+                .await
+                .map(|_| ())
+                .map_err(PeerError::from),
+            Self::Lines(_) | Self::Nowhere => self.send(bytes),
         }
     }
 }
@@ -313,7 +339,10 @@ impl Peer {
     /// this wait for it. [`PeerError::NoStream`] when the request has no resumable stream.
     pub fn close_stream(&self, retry: Duration) -> Result<(), PeerError> {
         let tail = self.request_stream.as_ref().ok_or(PeerError::NoStream)?;
-        tail.release_reader(retry).map_err(|_| PeerError::Closed)
+        match tail.release_reader(retry).now_or_detach(log_late_failure) {
+            Some(released) => released.map_err(PeerError::from),
+            None => Ok(()),
+        }
     }
 
     /// A peer for messages not tied to the current request (list changes, log lines, calls
@@ -384,7 +413,7 @@ impl Peer {
             method: method.to_owned(),
             params,
         });
-        if let Err(error) = self.route.send(request.to_bytes()) {
+        if let Err(error) = self.route.send_awaiting(request.to_bytes()).await {
             pending.settle();
             return Err(error);
         }

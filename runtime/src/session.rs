@@ -12,22 +12,24 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use tokio_util::sync::CancellationToken;
 
+use bytes::Bytes;
+
 use crate::peer::Conversation;
+use crate::store::log_late_failure;
+pub use crate::store::{StoreError, StoreFuture};
 use crate::tail::{
-    EventCursor, EventReader, EventStore, EventStream, EventTail, MemoryEventStore, ResumeError,
+    EventCursor, EventStore, EventStream, EventTail, MemoryEventStore, OpenedStream, PublishError,
+    ResumedStream,
 };
 
 /// What tells the time to expiry decisions. Injected so tests can move time by hand.
@@ -244,36 +246,72 @@ impl<S> Session<S> {
     }
 
     /// The session's server-initiated stream (what `GET` serves).
-    pub fn standalone_stream(&self) -> Arc<dyn EventStream> {
+    pub fn standalone_stream(&self) -> OpenedStream<'_> {
         self.open_unless_ended(|events, id| events.standalone(id))
     }
 
     /// A new stream for one request's answer, resumable while the session lives.
-    pub fn open_request_stream(&self) -> Arc<dyn EventStream> {
+    pub fn open_request_stream(&self) -> OpenedStream<'_> {
         self.open_unless_ended(|events, id| events.open_request_stream(id))
     }
 
     /// A reader after the event `after` of one of this session's streams.
-    pub fn resume(&self, after: EventCursor) -> Result<Box<dyn EventReader>, ResumeError> {
+    pub fn resume(&self, after: EventCursor) -> ResumedStream<'_> {
         self.events.resume(&self.id, after)
+    }
+
+    /// Publishes `payload` on the session's standalone stream from a caller that cannot wait
+    /// (a broadcast). Taken in place when the store answers at once; otherwise it finishes
+    /// on its own, and `Ok` only says it was handed over (two such publishes racing to a
+    /// store whose opening is not ready at once may then land in either order).
+    pub fn publish_standalone(&self, payload: Bytes) -> Result<(), PublishError> {
+        match self.standalone_stream().now() {
+            Ok(opened) => publish_now(opened?.as_ref(), payload),
+            Err(_) => {
+                let (events, id) = (Arc::clone(&self.events), self.id.clone());
+                let publish = async move {
+                    let stream = events.standalone(&id).await?;
+                    stream.publish(payload).await.map(|_| ())
+                };
+                StoreFuture::boxed(publish).now_or_detach(log_late_failure);
+                Ok(())
+            }
+        }
     }
 
     /// Opens a stream in the store unless the session has ended. A stream opened while the
     /// session was ending is closed again, so an ended session leaves nothing in the store.
-    fn open_unless_ended(
-        &self,
-        open: impl FnOnce(&dyn EventStore, &SessionId) -> Arc<dyn EventStream>,
-    ) -> Arc<dyn EventStream> {
+    fn open_unless_ended<'a>(
+        &'a self,
+        open: impl FnOnce(&'a dyn EventStore, &'a SessionId) -> OpenedStream<'a>,
+    ) -> OpenedStream<'a> {
         if self.ended.is_cancelled() {
-            return EventTail::closed();
+            return StoreFuture::ready(Ok(EventTail::closed()));
         }
-        let stream = open(self.events.as_ref(), &self.id);
-        // `end` cancels before it closes the streams: either it saw this stream, or this check
-        // sees the cancellation.
-        if self.ended.is_cancelled() {
-            self.events.close_session(&self.id);
+        // `end` cancels before it closes the streams: either it saw a stream just opened, or
+        // the check after the opening sees the cancellation and closes them again.
+        match open(self.events.as_ref(), &self.id).now() {
+            Ok(opened) => {
+                if self.ended.is_cancelled() {
+                    close_streams(self.events.as_ref(), &self.id);
+                }
+                StoreFuture::ready(opened)
+            }
+            Err(pending) => {
+                let (ended, events, id) = (
+                    self.ended.clone(),
+                    Arc::clone(&self.events),
+                    self.id.clone(),
+                );
+                StoreFuture::boxed(async move {
+                    let opened = pending.await;
+                    if ended.is_cancelled() {
+                        close_streams(events.as_ref(), &id);
+                    }
+                    opened
+                })
+            }
         }
-        stream
     }
 
     pub(crate) fn conversation(&self) -> &Arc<Conversation> {
@@ -283,7 +321,7 @@ impl<S> Session<S> {
     /// Ends the session: streams close, requests awaiting the peer fail.
     pub fn end(&self) {
         self.ended.cancel();
-        self.events.close_session(&self.id);
+        close_streams(self.events.as_ref(), &self.id);
         self.conversation.abandon();
     }
 
@@ -296,6 +334,23 @@ impl<S> Session<S> {
         let age = since(self.created, now);
         let last_seen = Duration::from_nanos(self.last_seen.load(Ordering::Relaxed));
         age >= limits.absolute || age.saturating_sub(last_seen) >= limits.idle
+    }
+}
+
+/// Closes a session's streams in the store, finishing on its own when the store does not answer
+/// at once (a session ends in synchronous paths too).
+fn close_streams(events: &dyn EventStore, id: &SessionId) {
+    if let Some(Err(error)) = events.close_session(id).now_or_detach(log_late_failure) {
+        tracing::warn!(%error, "the session's streams were not closed in the event store");
+    }
+}
+
+/// Publishes into a stream whose answers may come later: taken in place when ready, left to
+/// finish on its own otherwise (its failure is logged then).
+pub(crate) fn publish_now(stream: &dyn EventStream, payload: Bytes) -> Result<(), PublishError> {
+    match stream.publish(payload).now_or_detach(log_late_failure) {
+        Some(published) => published.map(|_| ()),
+        None => Ok(()),
     }
 }
 
@@ -408,71 +463,9 @@ impl Default for SessionLimits {
 #[error("the session limit is reached")]
 pub struct SessionLimitReached;
 
-/// Why a session store could not answer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The most live sessions are held; one more is refused (a `503`).
-    #[error("the session limit is reached")]
-    LimitReached,
-    /// The store failed or could not be reached (a `503`, never "unknown session": the session
-    /// may well exist).
-    #[error("the session store is unavailable")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl StoreError {
-    /// The store failed with `error`.
-    pub fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self::Unavailable(error.into())
-    }
-}
-
 impl From<SessionLimitReached> for StoreError {
     fn from(_: SessionLimitReached) -> Self {
         Self::LimitReached
-    }
-}
-
-/// A store's answer: ready at once (the in-memory store, no allocation) or a boxed future (a
-/// network store). A future polled again after it answered stays pending.
-pub enum StoreFuture<'a, T> {
-    Ready(Option<T>),
-    Boxed(BoxFuture<'a, T>),
-}
-
-impl<T> fmt::Debug for StoreFuture<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Ready(_) => f.write_str("StoreFuture::Ready"),
-            Self::Boxed(_) => f.write_str("StoreFuture::Boxed"),
-        }
-    }
-}
-
-impl<'a, T> StoreFuture<'a, T> {
-    /// An answer known now.
-    pub const fn ready(value: T) -> Self {
-        Self::Ready(Some(value))
-    }
-
-    /// An answer a future gives.
-    pub fn boxed(future: impl Future<Output = T> + Send + 'a) -> Self {
-        Self::Boxed(Box::pin(future))
-    }
-}
-
-// Never pinned structurally: a ready value is moved out, and a boxed future is pinned in its box.
-impl<T> Unpin for StoreFuture<'_, T> {}
-
-impl<T> Future for StoreFuture<'_, T> {
-    type Output = T;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        match self.get_mut() {
-            Self::Ready(value) => value.take().map_or(Poll::Pending, Poll::Ready),
-            Self::Boxed(future) => future.as_mut().poll(cx),
-        }
     }
 }
 
@@ -752,6 +745,14 @@ mod tests {
         }
     }
 
+    /// A stream the in-memory store opened, at once.
+    fn opened(answer: OpenedStream<'_>) -> Arc<dyn EventStream> {
+        match answer.now() {
+            Ok(Ok(stream)) => stream,
+            _ => panic!("the in-memory store answers at once"),
+        }
+    }
+
     fn session(clock: &ManualClock) -> Arc<Session<()>> {
         Arc::new(Session::new(SessionId::random(), (), clock.wall(), 16))
     }
@@ -849,13 +850,13 @@ mod tests {
             Arc::clone(&events) as Arc<dyn EventStore>,
         ));
         assert!(store.insert(Arc::clone(&session)).is_ok());
-        let stream = session.standalone_stream();
-        session.open_request_stream();
+        let stream = opened(session.standalone_stream());
+        opened(session.open_request_stream());
         assert_eq!(events.len(), 1);
         clock.advance(Duration::from_secs(61));
         assert_eq!(store.reap(clock.wall()), 1);
         assert!(events.is_empty());
-        assert!(stream.publish(bytes::Bytes::from_static(b"{}")).is_err());
+        assert!(publish_now(stream.as_ref(), Bytes::from_static(b"{}")).is_err());
     }
 
     #[test]
@@ -892,8 +893,8 @@ mod tests {
             Arc::clone(&events) as Arc<dyn EventStore>,
         );
         session.end();
-        let late = session.standalone_stream();
-        assert!(late.publish(bytes::Bytes::from_static(b"{}")).is_err());
+        let late = opened(session.standalone_stream());
+        assert!(publish_now(late.as_ref(), Bytes::from_static(b"{}")).is_err());
         assert!(events.is_empty());
     }
 

@@ -33,8 +33,10 @@ use crate::jsonrpc::{
 use crate::peer::{Peer, Route};
 use crate::session::{Session, SessionId};
 use crate::sse::EventId;
+use crate::store::{StoreError, StoreFuture};
 use crate::tail::{
-    EventCursor, EventReader, EventStore, EventStream, EventTail, ResumeError, Start, StreamClosed,
+    EventCursor, EventReader, EventStore, EventStream, EventTail, OpenedStream, PublishError,
+    ResumeError, ResumedStream, Start, StreamClosed, StreamFuture,
 };
 
 /// Requests running at once over stdio before a new one is answered as overloaded.
@@ -396,24 +398,25 @@ impl LineEvents {
 }
 
 impl EventStore for LineEvents {
-    fn standalone(&self, _session: &SessionId) -> Arc<dyn EventStream> {
-        Arc::clone(&self.standalone) as Arc<dyn EventStream>
+    fn answers_at_once(&self) -> bool {
+        true
     }
 
-    fn open_request_stream(&self, _session: &SessionId) -> Arc<dyn EventStream> {
-        EventTail::closed()
+    fn standalone<'a>(&'a self, _session: &'a SessionId) -> OpenedStream<'a> {
+        StoreFuture::ready(Ok(Arc::clone(&self.standalone) as Arc<dyn EventStream>))
     }
 
-    fn resume(
-        &self,
-        _session: &SessionId,
-        _after: EventCursor,
-    ) -> Result<Box<dyn EventReader>, ResumeError> {
-        Err(ResumeError::Unknown)
+    fn open_request_stream<'a>(&'a self, _session: &'a SessionId) -> OpenedStream<'a> {
+        StoreFuture::ready(Ok(EventTail::closed() as Arc<dyn EventStream>))
     }
 
-    fn close_session(&self, _session: &SessionId) {
-        self.standalone.close();
+    fn resume<'a>(&'a self, _session: &'a SessionId, _after: EventCursor) -> ResumedStream<'a> {
+        StoreFuture::ready(Err(ResumeError::Unknown))
+    }
+
+    fn close_session(&self, _session: &SessionId) -> StreamFuture<Result<(), StoreError>> {
+        self.standalone.close_now();
+        StoreFuture::ready(Ok(()))
     }
 }
 
@@ -425,12 +428,8 @@ struct LineStream {
     closed: AtomicBool,
 }
 
-impl EventStream for LineStream {
-    fn number(&self) -> u32 {
-        0
-    }
-
-    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed> {
+impl LineStream {
+    fn publish_now(&self, payload: Bytes) -> Result<EventId, StreamClosed> {
         if self.closed.load(Ordering::Acquire) {
             return Err(StreamClosed);
         }
@@ -444,8 +443,23 @@ impl EventStream for LineStream {
         .to_event_id())
     }
 
-    fn close(&self) {
+    fn close_now(&self) {
         self.closed.store(true, Ordering::Release);
+    }
+}
+
+impl EventStream for LineStream {
+    fn number(&self) -> u32 {
+        0
+    }
+
+    fn publish(&self, payload: Bytes) -> StreamFuture<Result<EventId, PublishError>> {
+        StoreFuture::ready(self.publish_now(payload).map_err(PublishError::from))
+    }
+
+    fn close(&self) -> StreamFuture<Result<(), StoreError>> {
+        self.close_now();
+        StoreFuture::ready(Ok(()))
     }
 
     fn is_untouched(&self) -> bool {
@@ -453,8 +467,8 @@ impl EventStream for LineStream {
     }
 
     /// No connection of its own to let go of: the lines are the conversation itself.
-    fn release_reader(&self, _retry: Duration) -> Result<(), StreamClosed> {
-        Err(StreamClosed)
+    fn release_reader(&self, _retry: Duration) -> StreamFuture<Result<(), PublishError>> {
+        StoreFuture::ready(Err(PublishError::Closed))
     }
 
     /// Events are written as they are published, so a reader finds nothing to read.
@@ -553,7 +567,7 @@ mod tests {
             });
             let published = cx
                 .session()
-                .map(|session| session.standalone_stream().publish(announcement.to_bytes()));
+                .map(|session| session.publish_standalone(announcement.to_bytes()));
             if request.method != "announce" {
                 return Err(ErrorObject::method_not_found());
             }
@@ -594,10 +608,15 @@ mod tests {
         let (sender, mut lines) = mpsc::channel(4);
         let events = LineEvents::new(sender);
         let session = SessionId::random();
-        let stream = events.standalone(&session);
-        assert!(stream.publish(Bytes::from_static(b"{}")).is_ok());
-        events.close_session(&session);
-        assert_eq!(stream.publish(Bytes::from_static(b"{}")), Err(StreamClosed));
+        let Ok(Ok(stream)) = events.standalone(&session).now() else {
+            panic!("the line events answer at once");
+        };
+        assert!(stream.publish(Bytes::from_static(b"{}")).await.is_ok());
+        assert!(matches!(events.close_session(&session).await, Ok(())));
+        assert!(matches!(
+            stream.publish(Bytes::from_static(b"{}")).await,
+            Err(PublishError::Closed)
+        ));
         assert_eq!(lines.recv().await, Some(Bytes::from_static(b"{}")));
         assert!(lines.try_recv().is_err());
     }

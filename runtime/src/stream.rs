@@ -2,8 +2,9 @@
 //! (with its resumable id, or named for the legacy transport), idle periods carry keep-alive
 //! comments, and the stream ends cleanly when its tail closes, its session ends, the server
 //! drains (each stream by its [`Drain`] rule) or passes its drain deadline, or the connection
-//! is cut for SSE polling (the configured window passed or the handler released it) — after
-//! telling the client when to reconnect, whenever the stream ends before its tail does.
+//! is cut for SSE polling (the configured window passed or the handler released it) or its
+//! event store fails — after telling the client when to reconnect, whenever the stream ends
+//! before its tail does.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -183,6 +184,8 @@ async fn next_chunk(mut state: StreamState) -> Option<(Result<Bytes, Infallible>
             Next::Closed => return finished("the stream closed"),
             Next::Evicted => return finished("the reader fell behind the stream's history"),
             Next::Superseded => return finished("another reader took the stream over"),
+            // The client resumes from its last event once the store is back.
+            Next::Failed => return last_words(state, "the event store failed"),
             Next::Idle => {}
         }
         if state.draining && work_done(&state.stops.drain) {

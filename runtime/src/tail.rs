@@ -6,7 +6,17 @@
 //! Where histories live is behind [`EventStore`] (one per transport, shared by replicas that
 //! must resume each other's streams); [`MemoryEventStore`], bounded rings in this process, is
 //! the default. A store hands out [`EventStream`] handles to publish into and [`EventReader`]s
-//! to follow them.
+//! to follow them. Like the session store, it answers in [`StoreFuture`]s (ready at once in
+//! memory, boxed over a network) and fails with [`StoreError`]: a resume the store refuses
+//! (evicted, unknown) stays apart from one it could not answer, and a reader whose store
+//! fails says so ([`Next::Failed`]) so its stream ends and the client resumes.
+//!
+//! The cursor is the SSE event id, a decimal `u64`: the stream's number in its top 24 bits (0
+//! the session's standalone stream, request streams from 1), the event's sequence in its
+//! stream in the low 40 bits (1 the first event, 0 "before the first", what a priming event
+//! carries). With the session id the request names, it is all a replica needs to resume: the
+//! store allocates stream numbers per session ([`EventStore::open_request_stream`]), so
+//! replicas sharing a store never hand out one number twice for one session.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -21,6 +31,7 @@ use tokio::sync::Notify;
 
 use crate::session::{SessionId, release_spare_capacity};
 use crate::sse::EventId;
+use crate::store::{StoreError, StoreFuture};
 
 /// Bits of an event id that number the event within its stream.
 const SEQUENCE_BITS: u32 = 40;
@@ -49,12 +60,17 @@ impl EventCursor {
 }
 
 /// Why a resume cannot be served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
+    /// The event is older than what the stream's tail keeps.
     #[error("the event has been evicted from the stream's tail")]
     Evicted,
+    /// No such event was issued (or its stream is no longer kept).
     #[error("no such event was issued")]
     Unknown,
+    /// The store could not answer: the event may well be there (a `503`, not a refusal).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// What a reader finds after its cursor.
@@ -73,12 +89,43 @@ pub enum Next {
     /// The server let go of this reader's connection (SSE polling): tell the client to
     /// reconnect after this long; what follows waits for it to resume.
     Released(Duration),
+    /// The store failed while this reader followed it: end the stream so the client resumes
+    /// once the store is back.
+    Failed,
 }
 
-/// Why a publish failed.
+/// Why a publish to an in-memory tail failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the stream is closed")]
 pub struct StreamClosed;
+
+/// Why publishing into a stream (or releasing its reader) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The stream has ended.
+    #[error("the stream is closed")]
+    Closed,
+    /// The store could not take the event.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<StreamClosed> for PublishError {
+    fn from(_: StreamClosed) -> Self {
+        Self::Closed
+    }
+}
+
+/// A stream's answer to publishing, closing or releasing. It owns what it needs (`'static`),
+/// so a caller that cannot wait (a synchronous send, a `Drop`) can leave it to finish on its
+/// own ([`StoreFuture::now_or_detach`]).
+pub type StreamFuture<T> = StoreFuture<'static, T>;
+
+/// A store's answer to opening a stream.
+pub type OpenedStream<'a> = StoreFuture<'a, Result<Arc<dyn EventStream>, StoreError>>;
+
+/// A store's answer to resuming a stream.
+pub type ResumedStream<'a> = StoreFuture<'a, Result<Box<dyn EventReader>, ResumeError>>;
 
 /// Where a new reader starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,27 +142,33 @@ pub type Changed<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// One stream's handle: the transports publish into it and open readers on it.
 pub trait EventStream: Send + Sync + fmt::Debug + 'static {
-    /// The stream's number within its session (0: the session's standalone stream).
+    /// The stream's number within its session (0: the session's standalone stream), as the
+    /// store allocated it.
     fn number(&self) -> u32;
-    /// Appends an event; its id names this stream and the event's position in it.
-    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed>;
+    /// Appends an event; its id names this stream and the event's position in it. Events keep
+    /// the order of the calls, not of the answers: a stream fixes an event's place when it is
+    /// asked (a network stream queues it then), so a caller may publish again before an
+    /// earlier answer came.
+    fn publish(&self, payload: Bytes) -> StreamFuture<Result<EventId, PublishError>>;
     /// Ends the stream: readers drain what is left and finish; publishing fails from now on.
-    fn close(&self);
-    /// Whether anything was ever published.
+    fn close(&self) -> StreamFuture<Result<(), StoreError>>;
+    /// Whether anything was published through this handle.
     fn is_untouched(&self) -> bool;
     /// Lets go of the current reader once it has read what is published so far: it ends with
     /// [`Next::Released`], and later events wait for the client to resume.
-    fn release_reader(&self, retry: Duration) -> Result<(), StreamClosed>;
+    fn release_reader(&self, retry: Duration) -> StreamFuture<Result<(), PublishError>>;
     /// A reader from `start`. It supersedes any earlier reader, so no event goes out on two
     /// connections.
     fn subscribe(&self, start: Start) -> Box<dyn EventReader>;
 }
 
-/// One reader's position in a stream.
+/// One reader's position in a stream. A network reader fills a buffer of its own in
+/// [`Self::changed`] and hands it out in [`Self::poll_next`]; a failure meanwhile is the next
+/// [`Next::Failed`].
 pub trait EventReader: Send + fmt::Debug + 'static {
     /// What comes next, without waiting.
     fn poll_next(&mut self) -> Next;
-    /// Completes when the stream changes after an [`Next::Idle`].
+    /// Completes when the stream changes after an [`Next::Idle`] (or the store failed).
     fn changed(&mut self) -> Changed<'_>;
     /// The id of the last event this reader was handed (or the cursor it started from).
     fn cursor_id(&self) -> EventId;
@@ -127,20 +180,26 @@ pub trait EventReader: Send + fmt::Debug + 'static {
 /// session store) can resume each other's streams: a stream opened while serving a request on
 /// one replica is resumed with `Last-Event-ID` on another.
 pub trait EventStore: Send + Sync + 'static {
-    /// The session's standalone (server-initiated) stream, number 0, opened on first use.
-    fn standalone(&self, session: &SessionId) -> Arc<dyn EventStream>;
-    /// A new stream for one request's answer, kept so a dropped connection can resume it.
-    fn open_request_stream(&self, session: &SessionId) -> Arc<dyn EventStream>;
+    /// Whether every answer is [`StoreFuture::Ready`] (a store in this process's memory): the
+    /// transport then takes them in place rather than boxing what awaits them.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+    /// The session's standalone (server-initiated) stream, number 0, opened on first use. It
+    /// needs no number allocated, so a network store can answer at once with a handle.
+    fn standalone<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a>;
+    /// A new stream for one request's answer, kept so a dropped connection can resume it. Its
+    /// number is the store's to allocate: never 0, and never one the session's other streams
+    /// (opened through any handle of the store, on any replica) still carry.
+    fn open_request_stream<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a>;
     /// A reader after the event `after` of one of the session's streams. A cursor the store
-    /// never issued, or no longer holds, is refused: a client must not be handed an empty
-    /// stream it would reconnect to forever.
-    fn resume(
-        &self,
-        session: &SessionId,
-        after: EventCursor,
-    ) -> Result<Box<dyn EventReader>, ResumeError>;
-    /// Closes every stream of the session and forgets them (the session ended).
-    fn close_session(&self, session: &SessionId);
+    /// never issued, or no longer holds, is refused ([`ResumeError::Unknown`],
+    /// [`ResumeError::Evicted`]): a client must not be handed an empty stream it would
+    /// reconnect to forever. A store that cannot answer says [`ResumeError::Store`].
+    fn resume<'a>(&'a self, session: &'a SessionId, after: EventCursor) -> ResumedStream<'a>;
+    /// Closes every stream of the session and forgets them (the session ended). `'static`, so
+    /// a session ending in a synchronous path leaves it to finish on its own.
+    fn close_session(&self, session: &SessionId) -> StreamFuture<Result<(), StoreError>>;
 }
 
 struct Ring {
@@ -373,20 +432,21 @@ impl EventStream for EventTail {
         self.stream
     }
 
-    fn publish(&self, payload: Bytes) -> Result<EventId, StreamClosed> {
-        EventTail::publish(self, payload)
+    fn publish(&self, payload: Bytes) -> StreamFuture<Result<EventId, PublishError>> {
+        StoreFuture::ready(EventTail::publish(self, payload).map_err(PublishError::from))
     }
 
-    fn close(&self) {
+    fn close(&self) -> StreamFuture<Result<(), StoreError>> {
         EventTail::close(self);
+        StoreFuture::ready(Ok(()))
     }
 
     fn is_untouched(&self) -> bool {
         EventTail::is_untouched(self)
     }
 
-    fn release_reader(&self, retry: Duration) -> Result<(), StreamClosed> {
-        EventTail::release_reader(self, retry)
+    fn release_reader(&self, retry: Duration) -> StreamFuture<Result<(), PublishError>> {
+        StoreFuture::ready(EventTail::release_reader(self, retry).map_err(PublishError::from))
     }
 
     fn subscribe(&self, start: Start) -> Box<dyn EventReader> {
@@ -581,18 +641,19 @@ impl MemoryEventStore {
             .or_insert_with(SessionStreams::new);
         open(streams, self.capacity)
     }
-}
 
-impl EventStore for MemoryEventStore {
-    fn standalone(&self, session: &SessionId) -> Arc<dyn EventStream> {
+    /// The session's standalone stream, at once.
+    pub fn standalone_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
         self.with_streams(session, SessionStreams::standalone)
     }
 
-    fn open_request_stream(&self, session: &SessionId) -> Arc<dyn EventStream> {
+    /// A new request stream of the session, at once.
+    pub fn open_request_stream_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
         self.with_streams(session, SessionStreams::open_request_stream)
     }
 
-    fn resume(
+    /// A reader after `after`, at once.
+    pub fn resume_now(
         &self,
         session: &SessionId,
         after: EventCursor,
@@ -605,7 +666,8 @@ impl EventStore for MemoryEventStore {
         Ok(Box::new(tail.resume_after(after.sequence)?))
     }
 
-    fn close_session(&self, session: &SessionId) {
+    /// Closes and forgets the session's streams, at once.
+    pub fn close_session_now(&self, session: &SessionId) {
         let removed = self.sessions.lock().ok().and_then(|mut sessions| {
             let removed = sessions.remove(session);
             release_spare_capacity(&mut sessions);
@@ -614,6 +676,31 @@ impl EventStore for MemoryEventStore {
         if let Some(streams) = removed {
             streams.close_all();
         }
+    }
+}
+
+/// Every answer is the in-memory one ([`MemoryEventStore::standalone_now`] and the like),
+/// ready at once.
+impl EventStore for MemoryEventStore {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
+    fn standalone<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
+        StoreFuture::ready(Ok(self.standalone_now(session)))
+    }
+
+    fn open_request_stream<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
+        StoreFuture::ready(Ok(self.open_request_stream_now(session)))
+    }
+
+    fn resume<'a>(&'a self, session: &'a SessionId, after: EventCursor) -> ResumedStream<'a> {
+        StoreFuture::ready(self.resume_now(session, after))
+    }
+
+    fn close_session(&self, session: &SessionId) -> StreamFuture<Result<(), StoreError>> {
+        self.close_session_now(session);
+        StoreFuture::ready(Ok(()))
     }
 }
 
@@ -631,6 +718,14 @@ mod tests {
             out.push(bytes);
         }
         out
+    }
+
+    /// Publishes through the trait, whose in-memory answer is ready at once.
+    fn put(stream: &dyn EventStream, n: u32) -> Result<EventId, StreamClosed> {
+        match stream.publish(payload(n)).now() {
+            Ok(Ok(id)) => Ok(id),
+            _ => Err(StreamClosed),
+        }
     }
 
     fn sequence_of(id: EventId) -> u64 {
@@ -750,16 +845,16 @@ mod tests {
     {
         let store = MemoryEventStore::new(8);
         let session = SessionId::random();
-        let standalone = store.standalone(&session);
-        let request = store.open_request_stream(&session);
+        let standalone = store.standalone_now(&session);
+        let request = store.open_request_stream_now(&session);
         assert_eq!(standalone.number(), 0);
         assert_ne!(request.number(), 0);
-        let first = request.publish(payload(1))?;
-        request.publish(payload(2))?;
-        standalone.publish(payload(9))?;
+        let first = put(request.as_ref(), 1)?;
+        put(request.as_ref(), 2)?;
+        put(standalone.as_ref(), 9)?;
         let after_first = EventCursor::from_event_id(first).ok_or(StreamClosed)?;
         let mut reader = store
-            .resume(&session, after_first)
+            .resume_now(&session, after_first)
             .map_err(|_| StreamClosed)?;
         assert_eq!(reader.stream(), request.number());
         assert_eq!(drain(reader.as_mut()), vec![payload(2)]);
@@ -767,10 +862,10 @@ mod tests {
             stream: 999,
             sequence: 0,
         };
-        assert_eq!(
-            store.resume(&session, unknown_stream).map(|_| ()),
+        assert!(matches!(
+            store.resume_now(&session, unknown_stream),
             Err(ResumeError::Unknown)
-        );
+        ));
         Ok(())
     }
 
@@ -781,10 +876,10 @@ mod tests {
             stream: 0,
             sequence: 0,
         };
-        assert_eq!(
-            store.resume(&SessionId::random(), cursor).map(|_| ()),
+        assert!(matches!(
+            store.resume_now(&SessionId::random(), cursor),
             Err(ResumeError::Unknown)
-        );
+        ));
         assert!(store.is_empty(), "a refused resume creates nothing");
     }
 
@@ -792,21 +887,21 @@ mod tests {
     fn closing_a_session_closes_its_streams_and_forgets_them() -> Result<(), StreamClosed> {
         let store = MemoryEventStore::new(8);
         let (session, other) = (SessionId::random(), SessionId::random());
-        let standalone = store.standalone(&session);
-        let request = store.open_request_stream(&session);
+        let standalone = store.standalone_now(&session);
+        let request = store.open_request_stream_now(&session);
         let mut reader = request.subscribe(Start::Beginning);
-        store.standalone(&other).publish(payload(1))?;
-        store.close_session(&session);
-        assert_eq!(standalone.publish(payload(1)), Err(StreamClosed));
+        put(store.standalone_now(&other).as_ref(), 1)?;
+        store.close_session_now(&session);
+        assert_eq!(put(standalone.as_ref(), 1), Err(StreamClosed));
         assert_eq!(reader.poll_next(), Next::Closed);
         let cursor = EventCursor {
             stream: 0,
             sequence: 0,
         };
-        assert_eq!(
-            store.resume(&session, cursor).map(|_| ()),
+        assert!(matches!(
+            store.resume_now(&session, cursor),
             Err(ResumeError::Unknown)
-        );
+        ));
         assert_eq!(store.len(), 1, "the other session's streams stay");
         Ok(())
     }
@@ -815,18 +910,18 @@ mod tests {
     fn a_session_keeps_only_its_most_recent_request_streams() {
         let store = MemoryEventStore::new(8);
         let session = SessionId::random();
-        let first = store.open_request_stream(&session).number();
+        let first = store.open_request_stream_now(&session).number();
         for _ in 0..KEPT_REQUEST_STREAMS {
-            store.open_request_stream(&session);
+            store.open_request_stream_now(&session);
         }
         let cursor = EventCursor {
             stream: first,
             sequence: 0,
         };
-        assert_eq!(
-            store.resume(&session, cursor).map(|_| ()),
+        assert!(matches!(
+            store.resume_now(&session, cursor),
             Err(ResumeError::Unknown)
-        );
+        ));
     }
 
     #[test]
@@ -834,12 +929,12 @@ mod tests {
     -> Result<(), StreamClosed> {
         let store = MemoryEventStore::new(8);
         let session = SessionId::random();
-        let stream = store.standalone(&session);
+        let stream = store.standalone_now(&session);
         let mut first = stream.subscribe(Start::Unread);
-        stream.publish(payload(1))?;
+        put(stream.as_ref(), 1)?;
         assert!(matches!(first.poll_next(), Next::Event(..)));
-        stream.publish(payload(2))?;
-        let mut second = store.standalone(&session).subscribe(Start::Unread);
+        put(stream.as_ref(), 2)?;
+        let mut second = store.standalone_now(&session).subscribe(Start::Unread);
         assert_eq!(drain(second.as_mut()), vec![payload(2)]);
         assert_eq!(first.poll_next(), Next::Superseded);
         Ok(())

@@ -3,13 +3,15 @@
 //! HTTP client does ([`rpc`]), HTTP/1.1 over a raw socket for what a client will not send
 //! ([`raw`]), a real JWT issuer with a JWKS endpoint ([`issuer`]), a throwaway
 //! `redis-server` on a free port ([`redis`]), and the contract every session store passes with
-//! a store whose replicas share serialized records ([`sessions`]). A dev-dependency only; never part of a published
-//! crate.
+//! a store whose replicas share serialized records ([`sessions`]), and the contract every event
+//! store passes with a store whose outage switch fails every call ([`events`]). A dev-dependency
+//! only; never part of a published crate.
 
 // A test-support crate: its helpers fail the calling test the way an assertion does.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 #![deny(missing_docs)]
 
+pub mod events;
 pub mod issuer;
 pub mod raw;
 pub mod redis;

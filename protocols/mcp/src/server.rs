@@ -1276,10 +1276,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                     method: method.to_owned(),
                     params: to_raw(&params).ok(),
                 });
-                session
-                    .standalone_stream()
-                    .publish(message.to_bytes())
-                    .is_ok()
+                session.publish_standalone(message.to_bytes()).is_ok()
             })
             .count()
     }

@@ -11,9 +11,11 @@ use super::StreamableHttp;
 use super::negotiate::Framed;
 use super::post::{Inbound, run_all};
 use super::session::Resolved;
+use super::{refuse, store_refusal};
 use crate::handler::{RequestHandler, RequestMeta};
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::peer::Route;
+use crate::store::{StoreError, log_late_failure};
 use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
 use crate::tail::{EventStream, EventTail, Start};
 
@@ -25,10 +27,22 @@ impl<H: RequestHandler> StreamableHttp<H> {
         meta: Arc<RequestMeta>,
         framing: Framed,
     ) -> Response {
-        let tail: Arc<dyn EventStream> = match resolved.session() {
-            Some(session) => session.open_request_stream(),
+        let opened = match resolved.session() {
+            Some(session) => session.open_request_stream().await,
             // Without a session nobody can resume it, so it stays out of the store.
-            None => EventTail::new(1, self.config.tail_capacity),
+            None => Ok(EventTail::new(1, self.config.tail_capacity) as Arc<dyn EventStream>),
+        };
+        // Nothing has run and no response has started: a store's failure is the answer.
+        let tail = match opened {
+            Ok(tail) => tail,
+            Err(error) => return self.refuse_unopened(&resolved, error).await,
+        };
+        let side = match self.side_route(&resolved).await {
+            Ok(side) => side,
+            Err(error) => {
+                let _ = tail.close().await;
+                return self.refuse_unopened(&resolved, error).await;
+            }
         };
         // Only a session's stream can be resumed, so only it is primed.
         let priming = match resolved.session() {
@@ -42,7 +56,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             _ => Priming::Unprimed,
         };
         let served = self.served(resolved.session(), &meta.headers);
-        let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)));
+        let mut scope = self.scope(&resolved, meta, Route::Tail(Arc::clone(&tail)), Some(side));
         // Only a session's stream can be resumed, so only then may the handler release it.
         if resolved.session().is_some() {
             scope.peer = scope.peer.with_request_stream(Arc::clone(&tail));
@@ -68,10 +82,12 @@ impl<H: RequestHandler> StreamableHttp<H> {
                     if tail.is_untouched() && (framing == Framed::Auto || refused) {
                         // Nothing was streamed: the stream closes unused and the answer is JSON.
                         drop(subscription);
-                        tail.close();
+                        if let Err(error) = tail.close().await {
+                            tracing::debug!(%error, "an unused answer stream was not closed");
+                        }
                         return self.json_answers(batch, answers, served);
                     }
-                    publish_answers(tail.as_ref(), answers);
+                    publish_answers(tail.as_ref(), answers).await;
                 }
                 () = subscription.changed() => {
                     spawn_stream_work(work_tail, work);
@@ -102,6 +118,19 @@ impl<H: RequestHandler> StreamableHttp<H> {
         }
     }
 
+    /// A streamed request refused before it ran, its store failing to open its streams: a
+    /// session it was opening is forgotten.
+    #[cold]
+    #[inline(never)]
+    async fn refuse_unopened(
+        &self,
+        resolved: &Resolved<H::Session>,
+        error: StoreError,
+    ) -> Response {
+        self.settle_opening(resolved.opening(), &[]).await;
+        refuse(store_refusal(error), None)
+    }
+
     /// An answer stream carries what a request is owed: it finishes during a drain, and ends
     /// only at the drain deadline.
     fn answer_stops(&self) -> Stops {
@@ -113,13 +142,17 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 }
 
-fn publish_answers(tail: &dyn EventStream, answers: Vec<RpcResponse>) {
+/// Publishes a request's answers and closes its stream. A store that fails meanwhile ends the
+/// reader too ([`Next::Failed`](crate::tail::Next::Failed)), so its client resumes.
+async fn publish_answers(tail: &dyn EventStream, answers: Vec<RpcResponse>) {
     for answer in answers {
-        if tail.publish(Message::Response(answer).to_bytes()).is_err() {
-            tracing::debug!("an answer's stream closed before the answer");
+        if let Err(error) = tail.publish(Message::Response(answer).to_bytes()).await {
+            tracing::debug!(%error, "an answer did not reach its stream");
         }
     }
-    tail.close();
+    if let Err(error) = tail.close().await {
+        tracing::debug!(%error, "an answer stream was not closed");
+    }
 }
 
 /// Runs a request stream's work on its own task; the stream is closed however the work ends
@@ -131,13 +164,13 @@ fn spawn_stream_work(
     struct CloseOnDrop(Arc<dyn EventStream>);
     impl Drop for CloseOnDrop {
         fn drop(&mut self) {
-            self.0.close();
+            let _ = self.0.close().now_or_detach(log_late_failure);
         }
     }
     tokio::spawn(
         async move {
             let closer = CloseOnDrop(tail);
-            publish_answers(closer.0.as_ref(), work.await);
+            publish_answers(closer.0.as_ref(), work.await).await;
         }
         .in_current_span(),
     );

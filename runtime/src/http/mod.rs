@@ -151,6 +151,9 @@ pub struct StreamableHttp<H: RequestHandler> {
     /// Without sessions, the one conversation that correlates the answers to requests a
     /// handler sent on its `POST`'s stream (the answers come on other `POST`s).
     relay: Option<Arc<Conversation>>,
+    /// Whether the event store answers at once ([`EventStore::answers_at_once`]), asked once:
+    /// a request answered as JSON then opens its session's stream in place, without a box.
+    events_at_once: bool,
     reaper: LazyReaper,
     /// The profile's media type as a header value, parsed once.
     content_type: HeaderValue,
@@ -203,6 +206,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             saves_state: store.saves_state(),
             answers_at_once: store.answers_at_once(),
             store,
+            events_at_once: events.answers_at_once(),
             events,
             reaper: LazyReaper::new(),
             content_type,
@@ -267,15 +271,16 @@ fn refuse(refusal: Refusal, id: Option<&RequestId>) -> Response {
     refusal.into_response_with_id(echo(id).as_ref())
 }
 
-/// The refusal a store's failure is owed: a full store sheds the request, a failed one is
-/// unavailable (never "unknown session": the session may well exist).
+/// The refusal a store's failure is owed (the session store's or the event store's): a full
+/// store sheds the request, a failed one is unavailable (never "unknown session": the session
+/// may well exist).
 #[cold]
 #[inline(never)]
 fn store_refusal(error: StoreError) -> Refusal {
     match error {
         StoreError::LimitReached => Refusal::Overloaded,
         error => {
-            tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "the session store failed");
+            tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "a store failed");
             Refusal::StoreUnavailable
         }
     }

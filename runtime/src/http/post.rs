@@ -24,7 +24,7 @@ use crate::jsonrpc::{
     Response as RpcResponse, batch_to_bytes, decode,
 };
 use crate::peer::{Peer, Route};
-use crate::session::Session;
+use crate::session::{Session, StoreError};
 
 /// A decoded body: its valid messages, and the invalid entries of a batch.
 pub(super) struct Inbound {
@@ -441,8 +441,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let body = match framing {
             Framed::Json => match body.into_single_request() {
                 Ok(request) => {
-                    let scope = self.scope(&resolved, meta, Self::side_route(&resolved));
-                    return Answer::One { request, scope };
+                    if self.events_at_once
+                        && let Ok(route) = Self::side_route_now(&resolved)
+                    {
+                        let scope = self.scope(&resolved, meta, route, None);
+                        return Answer::One { request, scope };
+                    }
+                    return Arc::clone(self).answer_one_later(request, resolved, meta);
                 }
                 Err(body) => body,
             },
@@ -454,6 +459,34 @@ impl<H: RequestHandler> StreamableHttp<H> {
             meta,
             framing,
         })
+    }
+
+    /// A single request answered as JSON once the event store has opened the session's own
+    /// stream, for a store that does not answer at once (or failed to): boxed, off the common
+    /// path. A store that cannot open it refuses the request before it runs.
+    #[inline(never)]
+    fn answer_one_later(
+        self: Arc<Self>,
+        request: Request,
+        resolved: Resolved<H::Session>,
+        meta: Arc<RequestMeta>,
+    ) -> Answer<H::Session> {
+        Answer::Other(Box::pin(async move {
+            let route = match self.side_route(&resolved).await {
+                Ok(route) => route,
+                Err(error) => {
+                    self.settle_opening(resolved.opening(), &[]).await;
+                    return refuse(store_refusal(error), Some(&request.id));
+                }
+            };
+            let after = self.after_answer(&resolved);
+            let scope = self.scope(&resolved, meta, route, None);
+            let served = self.served(scope.session.as_ref(), &scope.meta.headers);
+            let mut answering = std::pin::pin!(answer_request(&self.handler, request, scope));
+            let answer = answering.as_mut().await;
+            let outcome = answering.outcome();
+            self.finish_after(&after, answer, outcome, served).await
+        }))
     }
 
     /// The boxed future of a rarer body ([`Self::answer_rare`]), built out of line so the
@@ -521,8 +554,12 @@ impl<H: RequestHandler> StreamableHttp<H> {
             framing,
         } = admitted;
         if !body.has_requests() && body.invalid.is_empty() {
-            self.take_without_answer(body.messages, &resolved, meta)
-                .await;
+            if let Err(refusal) = self
+                .take_without_answer(body.messages, &resolved, meta)
+                .await
+            {
+                return refuse(refusal, None);
+            }
             // Saved before the answer exists, so no response is held across the save.
             if let Err(refusal) = self.save_state(resolved.session()).await {
                 return refuse(refusal, None);
@@ -563,11 +600,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
             .map_err(Denial::Rejected)
     }
 
+    /// What a request's handler runs with: its peer sends on `route`, and what is not tied to
+    /// the request on `side` (`None`: on `route` too).
     pub(super) fn scope(
         &self,
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
         route: Route,
+        side: Option<Route>,
     ) -> Scope<H::Session> {
         let session = resolved.session().cloned();
         let conversation = session
@@ -578,25 +618,45 @@ impl<H: RequestHandler> StreamableHttp<H> {
             (None, Route::Tail(_)) => self.relay.clone(),
             _ => conversation.clone(),
         };
+        let peer = Peer::new(
+            route,
+            calls,
+            self.config.peer_timeout,
+            self.handler.profile().cancellation().copied(),
+        );
         Scope {
-            peer: Peer::new(
-                route,
-                calls,
-                self.config.peer_timeout,
-                self.handler.profile().cancellation().copied(),
-            )
-            .with_session_route(Self::side_route(resolved)),
+            peer: match side {
+                Some(side) => peer.with_session_route(side),
+                None => peer,
+            },
             session,
             conversation,
             meta,
         }
     }
 
-    /// Where a handler's own messages go when the answer is plain JSON.
-    pub(super) fn side_route(resolved: &Resolved<H::Session>) -> Route {
-        resolved.session().map_or(Route::Nowhere, |session| {
-            Route::Tail(session.standalone_stream())
-        })
+    /// Where a handler's own messages go when the answer is plain JSON: the session's own
+    /// stream, as the event store opens it.
+    pub(super) async fn side_route(
+        &self,
+        resolved: &Resolved<H::Session>,
+    ) -> Result<Route, StoreError> {
+        match resolved.session() {
+            Some(session) => session.standalone_stream().await.map(Route::Tail),
+            None => Ok(Route::Nowhere),
+        }
+    }
+
+    /// [`Self::side_route`] from an event store that answers at once; one that did not keep
+    /// that promise is taken as failed.
+    fn side_route_now(resolved: &Resolved<H::Session>) -> Result<Route, StoreError> {
+        match resolved.session() {
+            Some(session) => match session.standalone_stream().now() {
+                Ok(opened) => opened.map(Route::Tail),
+                Err(_) => Err(StoreError::unavailable("the event store answered late")),
+            },
+            None => Ok(Route::Nowhere),
+        }
     }
 
     async fn take_without_answer(
@@ -604,8 +664,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
         messages: Messages,
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
-    ) {
-        let mut scope = self.scope(resolved, meta, Self::side_route(resolved));
+    ) -> Result<(), Refusal> {
+        let side = self.side_route(resolved).await.map_err(store_refusal)?;
+        let mut scope = self.scope(resolved, meta, side, None);
         // Without sessions, answers to calls made on POST streams come here; requests never
         // join that conversation, so no client can cancel another's by its id.
         if scope.conversation.is_none() {
@@ -614,6 +675,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         for message in messages {
             serve_message(&self.handler, message, scope.clone()).await;
         }
+        Ok(())
     }
 
     /// A batch answered as one JSON array (a single request is answered by [`serve_post`]).
@@ -623,7 +685,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
     ) -> Response {
-        let scope = self.scope(resolved, meta, Self::side_route(resolved));
+        let side = match self.side_route(resolved).await {
+            Ok(side) => side,
+            Err(error) => {
+                self.settle_opening(resolved.opening(), &[]).await;
+                return refuse(store_refusal(error), None);
+            }
+        };
+        let scope = self.scope(resolved, meta, side, None);
         let answers = run_all(&self.handler, body, scope).await;
         self.settle_opening(resolved.opening(), &answers).await;
         if let Err(refusal) = self.save_state(resolved.session()).await {

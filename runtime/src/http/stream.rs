@@ -13,7 +13,7 @@ use crate::hardening::Refusal;
 use crate::session::Session;
 use crate::sse::EventId;
 use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
-use crate::tail::{EventCursor, EventReader, Start};
+use crate::tail::{EventCursor, EventReader, ResumeError, Start};
 
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
@@ -61,8 +61,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
             Err(refusal) => return refuse(refusal, None),
         };
         let subscription = match headers.get(LAST_EVENT_ID) {
-            None => session.standalone_stream().subscribe(Start::Unread),
-            Some(value) => match resume(&session, value) {
+            None => match session.standalone_stream().await {
+                Ok(stream) => stream.subscribe(Start::Unread),
+                Err(error) => return refuse(store_refusal(error), None),
+            },
+            Some(value) => match resume(&session, value).await {
                 Ok(subscription) => subscription,
                 Err(refusal) => return refuse(refusal, None),
             },
@@ -103,8 +106,12 @@ impl<H: RequestHandler> StreamableHttp<H> {
 }
 
 /// Resumes one of the session's streams after the event `Last-Event-ID` names; the session's
-/// event store decides whether it still can.
-fn resume<S>(session: &Session<S>, value: &HeaderValue) -> Result<Box<dyn EventReader>, Refusal> {
+/// event store decides whether it still can (a store that cannot answer is unavailable, not a
+/// refused cursor).
+async fn resume<S>(
+    session: &Session<S>,
+    value: &HeaderValue,
+) -> Result<Box<dyn EventReader>, Refusal> {
     let id: EventId = value
         .to_str()
         .map_err(|_| Refusal::MalformedLastEventId)?
@@ -112,5 +119,8 @@ fn resume<S>(session: &Session<S>, value: &HeaderValue) -> Result<Box<dyn EventR
         .parse()
         .map_err(|_| Refusal::MalformedLastEventId)?;
     let cursor = EventCursor::from_event_id(id).ok_or(Refusal::MalformedLastEventId)?;
-    session.resume(cursor).map_err(|_| Refusal::ResumeGone)
+    session.resume(cursor).await.map_err(|error| match error {
+        ResumeError::Store(error) => store_refusal(error),
+        ResumeError::Evicted | ResumeError::Unknown => Refusal::ResumeGone,
+    })
 }
