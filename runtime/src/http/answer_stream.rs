@@ -13,6 +13,7 @@ use super::post::{Inbound, run_all};
 use super::served;
 use super::session::Resolved;
 use crate::handler::{RequestHandler, RequestMeta};
+use crate::hardening::AnswerHeaders;
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::peer::Route;
 use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
@@ -25,6 +26,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         resolved: Resolved<H::Session>,
         meta: Arc<RequestMeta>,
         framing: Framed,
+        answer_headers: AnswerHeaders,
     ) -> Response {
         let tail: Arc<dyn EventStream> = match resolved.session() {
             Some(session) => session.open_request_stream(),
@@ -70,7 +72,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                         // Nothing was streamed: the stream closes unused and the answer is JSON.
                         drop(subscription);
                         tail.close();
-                        return self.json_answers(batch, answers, served);
+                        return self.json_answers(batch, answers, served, &answer_headers);
                     }
                     publish_answers(tail.as_ref(), answers);
                 }

@@ -17,7 +17,7 @@ use super::session::Resolved;
 use super::{Denial, StreamableHttp, record_session, refuse, served, store_refusal};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
-use crate::hardening::{Admitted, Refusal, read_body};
+use crate::hardening::{Admitted, AnswerHeaders, Refusal, read_body};
 use crate::header_scan::find_two;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
@@ -132,6 +132,7 @@ pub(super) struct PostStart {
     limit: usize,
     meta: Arc<RequestMeta>,
     framing: Framed,
+    answer_headers: AnswerHeaders,
 }
 
 /// A `POST`'s work once its head passed, one path for every body: read it, admit it
@@ -149,6 +150,7 @@ pub(super) fn serve_post<H: RequestHandler>(
         limit,
         meta,
         framing,
+        answer_headers,
     } = start;
     async move {
         let read = read_body(body, limit).await;
@@ -164,7 +166,7 @@ pub(super) fn serve_post<H: RequestHandler>(
                 Err(refused) => return Ok(*refused),
             };
             let after = transport.after_answer(&admitted.resolved);
-            (transport.answer_of(admitted), after)
+            (transport.answer_of(admitted, &answer_headers), after)
         };
         let mut response = match answer {
             Answer::One { request, scope } => {
@@ -179,9 +181,16 @@ pub(super) fn serve_post<H: RequestHandler>(
                     // Boxed: only an opening or a store saving state waits on the store here,
                     // and what that wait holds stays out of every request's future.
                     Some(_) => {
-                        Box::pin(transport.finish_after(&after, answer, outcome, served)).await
+                        let finishing = transport.finish_after(
+                            &after,
+                            answer,
+                            outcome,
+                            served,
+                            &answer_headers,
+                        );
+                        Box::pin(finishing).await
                     }
-                    None => transport.finish_one(answer, outcome, served),
+                    None => transport.finish_one(answer, outcome, served, &answer_headers),
                 }
             }
             Answer::Other(answer) => answer.await,
@@ -299,9 +308,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
             return Err(Refusal::NotAcceptable);
         };
-        let limit = admitted.body_limit.0;
+        let Admitted {
+            body_limit,
+            peer,
+            answer_headers,
+        } = admitted;
+        let limit = body_limit.0;
         let meta = RequestMeta::new(parts.headers, parts.extensions, profile);
-        let meta = match admitted.peer {
+        let meta = match peer {
             Some(peer) => meta.with_peer_address(peer),
             None => meta,
         };
@@ -311,6 +325,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             limit,
             meta,
             framing,
+            answer_headers,
         })
     }
 
@@ -429,8 +444,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// The answer an admitted body is owed: a single request framed as JSON inline, any other
-    /// body as the boxed future of [`Self::answer_rare`].
-    fn answer_of(self: &Arc<Self>, admitted: AdmittedBody<H::Session>) -> Answer<H::Session> {
+    /// body as the boxed future of [`Self::answer_rare`]. Inlined into the `POST`'s future, so
+    /// the admitted body is taken apart where it lies rather than first copied into a call.
+    #[inline(always)]
+    fn answer_of(
+        self: &Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+        answer_headers: &AnswerHeaders,
+    ) -> Answer<H::Session> {
         let AdmittedBody {
             body,
             resolved,
@@ -447,12 +468,15 @@ impl<H: RequestHandler> StreamableHttp<H> {
             },
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => body,
         };
-        Arc::clone(self).answer_rare_boxed(AdmittedBody {
-            body,
-            resolved,
-            meta,
-            framing,
-        })
+        Arc::clone(self).answer_rare_boxed(
+            AdmittedBody {
+                body,
+                resolved,
+                meta,
+                framing,
+            },
+            answer_headers.clone(),
+        )
     }
 
     /// The boxed future of a rarer body ([`Self::answer_rare`]), built out of line so the
@@ -461,8 +485,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
     fn answer_rare_boxed(
         self: Arc<Self>,
         admitted: AdmittedBody<H::Session>,
+        answer_headers: AnswerHeaders,
     ) -> Answer<H::Session> {
-        Answer::Other(Box::pin(self.answer_rare(admitted)))
+        Answer::Other(Box::pin(self.answer_rare(admitted, answer_headers)))
     }
 
     /// Decodes a read body within the body limit in force.
@@ -482,12 +507,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
         answer: Option<RpcResponse>,
         outcome: Outcome,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         if let Some(session) = after.opening() {
             self.settle_opening(Some(session), answer.as_slice()).await;
         }
         match self.save_state(after.saving()).await {
-            Ok(()) => self.finish_one(answer, outcome, served),
+            Ok(()) => self.finish_one(answer, outcome, served, answer_headers),
             Err(refusal) => refuse(refusal, None),
         }
     }
@@ -499,9 +525,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         answer: Option<RpcResponse>,
         outcome: Outcome,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         let mut response = match answer {
-            Some(answer) => self.single_answer(&answer, served),
+            Some(answer) => self.single_answer(&answer, served, answer_headers),
             None => StatusCode::ACCEPTED.into_response(),
         };
         if outcome == Outcome::Panicked {
@@ -512,7 +539,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
     /// answers that may stream.
-    async fn answer_rare(self: Arc<Self>, admitted: AdmittedBody<H::Session>) -> Response {
+    async fn answer_rare(
+        self: Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+        answer_headers: AnswerHeaders,
+    ) -> Response {
         let AdmittedBody {
             body,
             resolved,
@@ -529,9 +560,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return StatusCode::ACCEPTED.into_response();
         }
         match framing {
-            Framed::Json => self.answer_batch(body, &resolved, meta).await,
+            Framed::Json => {
+                self.answer_batch(body, &resolved, meta, &answer_headers)
+                    .await
+            }
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
-                self.answer_streaming(body, resolved, meta, framing).await
+                self.answer_streaming(body, resolved, meta, framing, answer_headers)
+                    .await
             }
         }
     }
@@ -611,6 +646,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         body: Inbound,
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         let scope = self.scope(resolved, meta, Self::side_route(resolved));
         let answers = run_all(&self.handler, body, scope).await;
@@ -618,18 +654,26 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Err(refusal) = self.save_state(resolved.session()).await {
             return refuse(refusal, None);
         }
-        self.json_response(batch_to_bytes(
-            &answers
-                .into_iter()
-                .map(Message::Response)
-                .collect::<Vec<_>>(),
-        ))
+        self.json_response(
+            batch_to_bytes(
+                &answers
+                    .into_iter()
+                    .map(Message::Response)
+                    .collect::<Vec<_>>(),
+            ),
+            answer_headers,
+        )
     }
 
     /// One request's answer as the whole JSON response, with the head the profile declares
     /// for its error as served (200 otherwise).
-    fn single_answer(&self, answer: &RpcResponse, served: Served) -> Response {
-        let mut response = self.json_response(answer.to_bytes());
+    fn single_answer(
+        &self,
+        answer: &RpcResponse,
+        served: Served,
+        answer_headers: &AnswerHeaders,
+    ) -> Response {
+        let mut response = self.json_response(answer.to_bytes(), answer_headers);
         if let Err(error) = answer.outcome()
             && let Some(head) = self.handler.profile().error_head(error, served)
         {
@@ -643,13 +687,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
         response
     }
 
-    /// A JSON answer with room for the media type alone: the hardening stamps an answer
-    /// carrying nothing else by replacing its map with a prepared copy.
-    fn json_response(&self, bytes: Bytes) -> Response {
+    /// A JSON answer, its headers built as the hardening that admitted it prepared them
+    /// ([`AnswerHeaders::json`]).
+    fn json_response(&self, bytes: Bytes, answer_headers: &AnswerHeaders) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        let mut headers = HeaderMap::with_capacity(1);
-        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
-        *response.headers_mut() = headers;
+        *response.headers_mut() = answer_headers.json(&self.content_type);
         response
     }
 
@@ -658,16 +700,20 @@ impl<H: RequestHandler> StreamableHttp<H> {
         batch: bool,
         answers: Vec<RpcResponse>,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         match (batch, answers.as_slice()) {
-            (false, [single]) => self.single_answer(single, served),
+            (false, [single]) => self.single_answer(single, served, answer_headers),
             (_, []) => StatusCode::ACCEPTED.into_response(),
-            _ => self.json_response(batch_to_bytes(
-                &answers
-                    .into_iter()
-                    .map(Message::Response)
-                    .collect::<Vec<_>>(),
-            )),
+            _ => self.json_response(
+                batch_to_bytes(
+                    &answers
+                        .into_iter()
+                        .map(Message::Response)
+                        .collect::<Vec<_>>(),
+                ),
+                answer_headers,
+            ),
         }
     }
 }
