@@ -35,7 +35,7 @@ use tower_http::cors::CorsLayer;
 use super::origin::SiteCheck;
 use super::proxy::TrustedProxies;
 use super::refusal::Refusal;
-use super::security_headers::{ParsedSecurityHeaders, refuse_bare_error};
+use super::security_headers::{AnswerHeaders, ParsedSecurityHeaders, refuse_bare_error};
 use super::{Admission, BodyLimit};
 
 type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -422,12 +422,14 @@ where
 }
 
 /// What admission hands a hardened endpoint with each request it admits: the body limit (from
-/// the hardening's one [`Admission`], never looked up again) and the caller's address when the
-/// server knows it (a trusted proxy's already replaced by the client it forwarded for).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// the hardening's one [`Admission`], never looked up again), the caller's address when the
+/// server knows it (a trusted proxy's already replaced by the client it forwarded for), and
+/// the headers its JSON answer is built with (the guard's own, prepared once).
+#[derive(Debug, Clone)]
 pub(crate) struct Admitted {
     pub(crate) body_limit: BodyLimit,
     pub(crate) peer: Option<SocketAddr>,
+    pub(crate) answer_headers: AnswerHeaders,
 }
 
 impl Admitted {
@@ -443,6 +445,8 @@ impl Admitted {
         Self {
             body_limit,
             peer: None,
+            // The router-wide guard stamps what the transport answers with.
+            answer_headers: AnswerHeaders::default(),
         }
     }
 }
@@ -541,6 +545,7 @@ impl<S> Hardened<S> {
         Admitted {
             body_limit: self.admission.body_limit,
             peer,
+            answer_headers: self.policy.headers.answer_headers(),
         }
     }
 }

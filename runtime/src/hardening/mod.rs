@@ -78,7 +78,7 @@ pub use refusal::{Challenge, EchoId, IdentifiedRefusal, Refusal, RefusalAnswer, 
 #[cfg(feature = "server")]
 pub use security_headers::SecurityHeaders;
 #[cfg(feature = "server")]
-pub(crate) use security_headers::response_headers;
+pub(crate) use security_headers::{AnswerHeaders, response_headers};
 
 #[cfg(feature = "server")]
 use auth::{Challenges, DynAuthenticator, Gate, PublishedMetadata};

@@ -123,8 +123,36 @@ impl SecurityHeaders {
 pub(crate) struct ParsedSecurityHeaders {
     headers: Arc<[(HeaderName, HeaderValue)]>,
     /// The whole header map of a JSON answer that carries no header of its own but its media
-    /// type: the most common response, stamped by copying this.
-    json_answer: HeaderMap,
+    /// type: the most common response, built as a copy of this ([`AnswerHeaders`]) or stamped
+    /// by copying it.
+    json_answer: Arc<HeaderMap>,
+}
+
+/// What a hardening hands the transport with each request it admits, for building a plain
+/// JSON answer: its prepared header map (the media type and its security headers), or nothing
+/// when the request came through the router-wide layers. An answer built as a copy of the map
+/// leaves its stamp nothing to do; one built without it carries its media type alone, which
+/// the stamp completes. Cloning it is one reference count.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AnswerHeaders(Option<Arc<HeaderMap>>);
+
+impl AnswerHeaders {
+    /// The header map a JSON answer labelled `media_type` starts with: a copy of the prepared
+    /// map when that labels answers the same way, else room for the media type alone.
+    pub(crate) fn json(&self, media_type: &HeaderValue) -> HeaderMap {
+        match &self.0 {
+            Some(prepared) if *media_type == JSON => HeaderMap::clone(prepared),
+            _ => media_type_only(media_type),
+        }
+    }
+}
+
+/// A map holding `media_type` alone, sized for it: the stamp replaces it whole.
+#[inline(never)]
+fn media_type_only(media_type: &HeaderValue) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(1);
+    headers.insert(header::CONTENT_TYPE, media_type.clone());
+    headers
 }
 
 /// The media type of a JSON answer.
@@ -143,12 +171,46 @@ impl ParsedSecurityHeaders {
     /// one exact-sized copy costs less than six inserts into a map sized past the allocator's
     /// small-size cache, and holds the same headers. (A copy is not used for other responses:
     /// their own headers would have to be appended to its exact-sized storage.)
+    ///
+    /// A copy of that map a transport built its answer with ([`AnswerHeaders`]), untouched
+    /// since, already carries every header and is left as it is.
     pub(crate) fn stamp(&self, headers: &mut HeaderMap) {
+        if self.is_json_answer_copy(headers) {
+            return;
+        }
         if carries_only_json_media_type(headers) {
-            *headers = self.json_answer.clone();
+            *headers = HeaderMap::clone(&self.json_answer);
         } else {
             self.stamp_one_by_one(headers);
         }
+    }
+
+    /// What a transport builds the JSON answers of the requests this hardening admits with.
+    pub(crate) fn answer_headers(&self) -> AnswerHeaders {
+        AnswerHeaders(Some(Arc::clone(&self.json_answer)))
+    }
+
+    /// Whether `headers` holds exactly the prepared JSON answer's headers, in its order, each
+    /// value sharing the prepared one's storage (as a copy's does). Comparing where a value's
+    /// bytes live rather than the bytes keeps this a few instructions a header; a map that
+    /// merely holds equal text is stamped in full instead, with the same result.
+    fn is_json_answer_copy(&self, headers: &HeaderMap) -> bool {
+        if headers.len() != self.headers.len() + 1 {
+            return false;
+        }
+        // The prepared map is the media type followed by `self.headers`, whose values it
+        // shares; walking a slice beside the map costs less than walking a second map.
+        let mut own = headers.iter();
+        if !own
+            .next()
+            .is_some_and(|(name, value)| *name == header::CONTENT_TYPE && *value == JSON)
+        {
+            return false;
+        }
+        own.zip(self.headers.iter())
+            .all(|((name, value), (prepared_name, prepared_value))| {
+                name == prepared_name && std::ptr::eq(value.as_bytes(), prepared_value.as_bytes())
+            })
     }
 
     /// Inserts each header into `headers`; out of line, so the common JSON answer's path
@@ -169,7 +231,7 @@ impl ParsedSecurityHeaders {
         }
         Self {
             headers: Arc::from(headers),
-            json_answer,
+            json_answer: Arc::new(json_answer),
         }
     }
 }
@@ -465,24 +527,58 @@ mod tests {
             *response.headers_mut() = headers;
             response
         };
-        let copy = stamped_by(&parsed, answer_with(parsed.json_answer.clone()));
+        let copy = stamped_by(&parsed, answer_with(HeaderMap::clone(&parsed.json_answer)));
         assert_eq!(
             header_list(&copy),
             header_list(&stamped_by(&parsed, json_only()))
         );
         // A policy header a handler overwrote in the copy is put back.
-        let mut altered = parsed.json_answer.clone();
+        let mut altered = HeaderMap::clone(&parsed.json_answer);
         altered.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
         let altered = stamped_by(&parsed, answer_with(altered));
         assert_eq!(altered.headers()[header::CACHE_CONTROL], "no-store");
         assert_security_headers(&altered);
         // Equal text in storage of its own still ends up right.
-        let mut retyped = parsed.json_answer.clone();
+        let mut retyped = HeaderMap::clone(&parsed.json_answer);
         retyped.insert(
             header::X_FRAME_OPTIONS,
             HeaderValue::from_str("DENY").unwrap(),
         );
         assert_security_headers(&stamped_by(&parsed, answer_with(retyped)));
+    }
+
+    #[test]
+    fn an_answer_built_with_the_prepared_headers_is_left_as_built_and_any_other_is_stamped() {
+        let parsed = SecurityHeaders::default().parse().unwrap();
+        let built = parsed.answer_headers().json(&JSON);
+        assert!(parsed.is_json_answer_copy(&built));
+        assert_security_headers(&stamped_by(&parsed, answer_with_headers(built)));
+        // Equal text in storage of its own is not taken for a copy.
+        let mut retyped = parsed.answer_headers().json(&JSON);
+        retyped.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_str("DENY").unwrap(),
+        );
+        assert!(!parsed.is_json_answer_copy(&retyped));
+        // Another media type, or no hardening's headers at all: the media type alone, which
+        // the stamp completes.
+        let other = HeaderValue::from_static("application/vnd.test+json");
+        for (headers, media_type) in [
+            (parsed.answer_headers(), &other),
+            (AnswerHeaders::default(), &JSON),
+        ] {
+            let own = headers.json(media_type);
+            assert_eq!(own.len(), 1);
+            let stamped = stamped_by(&parsed, answer_with_headers(own));
+            assert_eq!(stamped.headers()[header::CONTENT_TYPE], media_type);
+            assert_security_headers(&stamped);
+        }
+    }
+
+    fn answer_with_headers(headers: HeaderMap) -> Response {
+        let mut response = Response::new(Body::from("{}"));
+        *response.headers_mut() = headers;
+        response
     }
 
     fn stamped_by(parsed: &ParsedSecurityHeaders, mut response: Response) -> Response {

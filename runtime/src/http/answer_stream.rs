@@ -13,6 +13,7 @@ use super::post::{Inbound, run_all};
 use super::session::Resolved;
 use super::{refuse, store_refusal};
 use crate::handler::{RequestHandler, RequestMeta};
+use crate::hardening::AnswerHeaders;
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::peer::Route;
 use crate::store::{StoreError, log_late_failure};
@@ -26,6 +27,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         resolved: Resolved<H::Session>,
         meta: Arc<RequestMeta>,
         framing: Framed,
+        answer_headers: AnswerHeaders,
     ) -> Response {
         let opened = match resolved.session() {
             Some(session) => session.open_request_stream().await,
@@ -85,7 +87,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
                         if let Err(error) = tail.close().await {
                             tracing::debug!(%error, "an unused answer stream was not closed");
                         }
-                        return self.json_answers(batch, answers, served);
+                        return self.json_answers(batch, answers, served, &answer_headers);
                     }
                     publish_answers(tail.as_ref(), answers).await;
                 }

@@ -252,6 +252,7 @@ mod tests {
         let admitted = Admitted {
             body_limit: crate::hardening::BodyLimit(1024),
             peer: None,
+            answer_headers: crate::hardening::AnswerHeaders::default(),
         };
         let serving = endpoint.serve(echo_post("application/json"), admitted);
         // glibc serves blocks up to 1,032 bytes from its per-thread cache; a larger box takes

@@ -17,7 +17,7 @@ use super::session::Resolved;
 use super::{Denial, StreamableHttp, record_session, refuse, store_refusal};
 use crate::dispatch::{Outcome, Scope, answer_request, serve_message};
 use crate::handler::{RequestHandler, RequestMeta, Served};
-use crate::hardening::{Admitted, Refusal, read_body};
+use crate::hardening::{Admitted, AnswerHeaders, Refusal, read_body};
 use crate::header_scan::find_two;
 use crate::jsonrpc::{
     DecodeError, DecodeLimits, InvalidMessage, Message, Payload, Request, RequestId,
@@ -132,6 +132,7 @@ pub(super) struct PostStart {
     limit: usize,
     meta: Arc<RequestMeta>,
     framing: Framed,
+    answer_headers: AnswerHeaders,
 }
 
 /// A `POST`'s work once its head passed, one path for every body: read it, admit it
@@ -149,6 +150,7 @@ pub(super) fn serve_post<H: RequestHandler>(
         limit,
         meta,
         framing,
+        answer_headers,
     } = start;
     async move {
         let read = read_body(body, limit).await;
@@ -164,7 +166,7 @@ pub(super) fn serve_post<H: RequestHandler>(
                 Err(refused) => return Ok(*refused),
             };
             let after = transport.after_answer(&admitted.resolved);
-            (transport.answer_of(admitted), after)
+            (transport.answer_of(admitted, &answer_headers), after)
         };
         let mut response = match answer {
             Answer::One { request, scope } => {
@@ -179,9 +181,16 @@ pub(super) fn serve_post<H: RequestHandler>(
                     // Boxed: only an opening or a store saving state waits on the store here,
                     // and what that wait holds stays out of every request's future.
                     Some(_) => {
-                        Box::pin(transport.finish_after(&after, answer, outcome, served)).await
+                        let finishing = transport.finish_after(
+                            &after,
+                            answer,
+                            outcome,
+                            served,
+                            &answer_headers,
+                        );
+                        Box::pin(finishing).await
                     }
-                    None => transport.finish_one(answer, outcome, served),
+                    None => transport.finish_one(answer, outcome, served, &answer_headers),
                 }
             }
             Answer::Other(answer) => answer.await,
@@ -299,10 +308,15 @@ impl<H: RequestHandler> StreamableHttp<H> {
         let Some(framing) = choose_framing(self.config.response_mode, accepts) else {
             return Err(Refusal::NotAcceptable);
         };
-        let limit = admitted.body_limit.0;
+        let Admitted {
+            body_limit,
+            peer,
+            answer_headers,
+        } = admitted;
+        let limit = body_limit.0;
         let meta = RequestMeta::new(parts.headers, parts.extensions, profile)
             .with_session_mode(self.config.session_mode);
-        let meta = match admitted.peer {
+        let meta = match peer {
             Some(peer) => meta.with_peer_address(peer),
             None => meta,
         };
@@ -312,6 +326,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             limit,
             meta,
             framing,
+            answer_headers,
         })
     }
 
@@ -430,8 +445,14 @@ impl<H: RequestHandler> StreamableHttp<H> {
     }
 
     /// The answer an admitted body is owed: a single request framed as JSON inline, any other
-    /// body as the boxed future of [`Self::answer_rare`].
-    fn answer_of(self: &Arc<Self>, admitted: AdmittedBody<H::Session>) -> Answer<H::Session> {
+    /// body as the boxed future of [`Self::answer_rare`]. Inlined into the `POST`'s future, so
+    /// the admitted body is taken apart where it lies rather than first copied into a call.
+    #[inline(always)]
+    fn answer_of(
+        self: &Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+        answer_headers: &AnswerHeaders,
+    ) -> Answer<H::Session> {
         let AdmittedBody {
             body,
             resolved,
@@ -447,18 +468,26 @@ impl<H: RequestHandler> StreamableHttp<H> {
                         let scope = self.scope(&resolved, meta, route, None);
                         return Answer::One { request, scope };
                     }
-                    return Arc::clone(self).answer_one_later(request, resolved, meta);
+                    return Arc::clone(self).answer_one_later(
+                        request,
+                        resolved,
+                        meta,
+                        answer_headers.clone(),
+                    );
                 }
                 Err(body) => body,
             },
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => body,
         };
-        Arc::clone(self).answer_rare_boxed(AdmittedBody {
-            body,
-            resolved,
-            meta,
-            framing,
-        })
+        Arc::clone(self).answer_rare_boxed(
+            AdmittedBody {
+                body,
+                resolved,
+                meta,
+                framing,
+            },
+            answer_headers.clone(),
+        )
     }
 
     /// A single request answered as JSON once the event store has opened the session's own
@@ -470,6 +499,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         request: Request,
         resolved: Resolved<H::Session>,
         meta: Arc<RequestMeta>,
+        answer_headers: AnswerHeaders,
     ) -> Answer<H::Session> {
         Answer::Other(Box::pin(async move {
             let route = match self.side_route(&resolved).await {
@@ -485,7 +515,8 @@ impl<H: RequestHandler> StreamableHttp<H> {
             let mut answering = std::pin::pin!(answer_request(&self.handler, request, scope));
             let answer = answering.as_mut().await;
             let outcome = answering.outcome();
-            self.finish_after(&after, answer, outcome, served).await
+            self.finish_after(&after, answer, outcome, served, &answer_headers)
+                .await
         }))
     }
 
@@ -495,8 +526,9 @@ impl<H: RequestHandler> StreamableHttp<H> {
     fn answer_rare_boxed(
         self: Arc<Self>,
         admitted: AdmittedBody<H::Session>,
+        answer_headers: AnswerHeaders,
     ) -> Answer<H::Session> {
-        Answer::Other(Box::pin(self.answer_rare(admitted)))
+        Answer::Other(Box::pin(self.answer_rare(admitted, answer_headers)))
     }
 
     /// Decodes a read body within the body limit in force.
@@ -516,12 +548,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
         answer: Option<RpcResponse>,
         outcome: Outcome,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         if let Some(session) = after.opening() {
             self.settle_opening(Some(session), answer.as_slice()).await;
         }
         match self.save_state(after.saving()).await {
-            Ok(()) => self.finish_one(answer, outcome, served),
+            Ok(()) => self.finish_one(answer, outcome, served, answer_headers),
             Err(refusal) => refuse(refusal, None),
         }
     }
@@ -533,9 +566,10 @@ impl<H: RequestHandler> StreamableHttp<H> {
         answer: Option<RpcResponse>,
         outcome: Outcome,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         let mut response = match answer {
-            Some(answer) => self.single_answer(&answer, served),
+            Some(answer) => self.single_answer(&answer, served, answer_headers),
             None => StatusCode::ACCEPTED.into_response(),
         };
         if outcome == Outcome::Panicked {
@@ -546,7 +580,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
 
     /// Every `POST` but a single request answered as JSON: bodies without requests, batches and
     /// answers that may stream.
-    async fn answer_rare(self: Arc<Self>, admitted: AdmittedBody<H::Session>) -> Response {
+    async fn answer_rare(
+        self: Arc<Self>,
+        admitted: AdmittedBody<H::Session>,
+        answer_headers: AnswerHeaders,
+    ) -> Response {
         let AdmittedBody {
             body,
             resolved,
@@ -567,9 +605,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
             return StatusCode::ACCEPTED.into_response();
         }
         match framing {
-            Framed::Json => self.answer_batch(body, &resolved, meta).await,
+            Framed::Json => {
+                self.answer_batch(body, &resolved, meta, &answer_headers)
+                    .await
+            }
             Framed::Sse | Framed::Auto | Framed::SseOrRefusal => {
-                self.answer_streaming(body, resolved, meta, framing).await
+                self.answer_streaming(body, resolved, meta, framing, answer_headers)
+                    .await
             }
         }
     }
@@ -684,6 +726,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         body: Inbound,
         resolved: &Resolved<H::Session>,
         meta: Arc<RequestMeta>,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         let side = match self.side_route(resolved).await {
             Ok(side) => side,
@@ -698,18 +741,26 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Err(refusal) = self.save_state(resolved.session()).await {
             return refuse(refusal, None);
         }
-        self.json_response(batch_to_bytes(
-            &answers
-                .into_iter()
-                .map(Message::Response)
-                .collect::<Vec<_>>(),
-        ))
+        self.json_response(
+            batch_to_bytes(
+                &answers
+                    .into_iter()
+                    .map(Message::Response)
+                    .collect::<Vec<_>>(),
+            ),
+            answer_headers,
+        )
     }
 
     /// One request's answer as the whole JSON response, with the head the profile declares
     /// for its error as served (200 otherwise).
-    fn single_answer(&self, answer: &RpcResponse, served: Served) -> Response {
-        let mut response = self.json_response(answer.to_bytes());
+    fn single_answer(
+        &self,
+        answer: &RpcResponse,
+        served: Served,
+        answer_headers: &AnswerHeaders,
+    ) -> Response {
+        let mut response = self.json_response(answer.to_bytes(), answer_headers);
         if let Err(error) = answer.outcome()
             && let Some(head) = self.handler.profile().error_head(error, served)
         {
@@ -723,13 +774,11 @@ impl<H: RequestHandler> StreamableHttp<H> {
         response
     }
 
-    /// A JSON answer with room for the media type alone: the hardening stamps an answer
-    /// carrying nothing else by replacing its map with a prepared copy.
-    fn json_response(&self, bytes: Bytes) -> Response {
+    /// A JSON answer, its headers built as the hardening that admitted it prepared them
+    /// ([`AnswerHeaders::json`]).
+    fn json_response(&self, bytes: Bytes, answer_headers: &AnswerHeaders) -> Response {
         let mut response = Response::new(Body::from(bytes));
-        let mut headers = HeaderMap::with_capacity(1);
-        headers.insert(header::CONTENT_TYPE, self.content_type.clone());
-        *response.headers_mut() = headers;
+        *response.headers_mut() = answer_headers.json(&self.content_type);
         response
     }
 
@@ -738,16 +787,20 @@ impl<H: RequestHandler> StreamableHttp<H> {
         batch: bool,
         answers: Vec<RpcResponse>,
         served: Served,
+        answer_headers: &AnswerHeaders,
     ) -> Response {
         match (batch, answers.as_slice()) {
-            (false, [single]) => self.single_answer(single, served),
+            (false, [single]) => self.single_answer(single, served, answer_headers),
             (_, []) => StatusCode::ACCEPTED.into_response(),
-            _ => self.json_response(batch_to_bytes(
-                &answers
-                    .into_iter()
-                    .map(Message::Response)
-                    .collect::<Vec<_>>(),
-            )),
+            _ => self.json_response(
+                batch_to_bytes(
+                    &answers
+                        .into_iter()
+                        .map(Message::Response)
+                        .collect::<Vec<_>>(),
+                ),
+                answer_headers,
+            ),
         }
     }
 }
