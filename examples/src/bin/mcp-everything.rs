@@ -1,7 +1,8 @@
 //! `mcp-everything`: the MCP demo server with every conformance fixture.
 //!
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
-//! to `/message`); `--stdio` serves the same over stdin/stdout.
+//! to `/message`); `--stdio` serves the same over stdin/stdout. `--redis URL` keeps the
+//! Streamable HTTP sessions in Redis (events stay in memory).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
 use examples::mcp_demo::everything_server;
+use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::Server;
@@ -28,16 +30,25 @@ struct Arguments {
     /// Serve the same over stdin/stdout.
     #[arg(long)]
     stdio: bool,
+    #[arg(long, value_name = "URL", requires = "listen", help = REDIS_HELP)]
+    redis: Option<String>,
 }
 
-async fn listen(address: SocketAddr) -> std::io::Result<()> {
+async fn listen(address: SocketAddr, redis: Option<&str>) -> std::io::Result<()> {
     let server = everything_server().map_err(std::io::Error::other)?;
-    let built = Server::builder()
-        .hardening(HardeningConfig::new().bind_address(address))
-        .streamable_http("/mcp", server.clone(), HttpConfig::default())
-        .legacy_sse("/sse", "/message", server, HttpConfig::default())
-        .build()
-        .map_err(std::io::Error::other)?;
+    let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
+    let built = mount_streamable_http(
+        builder,
+        "/mcp",
+        server.clone(),
+        HttpConfig::default(),
+        redis,
+    )
+    .await
+    .map_err(std::io::Error::other)?
+    .legacy_sse("/sse", "/message", server, HttpConfig::default())
+    .build()
+    .map_err(std::io::Error::other)?;
     eprintln!("mcp-everything listening on http://{address}/mcp (legacy SSE at /sse)");
     built.serve(address).await
 }
@@ -51,7 +62,7 @@ async fn main() -> ExitCode {
     // clap answers --help and a bad command line itself (usage on stderr, exit status 2).
     let arguments = Arguments::parse();
     let outcome = match arguments.listen {
-        Some(address) => listen(address).await,
+        Some(address) => listen(address, arguments.redis.as_deref()).await,
         None => match everything_server() {
             Ok(server) => serve_stdio(&server, StdioConfig::default()).await,
             Err(error) => Err(std::io::Error::other(error)),
