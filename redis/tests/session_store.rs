@@ -395,3 +395,46 @@ async fn a_session_that_ended_unreaped_does_not_count_toward_the_limit() {
         Err(StoreError::LimitReached)
     ));
 }
+
+/// The Redis server's process id, as the server names it.
+fn process_id(server: &RedisServer) -> String {
+    let Reply::Bulk(Some(info)) = server.command(&["INFO", "server"]) else {
+        panic!("no INFO reply");
+    };
+    let pid = info
+        .lines()
+        .find_map(|line| line.strip_prefix("process_id:"));
+    pid.expect("a process id").trim().to_owned()
+}
+
+fn signal(pid: &str, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+#[tokio::test]
+async fn a_frozen_redis_is_unavailable_within_the_timeout_and_served_again_when_it_thaws() {
+    let server = RedisServer::start();
+    let store = store::<()>(&server, limits()).await;
+    let opened = session::<()>();
+    store.insert(Arc::clone(&opened)).await.expect("inserted");
+    // Stopped, not killed: the connection stays open and no answer ever comes.
+    let pid = process_id(&server);
+    signal(&pid, "-STOP");
+    let asked = Instant::now();
+    let answer = store.get(opened.id(), SystemTime::now()).await;
+    let waited = asked.elapsed();
+    signal(&pid, "-CONT");
+    assert!(
+        matches!(answer, Err(StoreError::Unavailable(_))),
+        "{answer:?}"
+    );
+    assert!(waited >= TIMEOUT && waited < TIMEOUT + Duration::from_millis(400));
+    assert!(
+        get(&store, opened.id()).await.is_some(),
+        "the same connection serves again"
+    );
+}
