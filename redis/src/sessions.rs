@@ -146,14 +146,23 @@ impl<S> RedisSessionStore<S> {
         format!("{}{id}", self.record_prefix)
     }
 
-    /// Runs one script, bounded by the timeout; any failure is "unavailable".
+    /// Runs one script (see [`Self::ask`]).
     async fn run<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
         let mut connection = self.connection.clone();
+        self.ask(invocation.invoke_async(&mut connection)).await
+    }
+
+    /// Awaits one request to Redis, bounded by the timeout: the one place where a failure or
+    /// a late answer becomes "unavailable".
+    async fn ask<T>(
+        &self,
+        request: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, StoreError> {
         let timeout = self.config.timeout;
-        bounded(timeout, invocation.invoke_async(&mut connection))
+        bounded(timeout, request)
             .await
             .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
             .map_err(StoreError::unavailable)
@@ -176,7 +185,9 @@ impl<S> RedisSessionStore<S> {
     /// Ends and drops this replica's live copy of a session that is gone from Redis.
     fn forget(&self, id: &SessionId) -> bool {
         let held = self.live.lock().ok().and_then(|mut live| live.remove(id));
-        held.map(|held| held.session.end()).is_some()
+        let Some(held) = held else { return false };
+        held.session.end();
+        true
     }
 
     /// Holds `session` at `revision` unless a copy at least as new is held already (two
@@ -214,11 +225,9 @@ impl<S> RedisSessionStore<S> {
         let mut connection = self.connection.clone();
         let mut zcount = redis::cmd("ZCOUNT");
         zcount.arg(&self.index).arg(format!("({now}")).arg("+inf");
-        let count = zcount.query_async::<usize>(&mut connection);
-        let count = bounded(self.config.timeout, count)
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(self.config.timeout)))?
-            .map_err(StoreError::unavailable)?;
+        let count = self
+            .ask(zcount.query_async::<usize>(&mut connection))
+            .await?;
         Ok(count < self.config.limits.max_live)
     }
 
@@ -277,11 +286,9 @@ impl<S> RedisSessionStore<S> {
             pipeline.zscore(&self.index, id.as_str());
         }
         let mut connection = self.connection.clone();
-        let scores = pipeline.query_async::<Vec<Option<f64>>>(&mut connection);
-        let scores = bounded(self.config.timeout, scores)
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(self.config.timeout)))?
-            .map_err(StoreError::unavailable)?;
+        let scores = self
+            .ask(pipeline.query_async::<Vec<Option<f64>>>(&mut connection))
+            .await?;
         let now = millis(now) as f64;
         let ended = held
             .iter()
