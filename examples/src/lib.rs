@@ -10,3 +10,4 @@ pub mod a2a_demo;
 pub mod acp_demo;
 pub mod core;
 pub mod mcp_demo;
+pub mod redis_sessions;

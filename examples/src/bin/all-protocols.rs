@@ -8,7 +8,8 @@
 //! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
 //! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
-//! kept (default 30 minutes). `--allow-private-webhooks` is for tests only and unsafe anywhere
+//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions in Redis
+//! (events stay in memory). `--allow-private-webhooks` is for tests only and unsafe anywhere
 //! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
@@ -21,10 +22,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use examples::mcp_demo::everything_server;
+use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
 use protocols_acp::remote::RemoteConfig;
-use protocols_mcp::builder::BuildError;
 use protocols_runtime::hardening::{AuthPolicy, HardeningConfig, JwtAuthenticator, JwtConfig};
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::{Server, ServerBuilder};
@@ -70,6 +71,8 @@ struct Options {
     #[arg(long, value_name = "SECONDS", default_value_t = 30 * 60,
           value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
+    #[arg(long, value_name = "URL", conflicts_with = "stdio", help = REDIS_HELP)]
+    redis: Option<String>,
 }
 
 impl Options {
@@ -112,12 +115,17 @@ impl Options {
     }
 }
 
-fn mount_mcp(builder: ServerBuilder, session_idle: Duration) -> Result<ServerBuilder, BuildError> {
-    let server = everything_server()?;
+/// MCP's demo at `/mcp` (its sessions in Redis when `redis` names one) and `/sse`.
+async fn mount_mcp(
+    builder: ServerBuilder,
+    session_idle: Duration,
+    redis: Option<&str>,
+) -> Result<ServerBuilder, String> {
+    let server = everything_server().map_err(|error| error.to_string())?;
     let config = HttpConfig::default().sessions(SessionLimits::default().idle(session_idle));
-    Ok(builder
-        .streamable_http("/mcp", server.clone(), config.clone())
-        .legacy_sse("/sse", "/message", server, config))
+    let builder =
+        mount_streamable_http(builder, "/mcp", server.clone(), config.clone(), redis).await?;
+    Ok(builder.legacy_sse("/sse", "/message", server, config))
 }
 
 /// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
@@ -154,7 +162,7 @@ async fn main() -> ExitCode {
         }
     };
     let builder = Server::builder().hardening(hardening);
-    let builder = match mount_mcp(builder, options.session_idle()) {
+    let builder = match mount_mcp(builder, options.session_idle(), options.redis.as_deref()).await {
         Ok(builder) => builder,
         Err(error) => {
             eprintln!("all-protocols: {error}");

@@ -2,7 +2,8 @@
 //!
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
 //! to `/message`); `--stdio` serves the same over stdin/stdout. `--sessionless` serves `/mcp`
-//! without sessions: every `POST` stands alone, as the other SDKs' stateless modes.
+//! without sessions: every `POST` stands alone, as the other SDKs' stateless modes. `--redis URL`
+//! keeps the Streamable HTTP sessions in Redis (events stay in memory).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
 use examples::mcp_demo::everything_server;
+use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::{HttpConfig, SessionMode};
 use protocols_runtime::server::Server;
@@ -32,6 +34,14 @@ struct Arguments {
     /// Serve /mcp without sessions: no Mcp-Session-Id, every POST on its own, GET and DELETE 405.
     #[arg(long, requires = "listen")]
     sessionless: bool,
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "listen",
+        conflicts_with = "sessionless",
+        help = REDIS_HELP
+    )]
+    redis: Option<String>,
 }
 
 impl Arguments {
@@ -45,12 +55,17 @@ impl Arguments {
     }
 }
 
-async fn listen(address: SocketAddr, sessions: SessionMode) -> std::io::Result<()> {
+async fn listen(
+    address: SocketAddr,
+    sessions: SessionMode,
+    redis: Option<&str>,
+) -> std::io::Result<()> {
     let server = everything_server().map_err(std::io::Error::other)?;
+    let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
     let streamable = HttpConfig::default().session_mode(sessions);
-    let built = Server::builder()
-        .hardening(HardeningConfig::new().bind_address(address))
-        .streamable_http("/mcp", server.clone(), streamable)
+    let built = mount_streamable_http(builder, "/mcp", server.clone(), streamable, redis)
+        .await
+        .map_err(std::io::Error::other)?
         .legacy_sse("/sse", "/message", server, HttpConfig::default())
         .build()
         .map_err(std::io::Error::other)?;
@@ -67,7 +82,14 @@ async fn main() -> ExitCode {
     // clap answers --help and a bad command line itself (usage on stderr, exit status 2).
     let arguments = Arguments::parse();
     let outcome = match arguments.listen {
-        Some(address) => listen(address, arguments.session_mode()).await,
+        Some(address) => {
+            listen(
+                address,
+                arguments.session_mode(),
+                arguments.redis.as_deref(),
+            )
+            .await
+        }
         None => match everything_server() {
             Ok(server) => serve_stdio(&server, StdioConfig::default()).await,
             Err(error) => Err(std::io::Error::other(error)),
