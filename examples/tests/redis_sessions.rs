@@ -4,44 +4,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::AllProtocols;
 use protocols_testkit::{ACCEPT_EITHER, RedisServer, json_rpc_post};
 use serde_json::{Value, json};
 
-/// A server process, killed when the test ends however it ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn replica(redis: &RedisServer) -> (Serving, String) {
-    let address = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_all-protocols"))
-        .args(["--listen", &address.to_string(), "--redis", &redis.url()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let serving = Serving(child);
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(address).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never listened"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (serving, format!("http://{address}/mcp"))
+async fn replica(redis: &RedisServer) -> (AllProtocols, String) {
+    let serving = AllProtocols::start(&["--redis", &redis.url()]).await;
+    let url = serving.mcp_url();
+    (serving, url)
 }
 
 async fn post(url: &str, session: &str, body: &Value) -> (u16, String) {

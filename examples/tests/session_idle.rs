@@ -3,44 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Duration;
+
+use common::AllProtocols;
 use protocols_testkit::{ACCEPT_EITHER, json_rpc_post};
 use serde_json::json;
 
-/// The server process, killed when the test ends however it ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn serve_with_session_idle(seconds: &str) -> (Serving, String) {
-    let address = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_all-protocols"))
-        .args(["--listen", &address.to_string(), "--session-idle", seconds])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let serving = Serving(child);
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(address).await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "all-protocols never listened"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (serving, format!("http://{address}/mcp"))
+async fn serve_with_session_idle(seconds: &str) -> (AllProtocols, String) {
+    let serving = AllProtocols::start(&["--session-idle", seconds]).await;
+    let url = serving.mcp_url();
+    (serving, url)
 }
 
 /// Opens a session and returns its id.

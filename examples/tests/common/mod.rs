@@ -1,0 +1,55 @@
+//! What the process tests of `all-protocols` share: the binary started on a free loopback port
+//! with the flags a test names, waited for until it listens, and killed however the test ends.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a started server has to accept connections before the test fails.
+const LISTENS_WITHIN: Duration = Duration::from_secs(20);
+
+/// A running `all-protocols`, killed when dropped.
+pub struct AllProtocols {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Drop for AllProtocols {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl AllProtocols {
+    /// Starts `all-protocols --listen <free port> FLAGS…` and waits until it accepts connections.
+    pub async fn start(flags: &[&str]) -> Self {
+        let address = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_all-protocols"))
+            .args(["--listen", &address.to_string()])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let serving = Self { child, address };
+        let started = Instant::now();
+        while tokio::net::TcpStream::connect(address).await.is_err() {
+            assert!(
+                started.elapsed() < LISTENS_WITHIN,
+                "all-protocols never listened on {address}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        serving
+    }
+
+    /// The Streamable HTTP endpoint of its MCP server.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.address)
+    }
+}
