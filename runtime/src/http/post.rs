@@ -741,15 +741,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
         if let Err(refusal) = self.save_state(resolved.session()).await {
             return refuse(refusal, None);
         }
-        self.json_response(
-            batch_to_bytes(
-                &answers
-                    .into_iter()
-                    .map(Message::Response)
-                    .collect::<Vec<_>>(),
-            ),
-            answer_headers,
-        )
+        self.batch_response(answers, answer_headers)
     }
 
     /// One request's answer as the whole JSON response, with the head the profile declares
@@ -792,16 +784,18 @@ impl<H: RequestHandler> StreamableHttp<H> {
         match (batch, answers.as_slice()) {
             (false, [single]) => self.single_answer(single, served, answer_headers),
             (_, []) => StatusCode::ACCEPTED.into_response(),
-            _ => self.json_response(
-                batch_to_bytes(
-                    &answers
-                        .into_iter()
-                        .map(Message::Response)
-                        .collect::<Vec<_>>(),
-                ),
-                answer_headers,
-            ),
+            _ => self.batch_response(answers, answer_headers),
         }
+    }
+
+    /// Answers as one JSON array.
+    fn batch_response(
+        &self,
+        answers: Vec<RpcResponse>,
+        answer_headers: &AnswerHeaders,
+    ) -> Response {
+        let messages: Vec<Message> = answers.into_iter().map(Message::Response).collect();
+        self.json_response(batch_to_bytes(&messages), answer_headers)
     }
 }
 
