@@ -25,36 +25,27 @@ struct Server {
 
 impl Server {
     async fn start(flags: &[&str]) -> Self {
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
-        let address = format!("127.0.0.1:{port}");
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_all-protocols"))
-            .args(["--listen", &address])
+            .args(["--listen", &address.to_string()])
             .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let server = Self {
+        assert!(
+            protocols_testkit::listening_within(address, Duration::from_secs(10)).await,
+            "all-protocols did not come up at {address}"
+        );
+        Self {
             child,
             base: format!("http://{address}"),
             http: reqwest::Client::new(),
-        };
-        for _ in 0..200 {
-            let card = server
-                .http
-                .get(format!("{}/.well-known/agent-card.json", server.base))
-                .send()
-                .await;
-            if card.is_ok_and(|card| card.status().is_success()) {
-                return server;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("all-protocols did not come up at {}", server.base);
     }
 
     async fn call(&self, method: &str, params: Value) -> Value {

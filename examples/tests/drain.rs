@@ -23,14 +23,10 @@ async fn streaming_answers_in_flight_at_sigterm_carry_their_results_and_the_proc
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while tokio::net::TcpStream::connect(address).await.is_err() {
-        if started.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("all-protocols never listened");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    if !protocols_testkit::listening_within(address, Duration::from_secs(20)).await {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("all-protocols never listened");
     }
     let base = format!("http://{address}");
     let client = reqwest::Client::new();

@@ -61,16 +61,14 @@ async fn serve(address: SocketAddr, arguments: &[String]) -> Served {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(address).await.is_ok() {
-            return Served {
-                address,
-                _child: child,
-            };
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    assert!(
+        protocols_testkit::listening_within(address, Duration::from_secs(5)).await,
+        "all-protocols never listened on {address}"
+    );
+    Served {
+        address,
+        _child: child,
     }
-    panic!("all-protocols never listened on {address}");
 }
 
 /// [`protected_at`] a free address.

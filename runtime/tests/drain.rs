@@ -58,11 +58,8 @@ impl ChildServer {
             .spawn()
             .unwrap();
         let mut child = child;
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(address).await.is_ok() {
-                return Self { child, address };
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        if protocols_testkit::listening_within(address, Duration::from_secs(5)).await {
+            return Self { child, address };
         }
         let _ = child.kill();
         let _ = child.wait();

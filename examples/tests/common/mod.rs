@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a started server has to accept connections before the test fails.
 const LISTENS_WITHIN: Duration = Duration::from_secs(20);
@@ -37,14 +37,10 @@ impl AllProtocols {
             .spawn()
             .unwrap();
         let serving = Self { child, address };
-        let started = Instant::now();
-        while tokio::net::TcpStream::connect(address).await.is_err() {
-            assert!(
-                started.elapsed() < LISTENS_WITHIN,
-                "all-protocols never listened on {address}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        assert!(
+            protocols_testkit::listening_within(address, LISTENS_WITHIN).await,
+            "all-protocols never listened on {address}"
+        );
         serving
     }
 

@@ -116,12 +116,11 @@ async fn over_stdio() -> Demo {
 }
 
 async fn over_http() -> Demo {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+    let listen_on = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("127.0.0.1:{port}");
+        .unwrap();
+    let address = listen_on.to_string();
     let process = tokio::process::Command::new(built_all_protocols())
         .args(["--listen", &address])
         .stdin(std::process::Stdio::null())
@@ -130,14 +129,10 @@ async fn over_http() -> Demo {
         .kill_on_drop(true)
         .spawn()
         .expect("the demo server starts");
-    let listening = async {
-        while tokio::net::TcpStream::connect(&address).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), listening)
-        .await
-        .expect("the demo server listens");
+    assert!(
+        protocols_testkit::listening_within(listen_on, Duration::from_secs(30)).await,
+        "the demo server listens"
+    );
     let editor = Editor::default();
     let log = Arc::clone(&editor.0);
     let link = Link::http_at(&format!("http://{address}/acp"), ClientV2(editor));

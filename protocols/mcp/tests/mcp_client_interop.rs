@@ -66,26 +66,26 @@ impl Peer {
 
     /// Starts the peer's HTTP server on a free port; returns it and its `/mcp` URL.
     async fn serve_http(&self) -> (Child, String) {
-        let port = {
+        let address = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
+            probe.local_addr().unwrap()
         };
-        let child = self
-            .command(&["--port", &port.to_string()])
+        let mut child = self
+            .command(&["--port", &address.port().to_string()])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
         // Node and Python start slowly on a loaded machine: up to a minute.
-        for _ in 0..1200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return (child, format!("http://127.0.0.1:{port}/mcp"));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let listening = protocols_testkit::listening_within(address, Duration::from_secs(60)).await;
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the {} server exited ({status}) before serving", self.name);
         }
-        panic!("the {} server did not listen on {port}", self.name);
+        assert!(
+            listening,
+            "the {} server did not listen on {address}",
+            self.name
+        );
+        (child, format!("http://{address}/mcp"))
     }
 }
 
