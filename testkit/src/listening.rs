@@ -2,10 +2,11 @@
 //! port can succeed without any listener: when the kernel picks the destination port as the
 //! source port, TCP's simultaneous open connects the socket to itself, which both looks like a
 //! listener and holds the very port the server is about to bind. Only a connection whose two
-//! ends differ counts here.
+//! ends differ counts here; a server a client reconnects to in a loop (Redis through an outage)
+//! is best given a port outside the ephemeral range, where no source port can land.
 
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::net::TcpStream;
 
@@ -43,6 +44,33 @@ pub async fn listening_within(address: SocketAddr, within: Duration) -> bool {
     }
 }
 
+/// Where [`free_port_below_ephemeral_range`] looks: above the well-known and most registered
+/// ports' crowd, below Linux's default ephemeral range.
+const QUIET_PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A free loopback port below the kernel's ephemeral range, so no outgoing connection (ours or a
+/// reconnecting client's) can be handed it as a source port and connect to itself. Falls back to
+/// any free port when the range cannot be read or nothing there is free.
+pub fn free_port_below_ephemeral_range() -> SocketAddr {
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(QUIET_PORTS.end);
+    let end = first_ephemeral.min(QUIET_PORTS.end);
+    let span = end.saturating_sub(QUIET_PORTS.start).max(1);
+    // Start somewhere different in each process, so parallel test binaries rarely race.
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos())
+        ^ std::process::id();
+    (0..span.min(512))
+        .map(|step| QUIET_PORTS.start + ((seed as u16).wrapping_add(step) % span))
+        .find_map(|port| TcpListener::bind((Ipv4Addr::LOCALHOST, port)).ok())
+        .or_else(|| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).ok())
+        .and_then(|listener| listener.local_addr().ok())
+        .expect("a free loopback port")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +98,12 @@ mod tests {
             .await
             .unwrap();
         assert!(reaches_another_socket(&real));
+    }
+
+    #[test]
+    fn a_quiet_port_is_free_and_below_the_ephemeral_range() {
+        let address = free_port_below_ephemeral_range();
+        assert!(QUIET_PORTS.contains(&address.port()), "{address}");
+        TcpListener::bind(address).unwrap();
     }
 }

@@ -5,7 +5,7 @@
 //! `PATH` (`.ci/run` installs Debian's package when it is missing).
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,8 @@ impl RedisServer {
     /// Starts a server on a free port and waits until it answers `PING`.
     pub fn start() -> Self {
         let mut server = Self {
-            address: free_loopback_port(),
+            // Clients reconnect to it in a loop through an outage: off the ephemeral range.
+            address: crate::listening::free_port_below_ephemeral_range(),
             process: None,
         };
         server.resume();
@@ -195,11 +196,6 @@ fn encode_command(arguments: &[&str]) -> Vec<u8> {
 
 /// A loopback port nothing listens on now (the OS picks it; the listener is closed before
 /// redis-server binds it).
-fn free_loopback_port() -> SocketAddr {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
-    listener.local_addr().expect("the bound address")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
