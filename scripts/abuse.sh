@@ -27,22 +27,11 @@ RECONNECT_MS="${RECONNECT_MS:-0}"
 HEALTHY_IP="${HEALTHY_IP:-127.0.0.1}"
 OUT="${OUT:-target/abuse}"
 mkdir -p "$OUT"
+source scripts/bench-common.sh
 
-bench_exe() {
-    cargo bench -q -p protocols-runtime --bench "$1" --no-run --message-format=json 2>/dev/null |
-        grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4
-}
-EXE="${EXE:-$(bench_exe http_overhead)}"
-ABUSE="${ABUSE:-$(bench_exe abuse)}"
+EXE="${EXE:-$(bench_exe protocols-runtime http_overhead)}"
+ABUSE="${ABUSE:-$(bench_exe protocols-runtime abuse)}"
 
-SERVER_PID=""
-stop_server() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
 trap stop_server EXIT
 
 port_file="$OUT/port"
@@ -50,8 +39,7 @@ rm -f "$port_file"
 # The server alone runs at the file limit; the generator needs more descriptors than it.
 ( ulimit -n "$FILE_LIMIT" && exec taskset -c "$SERVER_CPU" "$EXE" serve runtime "$port_file" ) &
 SERVER_PID=$!
-for _ in $(seq 100); do [[ -s "$port_file" ]] && break; sleep 0.05; done
-PORT="$(cat "$port_file")"
+await_port "$port_file" "the server"
 ulimit -n $(( SILENT + DRIBBLERS + 1024 ))
 
 echo "## Abuse (file limit ${FILE_LIMIT}; ${SILENT} silent sockets, ${DRIBBLERS} dribblers, reconnect ${RECONNECT_MS} ms; healthy client from ${HEALTHY_IP}; ${SECONDS_PER_RUN} s each)"

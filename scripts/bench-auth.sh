@@ -16,8 +16,8 @@ SERVER_CPU="${SERVER_CPU:-0}"
 OUT="${OUT:-target/bench-auth}"
 mkdir -p "$OUT"
 
-EXE="${EXE:-$(cargo bench -q -p protocols-runtime --bench jwt_validation --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4)}"
+source scripts/bench-common.sh
+EXE="${EXE:-$(bench_exe protocols-runtime jwt_validation)}"
 
 callgrind() {
     echo "## Instructions per authentication, cached key (callgrind, ${REQUESTS} requests each)"

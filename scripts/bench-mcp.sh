@@ -36,12 +36,12 @@ SERVERS="${SERVERS:-ours rmcp}"
 RMCP_TARGET="${RMCP_TARGET:-/work/bench-target}"
 OUT="${OUT:-target/bench-mcp}"
 mkdir -p "$OUT"
+source scripts/bench-common.sh
 # Each run's servers announce their port in a file of the run's own, so two runs sharing OUT
 # never drive each other's servers.
 
 # Our side: the bench executable (server and load generator), built in the bench profile.
-EXE="$(cargo bench -q -p protocols-mcp --bench mcp_echo --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4)"
+EXE="$(bench_exe protocols-mcp mcp_echo)"
 [[ -x "$EXE" ]] || { echo "could not build the mcp_echo bench" >&2; exit 1; }
 
 RMCP_EXE="$RMCP_TARGET/release/rmcp-echo"
@@ -54,14 +54,6 @@ if [[ ! -x "$RMCP_EXE" ]]; then
     SERVERS="ours"
 fi
 
-SERVER_PID=""
-stop_server() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
 trap stop_server EXIT
 
 # Starts <server> in <mode> pinned to SERVER_CPU; sets SERVER_PID and PORT.
@@ -75,15 +67,8 @@ start_server() {
         rmcp) taskset -c "$SERVER_CPU" "$RMCP_EXE" "$mode" "$port_file" & ;;
     esac
     SERVER_PID=$!
-    for _ in $(seq 200); do
-        [[ -s "$port_file" ]] && break
-        sleep 0.05
-    done
-    [[ -s "$port_file" ]] || { echo "$server $mode did not start" >&2; exit 1; }
-    PORT="$(cat "$port_file")"
+    await_port "$port_file" "$server $mode"
 }
-
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER_PID/status"; }
 
 load_runs() {
     local results="$OUT/load.txt"
@@ -146,8 +131,7 @@ instructions() {
             valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
                 "${exe[@]}" 2>/dev/null &
             SERVER_PID=$!
-            for _ in $(seq 600); do [[ -s "$port_file" ]] && break; sleep 0.1; done
-            PORT="$(cat "$port_file")"
+            await_port "$port_file" "$server $mode under callgrind"
             "$EXE" calls "$PORT" "$mode" "$concurrency" 2000 > /dev/null
             callgrind_control -i on "$SERVER_PID" > /dev/null 2>&1
             wrong="$("$EXE" calls "$PORT" "$mode" "$concurrency" "$calls")"

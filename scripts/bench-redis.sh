@@ -37,25 +37,12 @@ REDIS_SERVER="${REDIS_SERVER:-redis-server}"
 REDIS_CLI="${REDIS_CLI:-redis-cli}"
 OUT="${OUT:-target/bench-redis}"
 mkdir -p "$OUT"
-
-# The path of a bench executable of package $1, built in the bench profile.
-bench_exe() {
-    cargo bench -q -p "$1" --bench "$2" --no-run --message-format=json 2>/dev/null |
-        grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4
-}
+source scripts/bench-common.sh
 LOAD_EXE="$(bench_exe protocols-mcp mcp_echo)"
 SERVER_EXE="$(bench_exe protocols-redis redis_echo)"
 [[ -x "$LOAD_EXE" && -x "$SERVER_EXE" ]] || { echo "could not build the benches" >&2; exit 1; }
 
-SERVER_PID=""
 REDIS_PID=""
-stop_server() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
 stop_all() {
     stop_server
     if [[ -n "$REDIS_PID" ]]; then
@@ -95,15 +82,8 @@ start_server() {
     rm -f "$port_file"
     taskset -c "$SERVER_CPU" "$SERVER_EXE" serve "$port_file" "${url[@]}" &
     SERVER_PID=$!
-    for _ in $(seq 200); do
-        [[ -s "$port_file" ]] && break
-        sleep 0.05
-    done
-    [[ -s "$port_file" ]] || { echo "the $1 replica did not start" >&2; exit 1; }
-    PORT="$(cat "$port_file")"
+    await_port "$port_file" "the $1 replica"
 }
-
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER_PID/status"; }
 
 load_runs() {
     local results="$OUT/load.txt"

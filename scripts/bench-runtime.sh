@@ -31,21 +31,8 @@ KINDS="${KINDS:-bare bare-headers hardened runtime runtime-nested runtime-auto}"
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
 OUT="${OUT:-target/bench-runtime}"
 mkdir -p "$OUT"
+source scripts/bench-common.sh
 
-# The path of a bench executable, built in the bench profile.
-bench_exe() {
-    cargo bench -q -p protocols-runtime --bench "$1" --no-run --message-format=json 2>/dev/null |
-        grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4
-}
-
-SERVER_PID=""
-stop_server() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-        SERVER_PID=""
-    fi
-}
 trap stop_server EXIT
 
 # Starts `serve <kind>` pinned to SERVER_CPU; sets SERVER_PID and PORT.
@@ -54,11 +41,7 @@ start_server() {
     rm -f "$port_file"
     taskset -c "$SERVER_CPU" "$EXE" serve "$1" "$port_file" &
     SERVER_PID=$!
-    for _ in $(seq 100); do
-        [[ -s "$port_file" ]] && break
-        sleep 0.05
-    done
-    PORT="$(cat "$port_file")"
+    await_port "$port_file" "serve $1"
 }
 
 
@@ -97,7 +80,7 @@ report_field() { "$MEMORY_EXE" report "$PORT" | grep -o "\"$1\":-\?[0-9]*" | cut
 # live heap bytes with a counting allocator and reports RSS after malloc_trim(0): RSS alone
 # cannot tell freed memory from leaked memory, because glibc keeps freed pages for reuse.
 session_memory() {
-    MEMORY_EXE="$(bench_exe session_memory)"
+    MEMORY_EXE="$(bench_exe protocols-runtime session_memory)"
     local port_file="$OUT/port"
     rm -f "$port_file"
     taskset -c "$SERVER_CPU" "$MEMORY_EXE" serve "$port_file" &
@@ -137,7 +120,7 @@ session_memory() {
 
 sse_codec() {
     local exe
-    exe="$(bench_exe sse_codec)"
+    exe="$(bench_exe protocols-runtime sse_codec)"
     echo "## SSE codec throughput (criterion; thrpt is bytes of encoded stream per second)"
     taskset -c "$SERVER_CPU" "$exe" --bench --warm-up-time 1 --measurement-time 3 2>&1 |
         grep -E '^sse/|thrpt:' || true
@@ -145,20 +128,10 @@ sse_codec() {
 
 hardening_layers() {
     local exe
-    exe="$(bench_exe hardening_layers)"
+    exe="$(bench_exe protocols-runtime hardening_layers)"
     echo "## Hardening cost per request, in process (criterion)"
     taskset -c "$SERVER_CPU" "$exe" --bench --warm-up-time 1 --measurement-time 3 2>&1 |
         grep -E '^hardening|time:' || true
-}
-
-# Waits for a server started in the background to write its port; sets PORT.
-await_port() {
-    local port_file="$1"
-    for _ in $(seq 600); do
-        [[ -s "$port_file" ]] && break
-        sleep 0.1
-    done
-    PORT="$(cat "$port_file")"
 }
 
 # Instructions per request of each server kind, counted by callgrind only while a fixed number
@@ -187,7 +160,7 @@ instructions_per_request() {
 }
 
 # EXE may name an already built http_overhead binary (cargo waits while others build).
-EXE="${EXE:-$(bench_exe http_overhead)}"
+EXE="${EXE:-$(bench_exe protocols-runtime http_overhead)}"
 case "$WHAT" in
     http) http_overhead ;;
     sessions) session_memory ;;
