@@ -85,7 +85,7 @@ session_memory() {
     rm -f "$port_file"
     taskset -c "$SERVER_CPU" "$MEMORY_EXE" serve "$port_file" &
     SERVER_PID=$!
-    await_port "$port_file"
+    await_port "$port_file" "the session memory server"
     local idle_wait=13   # the bench protocol's sessions idle out after 10 s, reaped every 1 s
     # Warm the server (allocator arenas, runtime buffers, connections' first allocations) with a
     # few sessions that then expire. What the first cycle leaves above this baseline is memory
@@ -147,7 +147,7 @@ instructions_per_request() {
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" \
             "$EXE" serve "$kind" "$port_file" 2> "$OUT/callgrind.$kind.log" &
         SERVER_PID=$!
-        await_port "$port_file"
+        await_port "$port_file" "serve $kind under callgrind"
         "$EXE" exactly "$PORT" "$concurrency" 200 > /dev/null
         callgrind_control -i on "$SERVER_PID" > /dev/null
         "$EXE" exactly "$PORT" "$concurrency" "$requests" > /dev/null
