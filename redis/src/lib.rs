@@ -5,14 +5,23 @@
 //! (sliding idle deadline, absolute deadline), so a client that never sends `DELETE` leaves no
 //! key behind; the live-session limit holds across replicas; every command is bounded by a
 //! timeout, so an outage is a `503` quickly and the connection comes back by itself.
-//! Configured by [`RedisConfig`]. Event streams are not kept here yet.
+//!
+//! [`RedisEventStore`] implements the runtime's [`EventStore`](protocols_runtime::tail::EventStore)
+//! on Redis Streams: one capped stream per session stream, cursors any replica resumes, one
+//! reader per stream across replicas, readers woken by blocking reads on connections of their
+//! own, keys expiring with the session. Both are configured by [`RedisConfig`].
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod config;
+mod connection;
+mod event_scripts;
+mod events;
 mod scripts;
 mod sessions;
 
 pub use config::RedisConfig;
-pub use sessions::{ConnectError, RedisSessionStore};
+pub use connection::ConnectError;
+pub use events::RedisEventStore;
+pub use sessions::RedisSessionStore;

@@ -14,39 +14,16 @@ use protocols_runtime::session::{
     decode_state, encode_state,
 };
 use protocols_runtime::tail::EventStore;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, RedisError, ScriptInvocation};
+use redis::aio::ConnectionManager;
+use redis::{FromRedisValue, ScriptInvocation};
 
 use crate::config::RedisConfig;
+use crate::connection::{ConnectError, TimedOut, bounded};
 use crate::scripts::Scripts;
 
 /// How many ended sessions one reap script removes before the next batch: keeps each script
 /// short, since Redis runs nothing else while a script runs.
 const REAP_BATCH: usize = 256;
-
-/// The shortest pause between two reconnection attempts (the pauses double up to
-/// [`RedisConfig::reconnect_delay`]).
-const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(10);
-
-/// Why a store could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// The URL is not one this crate connects to (malformed, or `rediss://`: no TLS here).
-    #[error("the redis url is not usable")]
-    InvalidUrl(#[source] RedisError),
-    /// Redis answered with an error (authentication, or no Lua scripting).
-    #[error("redis refused the store")]
-    Refused(#[source] RedisError),
-    /// Redis did not answer within the configured timeout.
-    #[error("redis did not answer within {0:?}")]
-    TimedOut(Duration),
-}
-
-/// A Redis command got no answer within the configured timeout.
-#[derive(Debug, thiserror::Error)]
-#[error("redis did not answer within {0:?}")]
-struct TimedOut(Duration);
 
 /// A session this replica holds live, with the record revision its state reflects.
 struct Held<S> {
@@ -103,22 +80,8 @@ impl<S> RedisSessionStore<S> {
         config: RedisConfig,
         events: Arc<dyn EventStore>,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
-        // Reconnection never gives up: while Redis is away each command fails at the timeout,
-        // and the first attempt after Redis returns serves again, with no request lost to it.
-        let reconnect = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
-            .set_max_delay(config.reconnect_delay)
-            .set_number_of_retries(usize::MAX);
+        let (_, mut connection) = crate::connection::manager(&config).await?;
         let timeout = config.timeout;
-        let mut connection = bounded(
-            timeout,
-            ConnectionManager::new_with_config(client, reconnect),
-        )
-        .await
-        .map_err(|_| ConnectError::TimedOut(timeout))?
-        .map_err(ConnectError::Refused)?;
         let scripts = Scripts::new();
         for script in scripts.all() {
             bounded(timeout, script.load_async(&mut connection))
@@ -444,14 +407,6 @@ impl<S: SharedState> SessionStore<S> for RedisSessionStore<S> {
             held.session.end();
         }
     }
-}
-
-/// `future`, or an error once `timeout` has passed.
-async fn bounded<T>(
-    timeout: Duration,
-    future: impl Future<Output = T>,
-) -> Result<T, tokio::time::error::Elapsed> {
-    tokio::time::timeout(timeout, future).await
 }
 
 /// Milliseconds since the Unix epoch (0 before it), what the records and expiries count in.
