@@ -1,26 +1,25 @@
-//! Where the example servers keep Streamable HTTP sessions: in this process's memory by
-//! default, in Redis with `--redis URL` so replicas on the same Redis serve any session. Event
-//! streams stay in memory either way for now (a resumed stream must reach the replica that
-//! wrote it).
+//! Where the example servers keep Streamable HTTP sessions and their event streams: in this
+//! process's memory by default, in Redis with `--redis URL`, so replicas on the same Redis
+//! serve any session and resume any stream (`Last-Event-ID` on any replica).
 
 use std::sync::Arc;
 
-use protocols_redis::{ConnectError, RedisConfig, RedisSessionStore};
+use protocols_redis::{ConnectError, RedisConfig, RedisEventStore, RedisSessionStore};
 use protocols_runtime::RequestHandler;
 use protocols_runtime::http::HttpConfig;
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SharedState;
-use protocols_runtime::tail::{EventStore, MemoryEventStore};
+use protocols_runtime::tail::EventStore;
 
 /// What `--help` says of `--redis`, the same in every binary that takes it.
-pub const REDIS_HELP: &str = "Keep MCP sessions in the Redis at this URL (redis://HOST:PORT), \
-    so replicas on the same Redis serve any session; in memory when absent. Event streams stay \
-    in this process's memory for now.";
+pub const REDIS_HELP: &str = "Keep MCP sessions and their event streams in the Redis at this \
+    URL (redis://HOST:PORT), so replicas on the same Redis serve any session and resume any \
+    stream; in memory when absent.";
 
-/// Mounts `handler` over Streamable HTTP at `path`, its sessions in the Redis at `redis` when
-/// given (connected before this returns: an unreachable Redis is an error within a second,
-/// saying why with every cause but never the URL, which may carry a password), in memory
-/// otherwise.
+/// Mounts `handler` over Streamable HTTP at `path`, its sessions and event streams in the Redis
+/// at `redis` when given (connected before this returns: an unreachable Redis is an error
+/// within a second, saying why with every cause but never the URL, which may carry a
+/// password), in memory otherwise.
 pub async fn mount_streamable_http<H>(
     builder: ServerBuilder,
     path: &str,
@@ -35,11 +34,15 @@ where
     let Some(url) = redis else {
         return Ok(builder.streamable_http(path, handler, config));
     };
-    // One event store for the transport and for the sessions the store rebuilds.
-    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(config.tail_capacity));
     let redis = RedisConfig::new(url)
         .limits(config.sessions)
         .clock(Arc::clone(&config.clock));
+    // One event store for the transport and for the sessions the store rebuilds.
+    let events: Arc<dyn EventStore> = Arc::new(
+        RedisEventStore::connect(redis.clone(), config.tail_capacity)
+            .await
+            .map_err(|error| with_causes(&error))?,
+    );
     let sessions = RedisSessionStore::<H::Session>::connect(redis, Arc::clone(&events))
         .await
         .map_err(|error| with_causes(&error))?;

@@ -8,8 +8,8 @@
 //! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
 //! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
-//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions in Redis
-//! (events stay in memory). `--allow-private-webhooks` is for tests only and unsafe anywhere
+//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions and their
+//! event streams in Redis. `--allow-private-webhooks` is for tests only and unsafe anywhere
 //! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.

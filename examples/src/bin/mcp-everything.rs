@@ -3,7 +3,7 @@
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
 //! to `/message`); `--stdio` serves the same over stdin/stdout. `--sessionless` serves `/mcp`
 //! without sessions: every `POST` stands alone, as the other SDKs' stateless modes. `--redis URL`
-//! keeps the Streamable HTTP sessions in Redis (events stay in memory).
+//! keeps the Streamable HTTP sessions and their event streams in Redis.
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
