@@ -63,7 +63,10 @@ struct Failed(String);
 /// Round trips: a publish is one script call; opening a stream is one (the standalone stream
 /// too: its handle learns the session's epoch); a subscribe or a resume is one (the takeover
 /// and the first batch), then a reader that has read everything costs one blocking read per
-/// wake-up plus one fetch; a release, a close and a session's close are one each. Steps queued
+/// wake-up plus one fetch; a release, a close and a session's close are one each. A request
+/// stream's first reader through the handle that opened it asks nothing until the first
+/// publish, and closing a stream nothing was published into nor read from costs nothing: an
+/// answer that goes out as plain JSON costs the opening alone. Steps queued
 /// together share a pipeline. Every step is bounded by [`RedisConfig::timeout`]: past it the
 /// answer is [`StoreError::Unavailable`] (a `503`), and the connection is re-established in
 /// the background.
@@ -286,18 +289,27 @@ impl Inner {
         async move { answer.await.map(|_| ()) }
     }
 
+    /// A handle of stream `number`; `fresh` when this call opened it (no event, no reader
+    /// yet anywhere but through this handle).
     fn handle(
         self: &Arc<Self>,
         session: &SessionId,
         number: u32,
         epoch: String,
+        fresh: bool,
     ) -> Arc<dyn EventStream> {
         Arc::new(RedisStream {
             store: Arc::clone(self),
             session: session.clone(),
             number,
             epoch,
-            touched: AtomicBool::new(false),
+            local: Arc::new(Local {
+                fresh: AtomicBool::new(fresh),
+                touched: AtomicBool::new(false),
+                asked: AtomicBool::new(!fresh),
+                closed: AtomicBool::new(false),
+                changed: Notify::new(),
+            }),
         })
     }
 }
@@ -305,14 +317,14 @@ impl Inner {
 impl EventStore for RedisEventStore {
     fn standalone<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
         let epoch = self.inner.standalone(session);
-        StoreFuture::boxed(async move { Ok(self.inner.handle(session, 0, epoch.await?)) })
+        StoreFuture::boxed(async move { Ok(self.inner.handle(session, 0, epoch.await?, false)) })
     }
 
     fn open_request_stream<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
         let opened = self.inner.open(session);
         StoreFuture::boxed(async move {
             let (epoch, number) = opened.await?;
-            Ok(self.inner.handle(session, number, epoch))
+            Ok(self.inner.handle(session, number, epoch, true))
         })
     }
 
@@ -322,13 +334,14 @@ impl EventStore for RedisEventStore {
             .takeover(session, after.stream, None, Begin::After(after.sequence));
         StoreFuture::boxed(async move {
             match taken.await? {
-                Taken::Unknown => Err(ResumeError::Unknown),
+                Taken::Unknown | Taken::Lazily => Err(ResumeError::Unknown),
                 Taken::Evicted => Err(ResumeError::Evicted),
                 taken @ Taken::Reader { .. } => Ok(RedisReader::follow(
                     &self.inner,
                     session,
                     after.stream,
                     after.sequence,
+                    None,
                     async move { Ok(taken) },
                 )),
             }
@@ -358,6 +371,8 @@ enum Taken {
     },
     Unknown,
     Evicted,
+    /// A fresh stream's first reader, at generation 0 with nothing fetched yet.
+    Lazily,
 }
 
 impl Taken {
@@ -437,7 +452,31 @@ struct RedisStream {
     /// The epoch of the session's streams this handle belongs to: a handle of a closed session
     /// writes into nothing (see [`crate::event_scripts`]).
     epoch: String,
+    local: Arc<Local>,
+}
+
+/// What a fresh request stream's handle tells the reader it started without Redis: an answer
+/// that ends up as plain JSON (nothing published) costs no round trip but the opening.
+#[derive(Debug)]
+struct Local {
+    /// Opened by this handle and not subscribed to yet: the first reader needs no takeover
+    /// (its generation is the one the opening set) and nothing to fetch before a publish.
+    fresh: AtomicBool,
+    /// Published into through this handle.
     touched: AtomicBool,
+    /// Whether any reader of this handle's stream asked Redis (or may have: not fresh).
+    asked: AtomicBool,
+    /// Closed through this handle.
+    closed: AtomicBool,
+    /// Wakes that first reader on a publish, release or close through this handle.
+    changed: Notify,
+}
+
+impl Local {
+    fn wake(&self) {
+        // A permit is kept if the reader is not waiting yet.
+        self.changed.notify_one();
+    }
 }
 
 impl fmt::Debug for RedisStream {
@@ -454,7 +493,7 @@ impl EventStream for RedisStream {
     }
 
     fn publish(&self, payload: Bytes) -> StreamFuture<Result<EventId, PublishError>> {
-        self.touched.store(true, Ordering::Relaxed);
+        self.local.touched.store(true, Ordering::Release);
         let store = &self.store;
         let command = evalsha(
             &store.scripts.publish,
@@ -472,6 +511,7 @@ impl EventStream for RedisStream {
             ],
         );
         let answer = store.call(command);
+        self.local.wake();
         let number = self.number;
         StoreFuture::boxed(async move {
             let sequence = integer(answer.await?)?;
@@ -485,6 +525,13 @@ impl EventStream for RedisStream {
     }
 
     fn close(&self) -> StreamFuture<Result<(), StoreError>> {
+        self.local.closed.store(true, Ordering::Release);
+        self.local.wake();
+        if self.is_untouched() && !self.local.asked.load(Ordering::Acquire) {
+            // Never published into, and no reader asked Redis: nothing there needs to hear of
+            // it (an answer that went out as plain JSON costs no round trip here).
+            return StoreFuture::ready(Ok(()));
+        }
         let store = &self.store;
         let command = evalsha(
             &store.scripts.close,
@@ -499,7 +546,7 @@ impl EventStream for RedisStream {
     }
 
     fn is_untouched(&self) -> bool {
-        !self.touched.load(Ordering::Relaxed)
+        !self.local.touched.load(Ordering::Acquire)
     }
 
     fn release_reader(&self, retry: Duration) -> StreamFuture<Result<(), PublishError>> {
@@ -519,6 +566,7 @@ impl EventStream for RedisStream {
             ],
         );
         let answer = store.call(command);
+        self.local.wake();
         StoreFuture::boxed(async move {
             match integer(answer.await?)? {
                 0 => Err(PublishError::Closed),
@@ -528,13 +576,37 @@ impl EventStream for RedisStream {
     }
 
     fn subscribe(&self, start: Start) -> Box<dyn EventReader> {
+        if self.local.fresh.swap(false, Ordering::AcqRel) && self.is_untouched() {
+            // The opening set generation 0 and nothing is published yet: the reader waits
+            // for this handle's first publish, release or close before it asks Redis.
+            let local = Arc::clone(&self.local);
+            let waited = async move {
+                local.changed.notified().await;
+                local.asked.store(true, Ordering::Release);
+                if local.closed.load(Ordering::Acquire) && !local.touched.load(Ordering::Acquire) {
+                    // Closed before anything was published (see `close`).
+                    return Ok(Taken::Unknown);
+                }
+                Ok(Taken::Lazily)
+            };
+            let epoch = self.epoch.clone();
+            return RedisReader::follow(
+                &self.store,
+                &self.session,
+                self.number,
+                0,
+                Some(epoch),
+                waited,
+            );
+        }
+        self.local.asked.store(true, Ordering::Release);
         let taken = self.store.takeover(
             &self.session,
             self.number,
             Some(&self.epoch),
             Begin::At(start),
         );
-        RedisReader::follow(&self.store, &self.session, self.number, 0, taken)
+        RedisReader::follow(&self.store, &self.session, self.number, 0, None, taken)
     }
 }
 
@@ -636,6 +708,7 @@ impl RedisReader {
         session: &SessionId,
         number: u32,
         start: u64,
+        epoch: Option<String>,
         taken: impl Future<Output = Result<Taken, StoreError>> + Send + 'static,
     ) -> Box<dyn EventReader> {
         let shared = Arc::new(Shared {
@@ -658,7 +731,7 @@ impl RedisReader {
             connection: None,
         };
         let task = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Some(runtime.spawn(follower.run(taken))),
+            Ok(runtime) => Some(runtime.spawn(follower.run(epoch, taken))),
             Err(_) => {
                 shared.deliver(Vec::new(), Some(Next::Failed));
                 None
@@ -741,22 +814,31 @@ struct Follower {
 }
 
 impl Follower {
-    async fn run(mut self, taken: impl Future<Output = Result<Taken, StoreError>>) {
-        let (epoch, generation, mut cursor, fetched) = match taken.await {
-            Ok(Taken::Reader {
-                epoch,
-                generation,
-                start,
-                fetched,
-            }) => (epoch, generation, start, fetched),
+    /// Follows the stream from where `taken` (a takeover, or a fresh stream's first change
+    /// when the reader's `epoch` is known already) leaves it.
+    async fn run(
+        mut self,
+        epoch: Option<String>,
+        taken: impl Future<Output = Result<Taken, StoreError>>,
+    ) {
+        let (epoch, generation, mut cursor, mut fetched) = match (taken.await, epoch) {
+            (
+                Ok(Taken::Reader {
+                    epoch,
+                    generation,
+                    start,
+                    fetched,
+                }),
+                _,
+            ) => (epoch, generation, start, Some(fetched)),
+            (Ok(Taken::Lazily), Some(epoch)) => (epoch, 0, 0, None),
             // The session's streams are gone (closed or expired meanwhile).
-            Ok(Taken::Unknown | Taken::Evicted) => {
+            (Ok(Taken::Unknown | Taken::Evicted | Taken::Lazily), _) => {
                 return self.shared.deliver(Vec::new(), Some(Next::Closed));
             }
-            Err(_) => return self.shared.deliver(Vec::new(), Some(Next::Failed)),
+            (Err(_), _) => return self.shared.deliver(Vec::new(), Some(Next::Failed)),
         };
         self.shared.started_after(cursor);
-        let mut fetched = Some(fetched);
         loop {
             let found = match fetched.take() {
                 Some(found) => found,

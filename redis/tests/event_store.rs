@@ -321,6 +321,22 @@ async fn a_publish_is_one_round_trip() {
     );
 }
 
+#[tokio::test]
+async fn a_stream_nothing_was_published_into_costs_only_its_opening() {
+    let server = RedisServer::start();
+    let events = store(config(&server, "p:"), 16).await;
+    let session = SessionId::random();
+    server.command(&["CONFIG", "RESETSTAT"]);
+    // What an answer that goes out as plain JSON does with its stream.
+    let stream = events.open_request_stream(&session).await.expect("opened");
+    let mut reader = stream.subscribe(Start::Beginning);
+    assert_eq!(reader.poll_next(), Next::Idle);
+    stream.close().await.expect("closed");
+    assert_eq!(next(reader.as_mut()).await, Next::Closed);
+    drop(reader);
+    assert_eq!(client_calls(&server), 1, "the opening alone");
+}
+
 /// The commands clients sent since the statistics were reset (commands a script runs are not
 /// counted), less the `INFO` asking.
 fn client_calls(server: &RedisServer) -> u64 {
