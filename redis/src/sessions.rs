@@ -26,7 +26,7 @@ const REAP_BATCH: usize = 256;
 
 /// The shortest pause between two reconnection attempts (the pauses double up to
 /// [`RedisConfig::reconnect_delay`]).
-const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(10);
+pub(crate) const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(10);
 
 /// Why a store could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -43,10 +43,33 @@ pub enum ConnectError {
     TimedOut(Duration),
 }
 
+/// A client for the Redis `config` names and a connection manager on it, connected within the
+/// configured timeout. Reconnection never gives up: while Redis is away each command fails at
+/// the timeout, and the first attempt after Redis returns serves again, with no request lost.
+pub(crate) async fn connection_manager(
+    config: &RedisConfig,
+) -> Result<(redis::Client, ConnectionManager), ConnectError> {
+    let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
+    let reconnect = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(config.timeout))
+        .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
+        .set_max_delay(config.reconnect_delay)
+        .set_number_of_retries(usize::MAX);
+    let timeout = config.timeout;
+    let connection = bounded(
+        timeout,
+        ConnectionManager::new_with_config(client.clone(), reconnect),
+    )
+    .await
+    .map_err(|_| ConnectError::TimedOut(timeout))?
+    .map_err(ConnectError::Refused)?;
+    Ok((client, connection))
+}
+
 /// A Redis command got no answer within the configured timeout.
 #[derive(Debug, thiserror::Error)]
 #[error("redis did not answer within {0:?}")]
-struct TimedOut(Duration);
+pub(crate) struct TimedOut(pub(crate) Duration);
 
 /// A session this replica holds live, with the record revision its state reflects.
 struct Held<S> {
@@ -103,22 +126,8 @@ impl<S> RedisSessionStore<S> {
         config: RedisConfig,
         events: Arc<dyn EventStore>,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
-        // Reconnection never gives up: while Redis is away each command fails at the timeout,
-        // and the first attempt after Redis returns serves again, with no request lost to it.
-        let reconnect = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
-            .set_max_delay(config.reconnect_delay)
-            .set_number_of_retries(usize::MAX);
+        let (_, mut connection) = connection_manager(&config).await?;
         let timeout = config.timeout;
-        let mut connection = bounded(
-            timeout,
-            ConnectionManager::new_with_config(client, reconnect),
-        )
-        .await
-        .map_err(|_| ConnectError::TimedOut(timeout))?
-        .map_err(ConnectError::Refused)?;
         let scripts = Scripts::new();
         for script in scripts.all() {
             bounded(timeout, script.load_async(&mut connection))
@@ -447,7 +456,7 @@ impl<S: SharedState> SessionStore<S> for RedisSessionStore<S> {
 }
 
 /// `future`, or an error once `timeout` has passed.
-async fn bounded<T>(
+pub(crate) async fn bounded<T>(
     timeout: Duration,
     future: impl Future<Output = T>,
 ) -> Result<T, tokio::time::error::Elapsed> {
