@@ -521,3 +521,56 @@ impl RelayLink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_decodes_to_the_message_it_encodes() {
+        let message = RelayMessage {
+            from: ReplicaTag::random(),
+            topic: Arc::from("t"),
+            body: Bytes::from_static(b"with\nnewlines\n"),
+        };
+        assert_eq!(RelayMessage::decode(&message.encode()), Some(message));
+        assert_eq!(RelayMessage::decode(b"no tag here"), None);
+        assert_eq!(RelayMessage::decode(b"bad tag!\nt\nbody"), None);
+    }
+
+    #[test]
+    fn only_a_tag_and_a_counter_name_a_replica_in_a_request_id() {
+        let tagged = RequestId::String(Arc::from("a1b2-7"));
+        assert_eq!(ReplicaTag::of_request(&tagged), Some("a1b2"));
+        for untagged in ["a1b2", "-7", "a1b2-", "a-b-7", "a1b2-x"] {
+            let id = RequestId::String(Arc::from(untagged));
+            assert_eq!(ReplicaTag::of_request(&id), None, "{untagged}");
+        }
+        assert_eq!(ReplicaTag::of_request(&RequestId::Number(7)), None);
+    }
+
+    #[tokio::test]
+    async fn a_replica_hears_what_is_sent_to_it_or_to_all_but_never_its_own() {
+        let hub = MemoryRelayHub::new();
+        let (a, b) = (MemoryRelay::join(&hub), MemoryRelay::join(&hub));
+        let (mut on_a, mut on_b) = (a.subscribe("t"), b.subscribe("t"));
+        let sent = a.publish(None, "t", Bytes::from_static(b"all")).await;
+        assert!(sent.is_ok());
+        let sent = a
+            .publish(Some(b.tag()), "t", Bytes::from_static(b"b"))
+            .await;
+        assert!(sent.is_ok());
+        let heard: Vec<Bytes> = [on_b.recv().await, on_b.recv().await]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|message| message.body)
+            .collect();
+        assert_eq!(
+            heard,
+            [Bytes::from_static(b"all"), Bytes::from_static(b"b")]
+        );
+        let own = tokio::time::timeout(std::time::Duration::from_millis(50), on_a.recv()).await;
+        assert!(own.is_err(), "the sender heard itself");
+    }
+}
