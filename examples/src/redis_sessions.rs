@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
-use protocols_redis::{ConnectError, RedisConfig, RedisEventStore, RedisSessionStore};
+use protocols_mcp::McpServer;
+use protocols_redis::{ConnectError, RedisConfig, RedisEventStore, RedisRelay, RedisSessionStore};
 use protocols_runtime::RequestHandler;
 use protocols_runtime::http::HttpConfig;
+use protocols_runtime::relay::Relay;
 use protocols_runtime::server::ServerBuilder;
 use protocols_runtime::session::SharedState;
 use protocols_runtime::tail::EventStore;
@@ -47,6 +49,33 @@ where
         .await
         .map_err(|error| with_causes(&error))?;
     Ok(builder.streamable_http_with_stores(path, handler, config, Arc::new(sessions), events))
+}
+
+/// [`mount_streamable_http`] for an MCP server: with `redis`, the replicas on that Redis also
+/// relay to each other (Redis pub/sub) the answers to server→client requests, cancellations
+/// and the server's list-changed and resource-updated broadcasts, so a client may send each
+/// request to any replica.
+pub async fn mount_mcp_streamable_http(
+    builder: ServerBuilder,
+    path: &str,
+    server: McpServer,
+    config: HttpConfig,
+    redis: Option<&str>,
+) -> Result<ServerBuilder, String> {
+    let config = match redis {
+        Some(url) => {
+            let relay = RedisConfig::new(url);
+            let relay: Arc<dyn Relay> = Arc::new(
+                RedisRelay::connect(relay)
+                    .await
+                    .map_err(|error| with_causes(&error))?,
+            );
+            server.relay_broadcasts(Arc::clone(&relay));
+            config.relay(relay)
+        }
+        None => config,
+    };
+    mount_streamable_http(builder, path, server, config, redis).await
 }
 
 /// `--redis: error: cause: …`, so the reason Redis refused reaches the operator.

@@ -10,7 +10,7 @@ use crate::config::RedisConfig;
 
 /// The shortest pause between two reconnection attempts (the pauses double up to
 /// [`RedisConfig::reconnect_delay`]).
-const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(10);
+pub(crate) const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(10);
 
 /// Why a store could not be built.
 #[derive(Debug, thiserror::Error)]

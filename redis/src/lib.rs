@@ -9,7 +9,11 @@
 //! [`RedisEventStore`] implements the runtime's [`EventStore`](protocols_runtime::tail::EventStore)
 //! on Redis Streams: one capped stream per session stream, cursors any replica resumes, one
 //! reader per stream across replicas, readers woken by blocking reads on connections of their
-//! own, keys expiring with the session. Both are configured by [`RedisConfig`].
+//! own, keys expiring with the session.
+//!
+//! [`RedisRelay`] implements the runtime's [`Relay`](protocols_runtime::relay::Relay) on Redis
+//! pub/sub, so an answer, a cancellation or a broadcast reaches the replica it is for. All are
+//! configured by [`RedisConfig`].
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
@@ -18,10 +22,12 @@ mod config;
 mod connection;
 mod event_scripts;
 mod events;
+mod relay;
 mod scripts;
 mod sessions;
 
 pub use config::RedisConfig;
 pub use connection::ConnectError;
 pub use events::RedisEventStore;
+pub use relay::RedisRelay;
 pub use sessions::RedisSessionStore;

@@ -132,5 +132,6 @@ fn detached_scope<S>(
         conversation,
         meta: Arc::new(RequestMeta::default()),
         peer: Peer::new(Route::Nowhere, None, DEFAULT_PEER_TIMEOUT, None),
+        relay: None,
     }
 }

@@ -23,6 +23,7 @@ use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Res
 use crate::panic_boundary::Polling;
 use crate::peer::{CancelReply, Conversation, Peer, RunningRequest, cancelled_request_id};
 use crate::quote::quote;
+use crate::relay::RelayLink;
 use crate::session::Session;
 
 /// Where a message is being served: the session (if any), the request's metadata and the
@@ -32,6 +33,8 @@ pub(crate) struct Scope<S> {
     pub(crate) conversation: Option<Arc<Conversation>>,
     pub(crate) meta: Arc<RequestMeta>,
     pub(crate) peer: Peer,
+    /// With a relay configured, where answers and cancellations meant for another replica go.
+    pub(crate) relay: Option<Arc<RelayLink>>,
 }
 
 impl<S> Clone for Scope<S> {
@@ -41,6 +44,7 @@ impl<S> Clone for Scope<S> {
             conversation: self.conversation.clone(),
             meta: Arc::clone(&self.meta),
             peer: self.peer.clone(),
+            relay: self.relay.clone(),
         }
     }
 }
@@ -62,7 +66,9 @@ pub(crate) fn serve_message<H: RequestHandler>(
             take_notification(handler, notification, scope).map(|()| None),
         )),
         Message::Response(response) => {
-            take_response(scope.conversation.as_deref(), response);
+            if !forwarded(&scope, &response) {
+                take_response(scope.conversation.as_deref(), response);
+            }
             Either::Right(Either::Right(std::future::ready(None)))
         }
     }
@@ -187,7 +193,11 @@ pub(crate) fn take_notification<H: RequestHandler>(
     ) && notification.method == convention.method
         && let Some(id) = cancelled_request_id(convention, notification.params.as_deref())
     {
-        conversation.cancel_inbound(&id);
+        let here = conversation.cancel_inbound(&id);
+        // Not running here: it may run on another replica serving the same session.
+        if !here && let (Some(link), Some(session)) = (&scope.relay, &scope.session) {
+            link.broadcast_cancel(session.id(), &id);
+        }
     }
     let cx = Context::new(None, scope.session, scope.meta, None, scope.peer);
     Guarded {
@@ -210,6 +220,14 @@ impl<F: Future<Output = ()>> Future for Guarded<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
         let _polling = Polling::enter();
         self.project().inner.poll(cx).map(|_| ())
+    }
+}
+
+/// Whether `response` answers a request another replica sent, and went there.
+fn forwarded<S>(scope: &Scope<S>, response: &Response) -> bool {
+    match (&scope.relay, &scope.session) {
+        (Some(link), Some(session)) => link.forward_answer(session.id(), response),
+        _ => false,
     }
 }
 
@@ -277,6 +295,7 @@ mod tests {
                 Duration::from_secs(1),
                 None,
             ),
+            relay: None,
         }
     }
 

@@ -364,6 +364,12 @@ pub trait RequestHandler: Send + Sync + 'static {
         Served::Sessionless
     }
 
+    /// Hears that the client opened `session`'s own stream (a `GET`) on this replica, e.g. so
+    /// messages not tied to a request (a broadcast) reach a session this replica did not open.
+    fn stream_opened(&self, session: &Arc<Session<Self::Session>>) {
+        let _ = session;
+    }
+
     /// Answers one request.
     fn handle(
         &self,

@@ -234,6 +234,7 @@ async fn message<H: RequestHandler>(
         ),
         conversation: Some(conversation),
         session: Some(session),
+        relay: None,
         meta: Arc::new(RequestMeta::new(
             parts.headers,
             parts.extensions,

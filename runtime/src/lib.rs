@@ -104,6 +104,7 @@ pub mod method;
 mod panic_boundary;
 pub mod peer;
 pub mod quote;
+pub mod relay;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, to_raw};
+use crate::relay::RelayLink;
 use crate::session::publish_now;
 use crate::store::log_late_failure;
 use crate::tail::{EventStream, PublishError};
@@ -142,6 +143,9 @@ pub struct Conversation {
     /// Work whose answers are still owed on the conversation's own stream (held by
     /// [`Conversation::hold`]).
     owed: AtomicUsize,
+    /// With a relay, the link that numbers this conversation's requests with the replica's
+    /// tag, so no replica's ids collide with another's.
+    tagged: OnceLock<Arc<RelayLink>>,
 }
 
 impl Conversation {
@@ -226,9 +230,19 @@ impl Conversation {
         }
     }
 
+    /// Numbers this conversation's requests through `link` from now on (a relay is configured).
+    pub(crate) fn route_through(&self, link: &Arc<RelayLink>) {
+        if self.tagged.get().is_none() {
+            let _ = self.tagged.set(Arc::clone(link));
+        }
+    }
+
     fn next_id(&self) -> RequestId {
         match self.ids {
-            OutboundIds::Counted => RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed)),
+            OutboundIds::Counted => match self.tagged.get() {
+                Some(link) => link.next_id(),
+                None => RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed)),
+            },
             OutboundIds::Unguessable => {
                 RequestId::String(Arc::from(uuid::Uuid::new_v4().simple().to_string()))
             }

@@ -162,6 +162,7 @@ where
             config.peer_timeout,
             handler.profile().cancellation().copied(),
         ),
+        relay: None,
     };
     expose(scope.peer.clone());
     let reading = async {

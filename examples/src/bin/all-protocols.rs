@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use examples::mcp_demo::everything_server;
-use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
+use examples::redis_sessions::{REDIS_HELP, mount_mcp_streamable_http};
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
 use protocols_acp::remote::RemoteConfig;
@@ -124,7 +124,7 @@ async fn mount_mcp(
     let server = everything_server().map_err(|error| error.to_string())?;
     let config = HttpConfig::default().sessions(SessionLimits::default().idle(session_idle));
     let builder =
-        mount_streamable_http(builder, "/mcp", server.clone(), config.clone(), redis).await?;
+        mount_mcp_streamable_http(builder, "/mcp", server.clone(), config.clone(), redis).await?;
     Ok(builder.legacy_sse("/sse", "/message", server, config))
 }
 

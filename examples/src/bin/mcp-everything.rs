@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
 use examples::mcp_demo::everything_server;
-use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
+use examples::redis_sessions::{REDIS_HELP, mount_mcp_streamable_http};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::{HttpConfig, SessionMode};
 use protocols_runtime::server::Server;
@@ -63,7 +63,7 @@ async fn listen(
     let server = everything_server().map_err(std::io::Error::other)?;
     let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
     let streamable = HttpConfig::default().session_mode(sessions);
-    let built = mount_streamable_http(builder, "/mcp", server.clone(), streamable, redis)
+    let built = mount_mcp_streamable_http(builder, "/mcp", server.clone(), streamable, redis)
         .await
         .map_err(std::io::Error::other)?
         .legacy_sse("/sse", "/message", server, HttpConfig::default())

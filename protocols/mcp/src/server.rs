@@ -12,7 +12,7 @@
 //! `crate::sessionless` says.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
@@ -22,7 +22,7 @@ use protocols_runtime::jsonrpc::to_raw;
 use protocols_runtime::method::Direction;
 use protocols_runtime::{
     BatchPolicy, ErrorObject, Message, Notification, Peer, Profile, Rejection, Reply, Request,
-    RequestHandler, Served, SessionMode, Unsessioned,
+    RequestHandler, Served, Session, SessionMode, Unsessioned,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -46,6 +46,7 @@ use crate::tool_index::{TOOL_PAGES_INDEXED, ToolFacts, ToolIndex};
 use crate::tools::TaskSupport;
 use crate::wire;
 use protocols_runtime::quote::quote;
+use protocols_runtime::relay::Relay;
 
 // Its home is `conventions`, shared with the client; named here too, where it always was.
 pub use crate::conventions::CANCELLATION;
@@ -179,6 +180,8 @@ struct Inner<H> {
     listeners: Mutex<Vec<Listener>>,
     /// What the server knows of each tool from the handler's listing.
     tools: ToolIndex,
+    /// With [`McpServer::relay_broadcasts`], how broadcasts reach the other replicas.
+    relay: OnceLock<Arc<dyn Relay>>,
 }
 
 /// The MCP `RequestHandler` serving handler `H` (by default what a [`McpServerBuilder`]
@@ -395,6 +398,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 live: Arc::default(),
                 listeners: Mutex::new(Vec::new()),
                 tools: ToolIndex::default(),
+                relay: OnceLock::new(),
             }),
         }
     }
@@ -1219,9 +1223,84 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         }
     }
 
-    /// Tells every session subscribed to `uri`, and every listener that asked, that it changed.
-    /// Returns how many were told.
+    /// Carries this server's broadcasts ([`Self::notify_resource_updated`],
+    /// [`Self::notify_list_changed`]) to the other replicas on `relay`, and delivers theirs to
+    /// the sessions and listeners here: a session subscribed on any replica hears a change made
+    /// on any other, on the stream it holds open where it holds it. Set once; the relay's
+    /// listener runs on the current tokio runtime until the server is dropped.
+    pub fn relay_broadcasts(&self, relay: Arc<dyn Relay>) {
+        if self.inner.relay.set(Arc::clone(&relay)).is_err() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("no tokio runtime to hear the other replicas' broadcasts on");
+            return;
+        };
+        let mut receiver = relay.subscribe(BROADCAST_TOPIC);
+        let server = Arc::downgrade(&self.inner);
+        runtime.spawn(async move {
+            while let Some(received) = receiver.recv().await {
+                let Some(inner) = server.upgrade() else { break };
+                let server = McpServer { inner };
+                match received {
+                    Ok(message) => server.deliver_relayed(&message.body),
+                    Err(lagged) => tracing::warn!(%lagged, "relayed broadcasts were lost"),
+                }
+            }
+        });
+    }
+
+    /// Applies a broadcast another replica relayed.
+    fn deliver_relayed(&self, body: &[u8]) {
+        let Ok(broadcast) = serde_json::from_slice::<Value>(body) else {
+            return;
+        };
+        if let Some(uri) = broadcast.get("resourceUpdated").and_then(Value::as_str) {
+            self.resource_updated_here(uri);
+        }
+        let list = broadcast.get("listChanged").and_then(Value::as_str);
+        if let Some(list) = [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
+            .into_iter()
+            .find(|kind| Some(kind.filter_key()) == list)
+        {
+            self.list_changed_here(list);
+        }
+    }
+
+    /// Relays a broadcast to the other replicas, if a relay is set; its failure is logged.
+    fn relay_broadcast(&self, broadcast: &Value) {
+        let Some(relay) = self.inner.relay.get() else {
+            return;
+        };
+        let Ok(body) = serde_json::to_vec(broadcast) else {
+            return;
+        };
+        let relay = Arc::clone(relay);
+        let publish = async move {
+            relay
+                .publish(None, BROADCAST_TOPIC, bytes::Bytes::from(body))
+                .await
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(error) = publish.await {
+                        tracing::warn!(%error, "a broadcast was not relayed to the other replicas");
+                    }
+                });
+            }
+            Err(_) => tracing::warn!("no tokio runtime to relay a broadcast on"),
+        }
+    }
+
+    /// Tells every session subscribed to `uri`, and every listener that asked, that it changed
+    /// (on every replica, with [`Self::relay_broadcasts`]). Returns how many were told here.
     pub fn notify_resource_updated(&self, uri: &str) -> usize {
+        self.relay_broadcast(&json!({ "resourceUpdated": uri }));
+        self.resource_updated_here(uri)
+    }
+
+    fn resource_updated_here(&self, uri: &str) -> usize {
         let params = json!({ "uri": uri });
         let sessions = self.broadcast_to_sessions(
             v2026_07_28::methods::NOTIFICATIONS_RESOURCES_UPDATED,
@@ -1241,9 +1320,15 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
         sessions + listeners
     }
 
-    /// Tells every client that a list changed (`tools`, `resources` or `prompts`). A changed
-    /// tool list is read again before the next call.
+    /// Tells every client that a list changed (`tools`, `resources` or `prompts`), on every
+    /// replica with [`Self::relay_broadcasts`]. A changed tool list is read again before the
+    /// next call. Returns how many were told here.
     pub fn notify_list_changed(&self, list: ListKind) -> usize {
+        self.relay_broadcast(&json!({ "listChanged": list.filter_key() }));
+        self.list_changed_here(list)
+    }
+
+    fn list_changed_here(&self, list: ListKind) -> usize {
         if list == ListKind::Tools {
             self.inner.tools.invalidate();
         }
@@ -1303,6 +1388,9 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .count()
     }
 }
+
+/// The relay topic of broadcasts between replicas.
+const BROADCAST_TOPIC: &str = "mcp-broadcast";
 
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1390,6 +1478,14 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
 
     async fn handle(&self, request: Request, cx: Context<McpSession>) -> Reply {
         self.answer(request, cx).await
+    }
+
+    /// Lists an initialized session whose stream opens here though another replica opened
+    /// it, so broadcasts made or relayed here reach it.
+    fn stream_opened(&self, session: &Arc<Session<McpSession>>) {
+        if session.state().revision().is_some() {
+            self.inner.live.add(session);
+        }
     }
 
     /// Marks the session initialized, then hands the notification to the handler's trait

@@ -38,6 +38,7 @@ use crate::hardening::{EchoId, Hardening, Refusal, response_headers};
 use crate::jsonrpc::{DecodeLimits, Message, RequestId, Response as RpcResponse};
 use crate::peer::Conversation;
 use crate::quote::quote;
+use crate::relay::{Relay, RelayLink};
 use crate::session::{
     Clock, LazyReaper, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
     StoreError, SystemClock,
@@ -85,6 +86,11 @@ pub struct HttpConfig {
     /// Fired at the drain deadline: every stream still open (answers included) ends with a
     /// `retry`, cleanly.
     pub shutdown: CancellationToken,
+    /// How this replica reaches the others sharing its session store ([`Relay`]): with one,
+    /// server→client request ids carry the replica's tag, an answer posted to another replica
+    /// is relayed back, and a cancellation for a request running elsewhere reaches it. `None`
+    /// (the default): one replica, nothing relayed.
+    pub relay: Option<Arc<dyn Relay>>,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -96,6 +102,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("sessions", &self.sessions)
             .field("tail_capacity", &self.tail_capacity)
             .field("streams", &self.streams)
+            .field("relay", &self.relay.as_ref().map(|relay| relay.tag()))
             .finish_non_exhaustive()
     }
 }
@@ -117,7 +124,17 @@ impl Default for HttpConfig {
             clock: Arc::new(SystemClock),
             drain: CancellationToken::new(),
             shutdown: CancellationToken::new(),
+            relay: None,
         }
+    }
+}
+
+impl HttpConfig {
+    /// Sets [`relay`](Self::relay): this replica reaches the others through `relay`.
+    #[must_use]
+    pub fn relay(mut self, relay: Arc<dyn Relay>) -> Self {
+        self.relay = Some(relay);
+        self
     }
 }
 
@@ -151,6 +168,8 @@ pub struct StreamableHttp<H: RequestHandler> {
     /// Without sessions, the one conversation that correlates the answers to requests a
     /// handler sent on its `POST`'s stream (the answers come on other `POST`s).
     relay: Option<Arc<Conversation>>,
+    /// With [`HttpConfig::relay`], the link to the other replicas.
+    routing: Option<Arc<RelayLink>>,
     /// Whether the event store answers at once ([`EventStore::answers_at_once`]), asked once:
     /// a request answered as JSON then opens its session's stream in place, without a box.
     events_at_once: bool,
@@ -199,10 +218,15 @@ impl<H: RequestHandler> StreamableHttp<H> {
             SessionMode::PerClient => None,
             SessionMode::Sessionless => Some(Arc::new(Conversation::unguessable())),
         };
+        let routing = config
+            .relay
+            .as_ref()
+            .map(|relay| RelayLink::new(Arc::clone(relay), config.shutdown.clone()));
         Self {
             handler,
             config,
             relay,
+            routing,
             saves_state: store.saves_state(),
             answers_at_once: store.answers_at_once(),
             store,

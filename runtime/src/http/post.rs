@@ -666,6 +666,13 @@ impl<H: RequestHandler> StreamableHttp<H> {
             self.config.peer_timeout,
             self.handler.profile().cancellation().copied(),
         );
+        let relay = match (&self.routing, &session) {
+            (Some(link), Some(session)) => {
+                link.register(session.id(), session.conversation());
+                Some(Arc::clone(link))
+            }
+            _ => None,
+        };
         Scope {
             peer: match side {
                 Some(side) => peer.with_session_route(side),
@@ -674,6 +681,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             session,
             conversation,
             meta,
+            relay,
         }
     }
 

@@ -60,6 +60,7 @@ impl<H: RequestHandler> StreamableHttp<H> {
             Ok(None) => return refuse(Refusal::MissingSession, None),
             Err(refusal) => return refuse(refusal, None),
         };
+        self.handler.stream_opened(&session);
         let subscription = match headers.get(LAST_EVENT_ID) {
             None => match session.standalone_stream().await {
                 Ok(stream) => stream.subscribe(Start::Unread),

@@ -1,0 +1,176 @@
+//! `all-protocols --redis URL`, three processes on one throwaway `redis-server`: what one
+//! replica starts, a request to another finishes, through the relay on Redis pub/sub. Sampling
+//! asked by a tool on A is answered by a POST to B; a call running on A is cancelled by a
+//! notification posted to B; a list change made on C reaches the session's GET stream on B.
+//! Each session's streams are read on the replica that serves them (event streams stay in that
+//! replica's memory here).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::AllProtocols;
+use protocols_testkit::{ACCEPT_EITHER, RedisServer, SseReader, event_stream_get, json_rpc_post};
+use serde_json::{Value, json};
+
+const VERSION: &str = "2025-11-25";
+
+async fn replicas(redis: &RedisServer) -> Vec<(AllProtocols, String)> {
+    let mut started = Vec::new();
+    for _ in 0..3 {
+        let serving = AllProtocols::start(&["--redis", &redis.url()]).await;
+        let url = serving.mcp_url();
+        started.push((serving, url));
+    }
+    started
+}
+
+async fn post(url: &str, session: &str, body: &Value) -> reqwest::Response {
+    let headers = [
+        ("mcp-session-id", session),
+        ("mcp-protocol-version", VERSION),
+    ];
+    json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, headers, body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A session initialized on `url` by a client that can sample; its id.
+async fn initialized(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "relay", "version": "1"}}});
+    let opened = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, [], &initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, &session, &done).await.status(), 202);
+    session
+}
+
+fn call(id: i64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}})
+}
+
+/// The next JSON message on `stream` within `within`.
+async fn next_within(stream: &mut SseReader, within: Duration) -> Option<Value> {
+    tokio::time::timeout(within, stream.next_json())
+        .await
+        .expect("the stream answers in time")
+        .map(|(_, message)| message)
+}
+
+#[tokio::test]
+async fn sampling_a_tool_on_replica_a_asks_for_is_answered_through_replica_b() {
+    let redis = RedisServer::start();
+    let started = replicas(&redis).await;
+    let (on_a, on_b) = (&started[0].1, &started[1].1);
+    let session = initialized(on_a).await;
+
+    let answer = post(
+        on_a,
+        &session,
+        &call(7, "test_sampling", json!({"prompt": "hi"})),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let mut stream = SseReader::new(answer);
+    let asked = loop {
+        let message = next_within(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("the sampling request");
+        if message["method"] == "sampling/createMessage" {
+            break message;
+        }
+    };
+    let sampled = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "answered on B"},
+        "model": "test"}});
+    assert_eq!(post(on_b, &session, &sampled).await.status(), 202);
+
+    let result = loop {
+        let message = next_within(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("the tool's answer on replica A");
+        if message["id"] == 7 {
+            break message;
+        }
+    };
+    assert_eq!(
+        result["result"]["content"][0]["text"], "LLM response: answered on B",
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_running_on_replica_a_is_cancelled_by_a_notification_posted_to_replica_b() {
+    let redis = RedisServer::start();
+    let started = replicas(&redis).await;
+    let (on_a, on_b) = (&started[0].1, &started[1].1);
+    let session = initialized(on_a).await;
+
+    // Eight seconds of work, reporting progress every half second.
+    let mut slow = call(5, "demo", json!({"text": "slow work"}));
+    slow["params"]["_meta"] = json!({"progressToken": "slow"});
+    let answer = post(on_a, &session, &slow).await;
+    assert_eq!(answer.status(), 200);
+    let mut stream = SseReader::new(answer);
+    let progress = next_within(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("progress while it runs");
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "changed my mind"}});
+    assert_eq!(post(on_b, &session, &cancel).await.status(), 202);
+    // The stream ends without an answer well before the work would have finished.
+    while let Some(message) = next_within(&mut stream, Duration::from_secs(3)).await {
+        assert_ne!(message["id"], 5, "the cancelled call answered: {message}");
+    }
+}
+
+#[tokio::test]
+async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_replica_b() {
+    let redis = RedisServer::start();
+    let started = replicas(&redis).await;
+    let (on_a, on_b, on_c) = (&started[0].1, &started[1].1, &started[2].1);
+    let session = initialized(on_a).await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", VERSION),
+    ];
+    let opened = event_stream_get(&reqwest::Client::new(), on_b, headers)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let mut on_b_stream = SseReader::new(opened);
+
+    // A second client, whose whole session lives on C, makes the change.
+    let other = initialized(on_c).await;
+    let changed = post(
+        on_c,
+        &other,
+        &call(2, "test_trigger_tool_change", json!({})),
+    )
+    .await;
+    assert_eq!(changed.status(), 200);
+
+    let heard = next_within(&mut on_b_stream, Duration::from_secs(5))
+        .await
+        .expect("the change on replica B's stream");
+    assert_eq!(
+        heard["method"], "notifications/tools/list_changed",
+        "{heard}"
+    );
+}
