@@ -42,13 +42,13 @@ impl AgentExecutor for DemoExecutor {
     async fn execute(&self, message: Message, updater: TaskUpdater) {
         let text = message_text(&message);
         let ran = if text.trim() == WHOAMI {
-            name_the_caller(&updater)
+            name_the_caller(&updater).await
         } else {
             run(&text, &updater).await
         };
         if let Err(error) = ran {
             tracing::warn!(%error, task = updater.task_id(), "demo task failed");
-            let _ = updater.fail(None);
+            let _ = updater.fail(None).await;
         }
     }
 }
@@ -68,41 +68,41 @@ fn opening_text(updater: &TaskUpdater) -> Option<String> {
 }
 
 /// `whoami`: an artifact naming the subject that sent the message.
-fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
+async fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     let subject = updater.caller().principal().map(|p| &*p.subject);
-    updater.working(None)?;
-    updater.text_artifact("whoami", whoami(subject))?;
-    updater.complete(None)
+    updater.working(None).await?;
+    updater.text_artifact("whoami", whoami(subject)).await?;
+    updater.complete(None).await
 }
 
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     if let Some(first) = opening_text(updater) {
-        updater.working(None)?;
-        updater.text_artifact("echo", answer_after_question(&first, text))?;
-        return updater.complete(None);
+        updater.working(None).await?;
+        updater.text_artifact("echo", answer_after_question(&first, text)).await?;
+        return updater.complete(None).await;
     }
     if let Some(question) = question_for(text) {
-        return updater.require_input(updater.agent_message(question));
+        return updater.require_input(updater.agent_message(question)).await;
     }
     match plan(text) {
         DemoAction::Echo(reply) => {
-            updater.working(None)?;
-            updater.text_artifact("echo", reply)?;
+            updater.working(None).await?;
+            updater.text_artifact("echo", reply).await?;
         }
         DemoAction::Slow { reply, tick, total } => {
             let ticks = (total.as_millis() / tick.as_millis().max(1)).max(1);
             for n in 1..=ticks {
                 let progress = updater.agent_message(format!("working {n}/{ticks}"));
-                updater.working(Some(progress))?;
+                updater.working(Some(progress)).await?;
                 tokio::select! {
                     () = updater.cancellation().cancelled() => return Ok(()),
                     () = tokio::time::sleep(tick) => {}
                 }
             }
-            updater.text_artifact("echo", reply)?;
+            updater.text_artifact("echo", reply).await?;
         }
     }
-    updater.complete(None)
+    updater.complete(None).await
 }
 
 /// The demo's public card (interfaces are filled in from the endpoints).

@@ -46,7 +46,7 @@ pub enum ConnectError {
 /// A Redis command got no answer within the configured timeout.
 #[derive(Debug, thiserror::Error)]
 #[error("redis did not answer within {0:?}")]
-struct TimedOut(Duration);
+pub(crate) struct TimedOut(pub(crate) Duration);
 
 /// A session this replica holds live, with the record revision its state reflects.
 struct Held<S> {
@@ -103,22 +103,8 @@ impl<S> RedisSessionStore<S> {
         config: RedisConfig,
         events: Arc<dyn EventStore>,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
-        // Reconnection never gives up: while Redis is away each command fails at the timeout,
-        // and the first attempt after Redis returns serves again, with no request lost to it.
-        let reconnect = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
-            .set_max_delay(config.reconnect_delay)
-            .set_number_of_retries(usize::MAX);
+        let (_, mut connection) = open(&config).await?;
         let timeout = config.timeout;
-        let mut connection = bounded(
-            timeout,
-            ConnectionManager::new_with_config(client, reconnect),
-        )
-        .await
-        .map_err(|_| ConnectError::TimedOut(timeout))?
-        .map_err(ConnectError::Refused)?;
         let scripts = Scripts::new();
         for script in scripts.all() {
             bounded(timeout, script.load_async(&mut connection))
@@ -161,11 +147,7 @@ impl<S> RedisSessionStore<S> {
         &self,
         request: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
-        let timeout = self.config.timeout;
-        bounded(timeout, request)
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
-            .map_err(StoreError::unavailable)
+        ask(self.config.timeout, request).await
     }
 
     fn live_count(&self) -> usize {
@@ -446,8 +428,45 @@ impl<S: SharedState> SessionStore<S> for RedisSessionStore<S> {
     }
 }
 
+/// The client for the Redis `config` names and the shared, auto-reconnecting connection every
+/// store command goes through. Fails, never hangs, when Redis cannot be reached within the
+/// configured timeout.
+pub(crate) async fn open(
+    config: &RedisConfig,
+) -> Result<(redis::Client, ConnectionManager), ConnectError> {
+    let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
+    // Reconnection never gives up: while Redis is away each command fails at the timeout,
+    // and the first attempt after Redis returns serves again, with no request lost to it.
+    let reconnect = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(config.timeout))
+        .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
+        .set_max_delay(config.reconnect_delay)
+        .set_number_of_retries(usize::MAX);
+    let timeout = config.timeout;
+    let connection = bounded(
+        timeout,
+        ConnectionManager::new_with_config(client.clone(), reconnect),
+    )
+    .await
+    .map_err(|_| ConnectError::TimedOut(timeout))?
+    .map_err(ConnectError::Refused)?;
+    Ok((client, connection))
+}
+
+/// Awaits one request to Redis, bounded by `timeout`: a failure or a late answer is
+/// "unavailable".
+pub(crate) async fn ask<T>(
+    timeout: Duration,
+    request: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    bounded(timeout, request)
+        .await
+        .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
+        .map_err(StoreError::unavailable)
+}
+
 /// `future`, or an error once `timeout` has passed.
-async fn bounded<T>(
+pub(crate) async fn bounded<T>(
     timeout: Duration,
     future: impl Future<Output = T>,
 ) -> Result<T, tokio::time::error::Elapsed> {
@@ -465,7 +484,7 @@ fn nanos(time: SystemTime) -> u64 {
     u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn millis_of(duration: Duration) -> u64 {
+pub(crate) fn millis_of(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
