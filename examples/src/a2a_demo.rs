@@ -23,7 +23,7 @@ use protocols_a2a::executor::{AgentExecutor, TaskUpdater, message_text};
 use protocols_a2a::push::{PushPolicy, PushSender};
 use protocols_a2a::server::A2aServer;
 use protocols_a2a::service::A2aService;
-use protocols_a2a::store::MemoryTaskStore;
+use protocols_a2a::store::{MemoryTaskStore, TaskStore};
 use protocols_a2a::v1::types::Role;
 use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
 use tokio_util::sync::CancellationToken;
@@ -141,16 +141,21 @@ pub fn card() -> AgentCard {
     }
 }
 
-/// The demo agent with `push` as its webhook policy.
+/// The demo agent with `push` as its webhook policy, its tasks in memory.
 pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor> {
+    server_with_store(public_base_url, push, Arc::new(MemoryTaskStore::new()))
+}
+
+/// The demo agent with `push` as its webhook policy, its tasks in `store` (one replicas share
+/// lets any of them serve any task).
+pub fn server_with_store(
+    public_base_url: &str,
+    push: PushPolicy,
+    store: Arc<dyn TaskStore>,
+) -> A2aServer<DemoExecutor> {
     let endpoints = Endpoints::at(public_base_url, JSONRPC_PATH, REST_PATH);
     let cards = AgentCards::new(card(), None, endpoints);
-    let service = A2aService::new(
-        DemoExecutor,
-        Arc::new(MemoryTaskStore::new()),
-        Some(PushSender::new(push)),
-        cards,
-    );
+    let service = A2aService::new(DemoExecutor, store, Some(PushSender::new(push)), cards);
     A2aServer::new(service)
 }
 
@@ -171,7 +176,22 @@ pub fn router_with_push(
     shutdown: CancellationToken,
     push: PushPolicy,
 ) -> Router {
-    server(public_base_url, push)
+    router_with_store(
+        public_base_url,
+        shutdown,
+        push,
+        Arc::new(MemoryTaskStore::new()),
+    )
+}
+
+/// [`router_with_push`] with the tasks in `store`.
+pub fn router_with_store(
+    public_base_url: &str,
+    shutdown: CancellationToken,
+    push: PushPolicy,
+    store: Arc<dyn TaskStore>,
+) -> Router {
+    server_with_store(public_base_url, push, store)
         .with_shutdown(shutdown)
         .routes(JSONRPC_PATH, REST_PATH)
 }
@@ -229,6 +249,7 @@ mod tests {
         let mut events = agent
             .service()
             .send_streaming_message(request("slow down"), &me())
+            .await
             .unwrap();
         let StreamResponsePayload::Task(task) = events.next().await.unwrap().payload else {
             panic!("the task first")
@@ -248,6 +269,7 @@ mod tests {
                 },
                 &me(),
             )
+            .await
             .unwrap();
         assert_eq!(canceled.status.state, TaskState::TaskStateCanceled);
         let last = events.collect::<Vec<_>>().await.pop().unwrap();

@@ -123,6 +123,8 @@ impl Keys {
 /// A task as read from its record.
 struct Stored {
     task: Task,
+    /// The task's JSON as stored: a change that leaves it so writes nothing.
+    raw: String,
     push: Vec<TaskPushNotificationConfig>,
     owner: String,
     revision: String,
@@ -220,6 +222,7 @@ impl RedisTaskStore {
         };
         Ok(Some(Stored {
             task: decode(&task)?,
+            raw: task,
             push,
             owner,
             revision,
@@ -297,6 +300,10 @@ impl RedisTaskStore {
             };
             let moved = task.status.timestamp != stored.task.status.timestamp;
             let fields = Fields::of(&task)?;
+            // Nothing changed (an update ignored on a finished task): no write, no round trip.
+            if push.is_empty() && event.is_empty() && fields.task == stored.raw {
+                return Ok(task);
+            }
             let written: i64 = self
                 .run(
                     self.scripts
