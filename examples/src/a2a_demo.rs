@@ -23,7 +23,7 @@ use protocols_a2a::executor::{AgentExecutor, TaskUpdater, message_text};
 use protocols_a2a::push::{PushPolicy, PushSender};
 use protocols_a2a::server::A2aServer;
 use protocols_a2a::service::A2aService;
-use protocols_a2a::store::MemoryTaskStore;
+use protocols_a2a::store::{MemoryTaskStore, TaskStore};
 use protocols_a2a::v1::types::Role;
 use protocols_a2a::v1::types::{AgentCapabilities, AgentCard, AgentSkill, Message};
 use tokio_util::sync::CancellationToken;
@@ -42,13 +42,13 @@ impl AgentExecutor for DemoExecutor {
     async fn execute(&self, message: Message, updater: TaskUpdater) {
         let text = message_text(&message);
         let ran = if text.trim() == WHOAMI {
-            name_the_caller(&updater)
+            name_the_caller(&updater).await
         } else {
             run(&text, &updater).await
         };
         if let Err(error) = ran {
             tracing::warn!(%error, task = updater.task_id(), "demo task failed");
-            let _ = updater.fail(None);
+            let _ = updater.fail(None).await;
         }
     }
 }
@@ -68,41 +68,43 @@ fn opening_text(updater: &TaskUpdater) -> Option<String> {
 }
 
 /// `whoami`: an artifact naming the subject that sent the message.
-fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
+async fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     let subject = updater.caller().principal().map(|p| &*p.subject);
-    updater.working(None)?;
-    updater.text_artifact("whoami", whoami(subject))?;
-    updater.complete(None)
+    updater.working(None).await?;
+    updater.text_artifact("whoami", whoami(subject)).await?;
+    updater.complete(None).await
 }
 
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     if let Some(first) = opening_text(updater) {
-        updater.working(None)?;
-        updater.text_artifact("echo", answer_after_question(&first, text))?;
-        return updater.complete(None);
+        updater.working(None).await?;
+        updater
+            .text_artifact("echo", answer_after_question(&first, text))
+            .await?;
+        return updater.complete(None).await;
     }
     if let Some(question) = question_for(text) {
-        return updater.require_input(updater.agent_message(question));
+        return updater.require_input(updater.agent_message(question)).await;
     }
     match plan(text) {
         DemoAction::Echo(reply) => {
-            updater.working(None)?;
-            updater.text_artifact("echo", reply)?;
+            updater.working(None).await?;
+            updater.text_artifact("echo", reply).await?;
         }
         DemoAction::Slow { reply, tick, total } => {
             let ticks = (total.as_millis() / tick.as_millis().max(1)).max(1);
             for n in 1..=ticks {
                 let progress = updater.agent_message(format!("working {n}/{ticks}"));
-                updater.working(Some(progress))?;
+                updater.working(Some(progress)).await?;
                 tokio::select! {
                     () = updater.cancellation().cancelled() => return Ok(()),
                     () = tokio::time::sleep(tick) => {}
                 }
             }
-            updater.text_artifact("echo", reply)?;
+            updater.text_artifact("echo", reply).await?;
         }
     }
-    updater.complete(None)
+    updater.complete(None).await
 }
 
 /// The demo's public card (interfaces are filled in from the endpoints).
@@ -141,16 +143,21 @@ pub fn card() -> AgentCard {
     }
 }
 
-/// The demo agent with `push` as its webhook policy.
+/// The demo agent with `push` as its webhook policy, its tasks in memory.
 pub fn server(public_base_url: &str, push: PushPolicy) -> A2aServer<DemoExecutor> {
+    server_with_store(public_base_url, push, Arc::new(MemoryTaskStore::new()))
+}
+
+/// The demo agent with `push` as its webhook policy, its tasks in `store` (one replicas share
+/// lets any of them serve any task).
+pub fn server_with_store(
+    public_base_url: &str,
+    push: PushPolicy,
+    store: Arc<dyn TaskStore>,
+) -> A2aServer<DemoExecutor> {
     let endpoints = Endpoints::at(public_base_url, JSONRPC_PATH, REST_PATH);
     let cards = AgentCards::new(card(), None, endpoints);
-    let service = A2aService::new(
-        DemoExecutor,
-        Arc::new(MemoryTaskStore::new()),
-        Some(PushSender::new(push)),
-        cards,
-    );
+    let service = A2aService::new(DemoExecutor, store, Some(PushSender::new(push)), cards);
     A2aServer::new(service)
 }
 
@@ -171,7 +178,22 @@ pub fn router_with_push(
     shutdown: CancellationToken,
     push: PushPolicy,
 ) -> Router {
-    server(public_base_url, push)
+    router_with_store(
+        public_base_url,
+        shutdown,
+        push,
+        Arc::new(MemoryTaskStore::new()),
+    )
+}
+
+/// [`router_with_push`] with the tasks in `store`.
+pub fn router_with_store(
+    public_base_url: &str,
+    shutdown: CancellationToken,
+    push: PushPolicy,
+    store: Arc<dyn TaskStore>,
+) -> Router {
+    server_with_store(public_base_url, push, store)
         .with_shutdown(shutdown)
         .routes(JSONRPC_PATH, REST_PATH)
 }
@@ -229,6 +251,7 @@ mod tests {
         let mut events = agent
             .service()
             .send_streaming_message(request("slow down"), &me())
+            .await
             .unwrap();
         let StreamResponsePayload::Task(task) = events.next().await.unwrap().payload else {
             panic!("the task first")
@@ -248,6 +271,7 @@ mod tests {
                 },
                 &me(),
             )
+            .await
             .unwrap();
         assert_eq!(canceled.status.state, TaskState::TaskStateCanceled);
         let last = events.collect::<Vec<_>>().await.pop().unwrap();

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use protocols_runtime::session::StoreError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, Client, RedisError};
 
@@ -76,4 +77,21 @@ pub(crate) async fn bounded<T>(
     future: impl Future<Output = T>,
 ) -> Result<T, tokio::time::error::Elapsed> {
     tokio::time::timeout(timeout, future).await
+}
+
+/// Awaits one request to Redis, bounded by `timeout`: the one place where a failure or a late
+/// answer becomes "unavailable".
+pub(crate) async fn ask<T>(
+    timeout: Duration,
+    request: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    bounded(timeout, request)
+        .await
+        .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
+        .map_err(StoreError::unavailable)
+}
+
+/// Whole milliseconds of `duration` (saturating), what Redis expiries count in.
+pub(crate) fn millis_of(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

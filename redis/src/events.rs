@@ -31,7 +31,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, TimedOut, bounded, dedicated, manager};
+use crate::connection::{ConnectError, TimedOut, bounded, dedicated, manager, millis_of};
 use crate::event_scripts::EventScripts;
 
 /// How many request streams a session keeps for resumption (as the in-memory store does).
@@ -1083,8 +1083,4 @@ fn unsigned(value: Value) -> Result<u64, StoreError> {
 /// Milliseconds since the Unix epoch (0 before it), what the keys' expiries count in.
 fn millis(time: SystemTime) -> u64 {
     millis_of(time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO))
-}
-
-fn millis_of(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

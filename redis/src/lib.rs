@@ -12,12 +12,19 @@
 //! own, keys expiring with the session.
 //!
 //! [`RedisRelay`] implements the runtime's [`Relay`](protocols_runtime::relay::Relay) on Redis
-//! pub/sub, so an answer, a cancellation or a broadcast reaches the replica it is for. All are
-//! configured by [`RedisConfig`].
+//! pub/sub, so an answer, a cancellation or a broadcast reaches the replica it is for.
+//!
+//! With the `a2a` feature, `RedisTaskStore` implements A2A's task store: tasks and push configs
+//! any replica reads, live updates on Redis Streams and cancellation reaching the replica that
+//! runs the task. All are configured by [`RedisConfig`].
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+#[cfg(feature = "a2a")]
+mod a2a;
+#[cfg(feature = "a2a")]
+mod a2a_scripts;
 mod config;
 mod connection;
 mod event_scripts;
@@ -26,6 +33,8 @@ mod relay;
 mod scripts;
 mod sessions;
 
+#[cfg(feature = "a2a")]
+pub use a2a::RedisTaskStore;
 pub use config::RedisConfig;
 pub use connection::ConnectError;
 pub use events::RedisEventStore;

@@ -18,7 +18,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, ScriptInvocation};
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, TimedOut, bounded};
+use crate::connection::{ConnectError, bounded, millis_of};
 use crate::scripts::Scripts;
 
 /// How many ended sessions one reap script removes before the next batch: keeps each script
@@ -118,17 +118,12 @@ impl<S> RedisSessionStore<S> {
         self.ask(invocation.invoke_async(&mut connection)).await
     }
 
-    /// Awaits one request to Redis, bounded by the timeout: the one place where a failure or
-    /// a late answer becomes "unavailable".
+    /// Awaits one request to Redis, bounded by the timeout.
     async fn ask<T>(
         &self,
         request: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
-        let timeout = self.config.timeout;
-        bounded(timeout, request)
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
-            .map_err(StoreError::unavailable)
+        crate::connection::ask(self.config.timeout, request).await
     }
 
     fn live_count(&self) -> usize {
@@ -418,10 +413,6 @@ fn millis(time: SystemTime) -> u64 {
 fn nanos(time: SystemTime) -> u64 {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn millis_of(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn time_of(millis: u64) -> SystemTime {

@@ -8,8 +8,10 @@
 //! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
 //! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
-//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions and their
-//! event streams in Redis. `--allow-private-webhooks` is for tests only and unsafe anywhere
+//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions, their
+//! event streams and the A2A tasks in Redis, and relays between replicas, so replicas on one
+//! Redis serve any session, stream and task. `--allow-private-webhooks` is for tests only and
+//! unsafe anywhere
 //! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
@@ -22,6 +24,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use examples::mcp_demo::everything_server;
+use examples::redis_a2a::a2a_task_store;
 use examples::redis_sessions::{REDIS_HELP, mount_mcp_streamable_http};
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
@@ -128,11 +131,18 @@ async fn mount_mcp(
     Ok(builder.legacy_sse("/sse", "/message", server, config))
 }
 
-/// A2A's demo agent; its card names interfaces under `base_url`. Its streaming answers (both
-/// bindings) finish during the drain and end at its deadline.
-fn mount_a2a(builder: ServerBuilder, base_url: &str, push: PushPolicy) -> ServerBuilder {
-    let routes = a2a_demo::router_with_push(base_url, builder.shutdown_token(), push);
-    builder.routes(routes)
+/// A2A's demo agent, its tasks in Redis when `redis` names one; its card names interfaces
+/// under `base_url`. Its streaming answers (both bindings) finish during the drain and end at
+/// its deadline.
+async fn mount_a2a(
+    builder: ServerBuilder,
+    base_url: &str,
+    push: PushPolicy,
+    redis: Option<&str>,
+) -> Result<ServerBuilder, String> {
+    let store = a2a_task_store(redis).await?;
+    let routes = a2a_demo::router_with_store(base_url, builder.shutdown_token(), push, store);
+    Ok(builder.routes(routes))
 }
 
 /// ACP's demo agent over its remote transport (Streamable HTTP and WebSocket at one endpoint),
@@ -169,10 +179,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let builder = mount_acp(
-        mount_a2a(builder, &format!("http://{address}"), options.push_policy()),
-        options.session_idle(),
-    );
+    let base_url = format!("http://{address}");
+    let push = options.push_policy();
+    let builder = match mount_a2a(builder, &base_url, push, options.redis.as_deref()).await {
+        Ok(builder) => builder,
+        Err(error) => {
+            eprintln!("all-protocols: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let builder = mount_acp(builder, options.session_idle());
     let server = match builder.build() {
         Ok(server) => server,
         Err(error) => {

@@ -46,11 +46,11 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: SendMessageRequest,
         cx: &Caller,
     ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
-        wire_stream(A2aService::send_streaming_message(self, params, cx))
+        wire_stream(A2aService::send_streaming_message(self, params, cx).await)
     }
 
     async fn get_task(&self, params: GetTaskRequest, cx: &Caller) -> Result<Task, ErrorObject> {
-        wire(A2aService::get_task(self, &params, cx))
+        wire(A2aService::get_task(self, &params, cx).await)
     }
 
     async fn list_tasks(
@@ -58,11 +58,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: Option<ListTasksRequest>,
         cx: &Caller,
     ) -> Result<ListTasksResponse, ErrorObject> {
-        wire(A2aService::list_tasks(
-            self,
-            &params.unwrap_or_default(),
-            cx,
-        ))
+        wire(A2aService::list_tasks(self, &params.unwrap_or_default(), cx).await)
     }
 
     async fn cancel_task(
@@ -70,7 +66,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: CancelTaskRequest,
         cx: &Caller,
     ) -> Result<Task, ErrorObject> {
-        wire(A2aService::cancel_task(self, &params, cx))
+        wire(A2aService::cancel_task(self, &params, cx).await)
     }
 
     async fn subscribe_to_task(
@@ -78,7 +74,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: SubscribeToTaskRequest,
         cx: &Caller,
     ) -> Result<ResultStream<StreamResponse>, ErrorObject> {
-        wire_stream(A2aService::subscribe_to_task(self, &params, cx))
+        wire_stream(A2aService::subscribe_to_task(self, &params, cx).await)
     }
 
     async fn create_task_push_notification_config(
@@ -86,7 +82,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: TaskPushNotificationConfig,
         cx: &Caller,
     ) -> Result<TaskPushNotificationConfig, ErrorObject> {
-        wire(self.create_push_config(params, cx))
+        wire(self.create_push_config(params, cx).await)
     }
 
     async fn get_task_push_notification_config(
@@ -94,7 +90,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: GetTaskPushNotificationConfigRequest,
         cx: &Caller,
     ) -> Result<TaskPushNotificationConfig, ErrorObject> {
-        wire(self.get_push_config(&params, cx))
+        wire(self.get_push_config(&params, cx).await)
     }
 
     async fn list_task_push_notification_configs(
@@ -102,7 +98,7 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: ListTaskPushNotificationConfigsRequest,
         cx: &Caller,
     ) -> Result<ListTaskPushNotificationConfigsResponse, ErrorObject> {
-        wire(self.list_push_configs(&params, cx))
+        wire(self.list_push_configs(&params, cx).await)
     }
 
     async fn get_extended_agent_card(
@@ -118,6 +114,6 @@ impl<E: AgentExecutor> Agent for A2aService<E> {
         params: DeleteTaskPushNotificationConfigRequest,
         cx: &Caller,
     ) -> Result<Empty, ErrorObject> {
-        wire(self.delete_push_config(&params, cx))
+        wire(self.delete_push_config(&params, cx).await)
     }
 }

@@ -87,6 +87,16 @@ pub enum A2aError {
     Internal,
 }
 
+/// A task store that failed or could not be reached: the agent is unavailable for now (a
+/// `503`, with a JSON-RPC body on that binding), never "task not found", since the task may
+/// well exist.
+impl From<protocols_runtime::store::StoreError> for A2aError {
+    fn from(error: protocols_runtime::store::StoreError) -> Self {
+        tracing::warn!(%error, "the task store failed");
+        Self::unavailable("the task store cannot be reached", Duration::from_secs(1))
+    }
+}
+
 /// The `domain` of every `ErrorInfo` this server emits.
 const ERROR_DOMAIN: &str = "a2a-protocol.org";
 const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";

@@ -5,15 +5,17 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt as _;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::A2aError;
 use crate::push::PushSender;
 use crate::service::Caller;
-use crate::store::TaskStore;
+use crate::store::{LiveEvents, TaskStore};
 use crate::v1::types::{
     Artifact, Message, Part, PartContent, Role, StreamResponse, StreamResponsePayload, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -91,7 +93,8 @@ struct LiveTask {
 
 /// The running tasks: their event channels and cancellation tokens. Publishing and
 /// subscribing take the same lock, so a subscriber sees a snapshot and then every later event,
-/// with no gap and no repeat.
+/// with no gap and no repeat. On a store replicas share ([`TaskStore::shared`]) the events
+/// and cancellations go through the store instead, so any replica serves them.
 pub struct LiveTasks {
     store: Arc<dyn TaskStore>,
     push: Option<PushSender>,
@@ -110,8 +113,45 @@ pub struct Subscription {
     /// The task as it stood when subscribed.
     pub snapshot: Task,
     /// `None` when the task was not running (nothing more will happen).
-    pub events: Option<broadcast::Receiver<StreamResponse>>,
+    pub events: Option<TaskEvents>,
 }
+
+/// A task's events after a subscription's snapshot.
+pub struct TaskEvents(Events);
+
+enum Events {
+    /// This process's channel of a task it runs.
+    Local(broadcast::Receiver<StreamResponse>),
+    /// A shared store's events, from whichever replica runs the task.
+    Shared(LiveEvents),
+}
+
+impl std::fmt::Debug for TaskEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskEvents").finish_non_exhaustive()
+    }
+}
+
+impl TaskEvents {
+    /// The next event; `None` once no more will come.
+    pub async fn next(&mut self) -> Option<StreamResponse> {
+        match &mut self.0 {
+            Events::Local(receiver) => loop {
+                match receiver.recv().await {
+                    Ok(event) => return Some(event),
+                    Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                        tracing::debug!(skipped, "a slow subscriber skipped task events");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            },
+            Events::Shared(events) => events.next().await,
+        }
+    }
+}
+
+/// An update's event, built from the changed task.
+type Announce<'a> = &'a (dyn Fn(&Task) -> StreamResponse + Sync);
 
 impl LiveTasks {
     /// Live tasks kept in `store`, with webhooks delivered by `push` when given.
@@ -137,7 +177,8 @@ impl LiveTasks {
         self.running.lock().map_err(|_| A2aError::Internal)
     }
 
-    /// Registers a stored task as running; returns its cancellation token.
+    /// Registers a stored task as running here; returns its cancellation token (fired too
+    /// when another replica cancels the task, on a shared store).
     pub fn start(&self, task_id: &str) -> Result<CancellationToken, A2aError> {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let cancel = CancellationToken::new();
@@ -148,64 +189,141 @@ impl LiveTasks {
                 cancel: cancel.clone(),
             },
         );
+        if let Some(shared) = self.store.shared() {
+            shared.watch_cancel(task_id, cancel.clone());
+        }
         Ok(cancel)
     }
 
     /// The task's current state and, if it is running, its later events.
-    pub fn subscribe(&self, task_id: &str) -> Result<Subscription, A2aError> {
-        let running = self.lock()?;
-        let snapshot = self
-            .store
-            .get(task_id)
-            .ok_or_else(|| A2aError::task_not_found(task_id))?;
-        let events = running.get(task_id).map(|live| live.events.subscribe());
-        Ok(Subscription { snapshot, events })
+    pub async fn subscribe(&self, task_id: &str) -> Result<Subscription, A2aError> {
+        if let Some(shared) = self.store.shared() {
+            let (snapshot, events) = shared
+                .subscribe(task_id)
+                .await?
+                .ok_or_else(|| A2aError::task_not_found(task_id))?;
+            return Ok(Subscription {
+                snapshot,
+                events: Some(TaskEvents(Events::Shared(events))),
+            });
+        }
+        let (answer, events) = {
+            let running = self.lock()?;
+            let events = running.get(task_id).map(|live| live.events.subscribe());
+            // An in-memory store answers here, under the lock publishing takes: no gap.
+            (self.store.get(task_id).now(), events)
+        };
+        let snapshot = match answer {
+            Ok(found) => found?,
+            Err(pending) => pending.await?,
+        }
+        .ok_or_else(|| A2aError::task_not_found(task_id))?;
+        Ok(Subscription {
+            snapshot,
+            events: events.map(|receiver| TaskEvents(Events::Local(receiver))),
+        })
     }
 
-    /// Applies `change` to the task unless it is already terminal, then announces `event` built
-    /// from the changed task. Returns the changed task, or `None` when the update was ignored.
-    fn publish(
+    /// Applies `change` to the task unless it is already terminal, then announces the event
+    /// `event` builds from the changed task. Returns the changed task, or `None` when the
+    /// update was ignored.
+    async fn publish(
         &self,
         task_id: &str,
-        change: &mut dyn FnMut(&mut Task),
-        event: impl FnOnce(&Task) -> StreamResponse,
+        change: &mut (dyn FnMut(&mut Task) + Send),
+        event: Announce<'_>,
     ) -> Result<Option<Task>, A2aError> {
-        let mut running = self.lock()?;
-        let mut applied = false;
-        let task = self.store.update(task_id, &mut |task| {
-            if !is_terminal(task.status.state) {
+        let applied = AtomicBool::new(false);
+        let mut guarded = |task: &mut Task| {
+            let open = !is_terminal(task.status.state);
+            applied.store(open, Ordering::Relaxed);
+            if open {
                 change(task);
-                applied = true;
             }
-        })?;
-        if !applied {
-            return Ok(None);
+        };
+        let (task, event) = match self.store.shared() {
+            Some(shared) => {
+                let announce = |task: &Task| applied.load(Ordering::Relaxed).then(|| event(task));
+                let task = shared
+                    .update_announcing(task_id, &mut guarded, &announce)
+                    .await?;
+                if !applied.load(Ordering::Relaxed) {
+                    // Ended elsewhere (canceled through another replica): stop the work here
+                    // too, should the request to cancel it have been lost.
+                    self.stop(task_id);
+                    return Ok(None);
+                }
+                let event = event(&task);
+                if is_terminal(task.status.state) {
+                    self.finish(task_id);
+                }
+                (task, event)
+            }
+            None => {
+                let running = self.lock()?;
+                // An in-memory store changes the task here, under the lock subscribing takes.
+                let outcome = match self.store.update(task_id, &mut guarded).now() {
+                    Ok(task) => {
+                        let task = task?;
+                        self.announce_locally(running, &applied, &task, event)
+                    }
+                    Err(pending) => {
+                        drop(running);
+                        let task = pending.await?;
+                        self.announce_locally(self.lock()?, &applied, &task, event)
+                    }
+                };
+                let Some(outcome) = outcome else {
+                    return Ok(None);
+                };
+                outcome
+            }
+        };
+        self.notify(task_id, &event).await;
+        Ok(Some(task))
+    }
+
+    /// Sends an applied update's event to this process's subscribers.
+    fn announce_locally(
+        &self,
+        mut running: std::sync::MutexGuard<'_, HashMap<String, LiveTask>>,
+        applied: &AtomicBool,
+        task: &Task,
+        event: Announce<'_>,
+    ) -> Option<(Task, StreamResponse)> {
+        if !applied.load(Ordering::Relaxed) {
+            return None;
         }
-        let event = event(&task);
-        if let Some(live) = running.get(task_id) {
+        let event = event(task);
+        if let Some(live) = running.get(&task.id) {
             // No receiver is fine: nobody is streaming this task.
             let _ = live.events.send(event.clone());
         }
         if is_terminal(task.status.state) {
-            running.remove(task_id);
+            running.remove(&task.id);
         }
-        drop(running);
-        self.notify(task_id, &event);
-        Ok(Some(task))
+        Some((task.clone(), event))
     }
 
-    fn notify(&self, task_id: &str, event: &StreamResponse) {
+    async fn notify(&self, task_id: &str, event: &StreamResponse) {
         let Some(push) = &self.push else {
             return;
         };
-        for config in self.store.push_configs(task_id) {
+        let configs = match self.store.push_configs(task_id).await {
+            Ok(configs) => configs,
+            Err(error) => {
+                tracing::warn!(%error, "push configs could not be read; no webhook sent");
+                return;
+            }
+        };
+        for config in configs {
             // One not started is logged by the sender; the task's work goes on regardless.
             let _ = push.spawn_delivery(config, event.clone());
         }
     }
 
     /// Moves the task to `state` (with an optional agent message).
-    pub fn set_status(
+    pub async fn set_status(
         &self,
         task_id: &str,
         state: TaskState,
@@ -224,7 +342,7 @@ impl LiveTasks {
                 }
                 task.status = status.clone();
             },
-            |task| StreamResponse {
+            &|task| StreamResponse {
                 payload: StreamResponsePayload::StatusUpdate(TaskStatusUpdateEvent {
                     context_id: task.context_id.clone().unwrap_or_default(),
                     metadata: serde_json::Map::new(),
@@ -233,10 +351,11 @@ impl LiveTasks {
                 }),
             },
         )
+        .await
     }
 
     /// Adds (or, with `append`, extends) an artifact.
-    pub fn add_artifact(&self, task_id: &str, artifact: Artifact) -> Result<(), A2aError> {
+    pub async fn add_artifact(&self, task_id: &str, artifact: Artifact) -> Result<(), A2aError> {
         self.publish(
             task_id,
             &mut |task| {
@@ -244,7 +363,7 @@ impl LiveTasks {
                     .retain(|existing| existing.artifact_id != artifact.artifact_id);
                 task.artifacts.push(artifact.clone());
             },
-            |task| StreamResponse {
+            &|task| StreamResponse {
                 payload: StreamResponsePayload::ArtifactUpdate(TaskArtifactUpdateEvent {
                     append: None,
                     artifact: artifact.clone(),
@@ -255,6 +374,7 @@ impl LiveTasks {
                 }),
             },
         )
+        .await
         .map(|_| ())
     }
 
@@ -263,28 +383,54 @@ impl LiveTasks {
         if let Ok(mut running) = self.lock() {
             running.remove(task_id);
         }
+        if let Some(shared) = self.store.shared() {
+            shared.unwatch_cancel(task_id);
+        }
     }
 
-    /// Cancels a task: fires its token and records `CANCELED`.
-    pub fn cancel(&self, task_id: &str) -> Result<Task, A2aError> {
+    /// Fires the cancellation of a task running here.
+    fn stop(&self, task_id: &str) {
+        if let Ok(running) = self.lock()
+            && let Some(live) = running.get(task_id)
+        {
+            live.cancel.cancel();
+        }
+    }
+
+    /// Cancels a task: records `CANCELED`, then fires its token, here or (on a shared store)
+    /// on the replica running it. Recorded first, so the executor's last updates are ignored
+    /// and its return cannot complete the task instead.
+    pub async fn cancel(&self, task_id: &str) -> Result<Task, A2aError> {
         let current = self
             .store
             .get(task_id)
+            .await?
             .ok_or_else(|| A2aError::task_not_found(task_id))?;
         if is_terminal(current.status.state) {
             return Err(not_cancelable(&current));
         }
-        if let Some(live) = self.lock()?.get(task_id) {
-            live.cancel.cancel();
-        }
-        match self.set_status(task_id, TaskState::TaskStateCanceled, None)? {
-            Some(task) => Ok(task),
+        // Taken first: recording a terminal state forgets the task's live entry.
+        let token = self.lock()?.get(task_id).map(|live| live.cancel.clone());
+        let Some(task) = self
+            .set_status(task_id, TaskState::TaskStateCanceled, None)
+            .await?
+        else {
             // It finished between the check and the cancel.
-            None => self.store.get(task_id).map_or_else(
-                || Err(A2aError::task_not_found(task_id)),
-                |task| Err(not_cancelable(&task)),
-            ),
+            return match self.store.get(task_id).await? {
+                Some(task) => Err(not_cancelable(&task)),
+                None => Err(A2aError::task_not_found(task_id)),
+            };
+        };
+        if let Some(token) = token {
+            token.cancel();
         }
+        if let Some(shared) = self.store.shared()
+            && let Err(error) = shared.request_cancel(task_id).await
+        {
+            // The task is canceled; its executor stops at its next update, which is ignored.
+            tracing::warn!(%error, "the cancellation could not be sent to the running replica");
+        }
+        Ok(task)
     }
 }
 
@@ -358,48 +504,54 @@ impl TaskUpdater {
     }
 
     /// Reports progress (`WORKING`, with an optional message).
-    pub fn working(&self, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn working(&self, message: Option<Message>) -> Result<(), A2aError> {
         self.live
             .set_status(&self.task.id, TaskState::TaskStateWorking, message)
+            .await
             .map(|_| ())
     }
 
     /// Adds an artifact with one text part.
-    pub fn text_artifact(&self, name: &str, text: impl Into<String>) -> Result<(), A2aError> {
-        self.live.add_artifact(
-            &self.task.id,
-            Artifact {
-                artifact_id: uuid::Uuid::new_v4().to_string(),
-                name: Some(name.to_owned()),
-                parts: vec![text_part(text)],
-                ..Artifact::default()
-            },
-        )
+    pub async fn text_artifact(&self, name: &str, text: impl Into<String>) -> Result<(), A2aError> {
+        self.live
+            .add_artifact(
+                &self.task.id,
+                Artifact {
+                    artifact_id: uuid::Uuid::new_v4().to_string(),
+                    name: Some(name.to_owned()),
+                    parts: vec![text_part(text)],
+                    ..Artifact::default()
+                },
+            )
+            .await
     }
 
     /// Leaves the task `INPUT_REQUIRED` with `message` (what the agent asks); the client
     /// continues it with a message naming the task.
-    pub fn require_input(&self, message: Message) -> Result<(), A2aError> {
+    pub async fn require_input(&self, message: Message) -> Result<(), A2aError> {
         self.live
             .set_status(
                 &self.task.id,
                 TaskState::TaskStateInputRequired,
                 Some(message),
             )
+            .await
             .map(|_| ())
     }
 
     /// Finishes the task as `COMPLETED`.
-    pub fn complete(&self, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn complete(&self, message: Option<Message>) -> Result<(), A2aError> {
         self.live
             .set_status(&self.task.id, TaskState::TaskStateCompleted, message)
+            .await
             .map(|_| ())
     }
 
     /// Finishes the task as `FAILED`.
-    pub fn fail(&self, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn fail(&self, message: Option<Message>) -> Result<(), A2aError> {
         self.live
             .set_status(&self.task.id, TaskState::TaskStateFailed, message)
+            .await
             .map(|_| ())
     }
 }

@@ -152,7 +152,7 @@ impl<E: AgentExecutor> A2aService<E> {
     ) -> Result<SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
-        let (task_id, subscription) = self.start_task(request, caller)?;
+        let (task_id, subscription) = self.start_task(request, caller).await?;
         if configuration.return_immediately != Some(true) {
             let mut events = event_stream(subscription);
             while events.next().await.is_some() {}
@@ -160,6 +160,7 @@ impl<E: AgentExecutor> A2aService<E> {
         let task = self
             .store()
             .get(&task_id)
+            .await?
             .ok_or_else(|| A2aError::task_not_found(&task_id))?;
         Ok(SendMessageResponse {
             payload: SendMessageResponsePayload::Task(trim_history(task, history_length)?),
@@ -167,18 +168,18 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// `SendStreamingMessage`: the task, then its events as they happen.
-    pub fn send_streaming_message(
+    pub async fn send_streaming_message(
         &self,
         request: SendMessageRequest,
         caller: &Caller,
     ) -> Result<EventStream, A2aError> {
-        let (_, subscription) = self.start_task(request, caller)?;
+        let (_, subscription) = self.start_task(request, caller).await?;
         Ok(event_stream(subscription))
     }
 
     /// Creates (or continues) the message's task, subscribes, then starts the executor, so the
     /// subscription misses nothing.
-    fn start_task(
+    async fn start_task(
         &self,
         request: SendMessageRequest,
         caller: &Caller,
@@ -186,18 +187,24 @@ impl<E: AgentExecutor> A2aService<E> {
         let message = validate_message(request.message)?;
         let task = match &message.task_id {
             Some(task_id) if !task_id.is_empty() => {
-                self.continue_task(task_id, &message, caller)?
+                self.continue_task(task_id, &message, caller).await?
             }
-            _ => self.create_task(&message, caller.owner())?,
+            _ => self.create_task(&message, caller.owner()).await?,
         };
         if let Some(config) = request
             .configuration
             .and_then(|configuration| configuration.task_push_notification_config)
         {
-            self.register_push_config(&task.id, config)?;
+            self.register_push_config(&task.id, config).await?;
         }
         let cancel = self.live.start(&task.id)?;
-        let subscription = self.live.subscribe(&task.id)?;
+        let subscription = match self.live.subscribe(&task.id).await {
+            Ok(subscription) => subscription,
+            Err(error) => {
+                self.live.finish(&task.id);
+                return Err(error);
+            }
+        };
         let mut message = message;
         message.task_id = Some(task.id.clone());
         message.context_id.clone_from(&task.context_id);
@@ -208,12 +215,12 @@ impl<E: AgentExecutor> A2aService<E> {
         let task_id = task.id.clone();
         tokio::spawn(async move {
             executor.execute(message, updater).await;
-            settle(&live, &task_id);
+            settle(&live, &task_id).await;
         });
         Ok((task.id, subscription))
     }
 
-    fn create_task(&self, message: &Message, owner: &Owner) -> Result<Task, A2aError> {
+    async fn create_task(&self, message: &Message, owner: &Owner) -> Result<Task, A2aError> {
         let task_id = uuid::Uuid::new_v4().to_string();
         let context_id = message
             .context_id
@@ -235,18 +242,18 @@ impl<E: AgentExecutor> A2aService<E> {
                 timestamp: Some(chrono::Utc::now()),
             },
         };
-        self.store().insert(task.clone(), owner)?;
+        self.store().insert(task.clone(), owner).await?;
         Ok(task)
     }
 
     /// A follow-up message on a task that is waiting for one.
-    fn continue_task(
+    async fn continue_task(
         &self,
         task_id: &str,
         message: &Message,
         caller: &Caller,
     ) -> Result<Task, A2aError> {
-        let task = self.existing_task(task_id, caller)?;
+        let task = self.existing_task(task_id, caller).await?;
         if is_terminal(task.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is in a terminal state",
@@ -267,24 +274,32 @@ impl<E: AgentExecutor> A2aService<E> {
             ));
         }
         let message = message.clone();
-        self.store().update(task_id, &mut |task| {
-            task.history.push(message.clone());
-            task.status = TaskStatus {
-                message: None,
-                state: TaskState::TaskStateSubmitted,
-                timestamp: Some(chrono::Utc::now()),
-            };
-        })
+        self.store()
+            .update(task_id, &mut |task| {
+                task.history.push(message.clone());
+                task.status = TaskStatus {
+                    message: None,
+                    state: TaskState::TaskStateSubmitted,
+                    timestamp: Some(chrono::Utc::now()),
+                };
+            })
+            .await
     }
 
     /// `GetTask`.
-    pub fn get_task(&self, request: &GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
-        let task = self.existing_task(required("id", &request.id)?, caller)?;
+    pub async fn get_task(
+        &self,
+        request: &GetTaskRequest,
+        caller: &Caller,
+    ) -> Result<Task, A2aError> {
+        let task = self
+            .existing_task(required("id", &request.id)?, caller)
+            .await?;
         trim_history(task, request.history_length)
     }
 
     /// `ListTasks`: the caller's tasks, newest first, `pageToken` from the previous page.
-    pub fn list_tasks(
+    pub async fn list_tasks(
         &self,
         request: &ListTasksRequest,
         caller: &Caller,
@@ -312,7 +327,7 @@ impl<E: AgentExecutor> A2aService<E> {
                 .filter(|state| *state != TaskState::TaskStateUnspecified),
             updated_after: request.status_timestamp_after,
         };
-        let page = self.store().list(&filter, cursor, page_size);
+        let page = self.store().list(&filter, cursor, page_size).await?;
         let include_artifacts = request.include_artifacts == Some(true);
         let tasks = page
             .tasks
@@ -333,25 +348,25 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// `CancelTask`.
-    pub fn cancel_task(
+    pub async fn cancel_task(
         &self,
         request: &CancelTaskRequest,
         caller: &Caller,
     ) -> Result<Task, A2aError> {
         let task_id = required("id", &request.id)?;
-        self.existing_task(task_id, caller)?;
-        self.live.cancel(task_id)
+        self.existing_task(task_id, caller).await?;
+        self.live.cancel(task_id).await
     }
 
     /// `SubscribeToTask`: the task now, then its events; a finished task cannot be subscribed.
-    pub fn subscribe_to_task(
+    pub async fn subscribe_to_task(
         &self,
         request: &SubscribeToTaskRequest,
         caller: &Caller,
     ) -> Result<EventStream, A2aError> {
         let task_id = required("id", &request.id)?;
-        self.existing_task(task_id, caller)?;
-        let subscription = self.live.subscribe(task_id)?;
+        self.existing_task(task_id, caller).await?;
+        let subscription = self.live.subscribe(task_id).await?;
         if is_terminal(subscription.snapshot.status.state) {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is in a terminal state",
@@ -367,7 +382,7 @@ impl<E: AgentExecutor> A2aService<E> {
             .ok_or(A2aError::PushNotificationNotSupported)
     }
 
-    fn register_push_config(
+    async fn register_push_config(
         &self,
         task_id: &str,
         mut config: TaskPushNotificationConfig,
@@ -378,12 +393,12 @@ impl<E: AgentExecutor> A2aService<E> {
         if config.id.as_deref().is_none_or(str::is_empty) {
             config.id = Some(uuid::Uuid::new_v4().to_string());
         }
-        self.store().put_push_config(config.clone())?;
+        self.store().put_push_config(config.clone()).await?;
         Ok(config)
     }
 
     /// `CreateTaskPushNotificationConfig`.
-    pub fn create_push_config(
+    pub async fn create_push_config(
         &self,
         config: TaskPushNotificationConfig,
         caller: &Caller,
@@ -394,22 +409,21 @@ impl<E: AgentExecutor> A2aService<E> {
             .filter(|id| !id.is_empty())
             .ok_or_else(|| A2aError::missing("taskId"))?;
         self.push_sender()?;
-        self.existing_task(&task_id, caller)?;
-        self.register_push_config(&task_id, config)
+        self.existing_task(&task_id, caller).await?;
+        self.register_push_config(&task_id, config).await
     }
 
     /// The task, if it exists and belongs to `caller`: another owner's task gets the error a
     /// task that never existed gets, so its existence does not leak.
-    fn existing_task(&self, task_id: &str, caller: &Caller) -> Result<Task, A2aError> {
-        let not_found = || A2aError::task_not_found(task_id);
-        if self.store().owner(task_id).as_ref() != Some(caller.owner()) {
-            return Err(not_found());
+    async fn existing_task(&self, task_id: &str, caller: &Caller) -> Result<Task, A2aError> {
+        match self.store().get_owned(task_id).await? {
+            Some((task, owner)) if owner == *caller.owner() => Ok(task),
+            _ => Err(A2aError::task_not_found(task_id)),
         }
-        self.store().get(task_id).ok_or_else(not_found)
     }
 
     /// `GetTaskPushNotificationConfig`.
-    pub fn get_push_config(
+    pub async fn get_push_config(
         &self,
         request: &GetTaskPushNotificationConfigRequest,
         caller: &Caller,
@@ -417,10 +431,11 @@ impl<E: AgentExecutor> A2aService<E> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
         let config_id = required("id", &request.id)?;
-        self.existing_task(task_id, caller)?;
+        self.existing_task(task_id, caller).await?;
         // A config that does not exist is not found, as a task would be (spec §3.1.8).
         self.store()
             .push_configs(task_id)
+            .await?
             .into_iter()
             .find(|config| config.id.as_deref() == Some(config_id))
             .ok_or_else(|| {
@@ -432,23 +447,23 @@ impl<E: AgentExecutor> A2aService<E> {
     }
 
     /// `ListTaskPushNotificationConfigs` (one page: configs per task are few).
-    pub fn list_push_configs(
+    pub async fn list_push_configs(
         &self,
         request: &ListTaskPushNotificationConfigsRequest,
         caller: &Caller,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
-        self.existing_task(task_id, caller)?;
+        self.existing_task(task_id, caller).await?;
         Ok(ListTaskPushNotificationConfigsResponse {
-            configs: self.store().push_configs(task_id),
+            configs: self.store().push_configs(task_id).await?,
             next_page_token: None,
         })
     }
 
     /// `DeleteTaskPushNotificationConfig`: idempotent (spec §3.1.10), so deleting a config
     /// that is already gone succeeds too.
-    pub fn delete_push_config(
+    pub async fn delete_push_config(
         &self,
         request: &DeleteTaskPushNotificationConfigRequest,
         caller: &Caller,
@@ -456,8 +471,8 @@ impl<E: AgentExecutor> A2aService<E> {
         self.push_sender()?;
         let task_id = required("taskId", &request.task_id)?;
         let config_id = required("id", &request.id)?;
-        self.existing_task(task_id, caller)?;
-        self.store().delete_push_config(task_id, config_id);
+        self.existing_task(task_id, caller).await?;
+        self.store().delete_push_config(task_id, config_id).await?;
         Ok(Empty {})
     }
 
@@ -477,10 +492,18 @@ impl<E: AgentExecutor> A2aService<E> {
 
 /// After the executor returns: a task it left working is completed; the task stops being
 /// live either way.
-fn settle(live: &LiveTasks, task_id: &str) {
-    let state = live.store().get(task_id).map(|task| task.status.state);
+async fn settle(live: &LiveTasks, task_id: &str) {
+    let state = match live.store().get(task_id).await {
+        Ok(task) => task.map(|task| task.status.state),
+        Err(error) => {
+            tracing::warn!(%error, "a finished task's state could not be read");
+            None
+        }
+    };
     if state.is_some_and(|state| !ends_stream(state)) {
-        let _ = live.set_status(task_id, TaskState::TaskStateCompleted, None);
+        let _ = live
+            .set_status(task_id, TaskState::TaskStateCompleted, None)
+            .await;
     }
     live.finish(task_id);
 }
@@ -531,18 +554,9 @@ fn event_stream(subscription: Subscription) -> EventStream {
     };
     let rest = stream::unfold(Some(receiver), |receiver| async move {
         let mut receiver = receiver?;
-        loop {
-            match receiver.recv().await {
-                Ok(event) => {
-                    let last = ends_the_stream(&event);
-                    return Some((event, (!last).then_some(receiver)));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(skipped)) => {
-                    tracing::debug!(skipped, "a slow subscriber skipped task events");
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-            }
-        }
+        let event = receiver.next().await?;
+        let last = ends_the_stream(&event);
+        Some((event, (!last).then_some(receiver)))
     });
     stream::once(async move { first }).chain(rest).boxed()
 }

@@ -15,13 +15,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::stream::BoxStream;
 use protocols_runtime::hardening::Principal;
+use protocols_runtime::store::StoreFuture;
 use protocols_runtime::{Clock, SystemClock};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::A2aError;
 use crate::executor::{ends_stream, is_terminal};
 use crate::v1::types::{
-    Artifact, Message, Part, PartContent, Task, TaskPushNotificationConfig, TaskState,
+    Artifact, Message, Part, PartContent, StreamResponse, Task, TaskPushNotificationConfig,
+    TaskState,
 };
 
 /// Who a task belongs to: for the per-owner bounds, and for who may see it (to any other owner
@@ -117,34 +121,94 @@ pub struct TaskPage {
     pub total: usize,
 }
 
+/// A store's answer: ready at once for [`MemoryTaskStore`] (no allocation), a boxed future for
+/// a network store; a store that cannot be reached answers [`A2aError::Unavailable`] (a `503`
+/// on either binding), never "task not found".
+pub type TaskFuture<'a, T> = StoreFuture<'a, Result<T, A2aError>>;
+
+/// A task's change: applied to the stored task, possibly more than once (a network store
+/// retries it on the newest copy when another replica changed the task meanwhile).
+pub type TaskChange<'a> = &'a mut (dyn FnMut(&mut Task) + Send);
+
 /// Persistence for tasks and push configs. Object-safe so a deployment can pick a shared
-/// implementation at start-up.
+/// implementation at start-up; async and fallible so that implementation may be a network
+/// store.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task of `owner`; refused when the owner's share or the store is full of
     /// work that cannot be dropped.
-    fn insert(&self, task: Task, owner: &Owner) -> Result<(), A2aError>;
+    fn insert<'a>(&'a self, task: Task, owner: &'a Owner) -> TaskFuture<'a, ()>;
 
     /// The task with this id, if there is one.
-    fn get(&self, id: &str) -> Option<Task>;
+    fn get<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<Task>>;
 
-    /// Who a task belongs to; `None` when there is no such task.
-    fn owner(&self, id: &str) -> Option<Owner>;
+    /// The task with this id and who it belongs to, if there is one.
+    fn get_owned<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<(Task, Owner)>>;
 
     /// Changes a task in place, atomically; returns the changed task. A change that grows a
     /// task past a bound is refused, unless it ends the task (so every task can finish).
-    fn update(&self, id: &str, change: &mut dyn FnMut(&mut Task)) -> Result<Task, A2aError>;
+    fn update<'a>(&'a self, id: &'a str, change: TaskChange<'a>) -> TaskFuture<'a, Task>;
 
     /// Most recently updated first; `cursor` is a page's `next_cursor`.
-    fn list(&self, filter: &TaskFilter, cursor: Option<u64>, page_size: usize) -> TaskPage;
+    fn list<'a>(
+        &'a self,
+        filter: &'a TaskFilter,
+        cursor: Option<u64>,
+        page_size: usize,
+    ) -> TaskFuture<'a, TaskPage>;
 
     /// Stores (or replaces, by id) a push config of an existing task.
-    fn put_push_config(&self, config: TaskPushNotificationConfig) -> Result<(), A2aError>;
+    fn put_push_config(&self, config: TaskPushNotificationConfig) -> TaskFuture<'_, ()>;
 
     /// The push configurations of a task.
-    fn push_configs(&self, task_id: &str) -> Vec<TaskPushNotificationConfig>;
+    fn push_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> TaskFuture<'a, Vec<TaskPushNotificationConfig>>;
 
     /// Removes a config; `false` when there was none.
-    fn delete_push_config(&self, task_id: &str, config_id: &str) -> bool;
+    fn delete_push_config<'a>(
+        &'a self,
+        task_id: &'a str,
+        config_id: &'a str,
+    ) -> TaskFuture<'a, bool>;
+
+    /// The live side of a store several replicas share; `None` (the default): tasks run and
+    /// are watched in this process only, through its own channels.
+    fn shared(&self) -> Option<&dyn SharedTasks> {
+        None
+    }
+}
+
+/// A task's live events as a shared store delivers them; ends when the store can no longer
+/// read them (the subscriber's stream then ends too).
+pub type LiveEvents = BoxStream<'static, StreamResponse>;
+
+/// What a store shared by replicas adds to [`TaskStore`]: the tasks' live events, readable on
+/// every replica, and cancellation that reaches the replica running a task's executor. With
+/// it, `SubscribeToTask` and `CancelTask` work on any replica.
+pub trait SharedTasks: Send + Sync {
+    /// Changes a task like [`TaskStore::update`] and, in the same step, appends the event
+    /// `announce` builds from the changed task (`None`: no event) to the task's live events.
+    fn update_announcing<'a>(
+        &'a self,
+        id: &'a str,
+        change: TaskChange<'a>,
+        announce: &'a (dyn Fn(&Task) -> Option<StreamResponse> + Sync),
+    ) -> TaskFuture<'a, Task>;
+
+    /// The task as it stands, and every event announced after that state, in order; `None`
+    /// when there is no such task.
+    fn subscribe<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<(Task, LiveEvents)>>;
+
+    /// Asks whichever replica runs the task's executor to fire its cancellation.
+    fn request_cancel<'a>(&'a self, id: &'a str) -> TaskFuture<'a, ()>;
+
+    /// Fires `token` when any replica asks for the task's cancellation, until
+    /// [`Self::unwatch_cancel`].
+    fn watch_cancel(&self, id: &str, token: CancellationToken);
+
+    /// Stops watching for the task's cancellation (its executor returned).
+    fn unwatch_cancel(&self, id: &str);
 }
 
 /// Where a settled task sits in the eviction order: when it settled, then a sequence number.
@@ -521,8 +585,9 @@ fn matches(filter: &TaskFilter, entry: &Entry) -> bool {
         })
 }
 
-impl TaskStore for MemoryTaskStore {
-    fn insert(&self, task: Task, owner: &Owner) -> Result<(), A2aError> {
+/// The answers, known at once; the trait below hands them out as ready futures.
+impl MemoryTaskStore {
+    fn insert_now(&self, task: Task, owner: &Owner) -> Result<(), A2aError> {
         let now = self.clock.now();
         let limits = &self.limits;
         self.with(|tables| {
@@ -555,19 +620,20 @@ impl TaskStore for MemoryTaskStore {
         })?
     }
 
-    fn get(&self, id: &str) -> Option<Task> {
+    fn get_now(&self, id: &str) -> Option<Task> {
         self.with(|tables| tables.tasks.get(id).map(|entry| entry.task.clone()))
             .ok()
             .flatten()
     }
 
-    fn owner(&self, id: &str) -> Option<Owner> {
+    #[cfg(test)]
+    fn owner_now(&self, id: &str) -> Option<Owner> {
         self.with(|tables| tables.tasks.get(id).map(|entry| entry.owner.clone()))
             .ok()
             .flatten()
     }
 
-    fn update(&self, id: &str, change: &mut dyn FnMut(&mut Task)) -> Result<Task, A2aError> {
+    fn update_now(&self, id: &str, change: TaskChange<'_>) -> Result<Task, A2aError> {
         let now = self.clock.now();
         self.with(|tables| {
             let entry = tables
@@ -581,7 +647,7 @@ impl TaskStore for MemoryTaskStore {
         })?
     }
 
-    fn list(&self, filter: &TaskFilter, cursor: Option<u64>, page_size: usize) -> TaskPage {
+    fn list_now(&self, filter: &TaskFilter, cursor: Option<u64>, page_size: usize) -> TaskPage {
         self.with(|tables| {
             let matching: Vec<(u64, &Task)> = tables
                 .order
@@ -611,7 +677,7 @@ impl TaskStore for MemoryTaskStore {
         .unwrap_or_default()
     }
 
-    fn put_push_config(&self, config: TaskPushNotificationConfig) -> Result<(), A2aError> {
+    fn put_push_config_now(&self, config: TaskPushNotificationConfig) -> Result<(), A2aError> {
         let now = self.clock.now();
         let limits = &self.limits;
         let task_id = config.task_id.clone().unwrap_or_default();
@@ -639,7 +705,7 @@ impl TaskStore for MemoryTaskStore {
         })?
     }
 
-    fn push_configs(&self, task_id: &str) -> Vec<TaskPushNotificationConfig> {
+    fn push_configs_now(&self, task_id: &str) -> Vec<TaskPushNotificationConfig> {
         self.with(|tables| {
             tables
                 .tasks
@@ -650,7 +716,7 @@ impl TaskStore for MemoryTaskStore {
         .unwrap_or_default()
     }
 
-    fn delete_push_config(&self, task_id: &str, config_id: &str) -> bool {
+    fn delete_push_config_now(&self, task_id: &str, config_id: &str) -> bool {
         let now = self.clock.now();
         self.with(|tables| {
             let Some(entry) = tables.tasks.get(task_id) else {
@@ -668,6 +734,61 @@ impl TaskStore for MemoryTaskStore {
                 .is_ok()
         })
         .unwrap_or(false)
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn insert<'a>(&'a self, task: Task, owner: &'a Owner) -> TaskFuture<'a, ()> {
+        StoreFuture::ready(self.insert_now(task, owner))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<Task>> {
+        StoreFuture::ready(Ok(self.get_now(id)))
+    }
+
+    fn get_owned<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<(Task, Owner)>> {
+        let owned = self
+            .with(|tables| {
+                tables
+                    .tasks
+                    .get(id)
+                    .map(|entry| (entry.task.clone(), entry.owner.clone()))
+            })
+            .ok()
+            .flatten();
+        StoreFuture::ready(Ok(owned))
+    }
+
+    fn update<'a>(&'a self, id: &'a str, change: TaskChange<'a>) -> TaskFuture<'a, Task> {
+        StoreFuture::ready(self.update_now(id, change))
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: &'a TaskFilter,
+        cursor: Option<u64>,
+        page_size: usize,
+    ) -> TaskFuture<'a, TaskPage> {
+        StoreFuture::ready(Ok(self.list_now(filter, cursor, page_size)))
+    }
+
+    fn put_push_config(&self, config: TaskPushNotificationConfig) -> TaskFuture<'_, ()> {
+        StoreFuture::ready(self.put_push_config_now(config))
+    }
+
+    fn push_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> TaskFuture<'a, Vec<TaskPushNotificationConfig>> {
+        StoreFuture::ready(Ok(self.push_configs_now(task_id)))
+    }
+
+    fn delete_push_config<'a>(
+        &'a self,
+        task_id: &'a str,
+        config_id: &'a str,
+    ) -> TaskFuture<'a, bool> {
+        StoreFuture::ready(Ok(self.delete_push_config_now(task_id, config_id)))
     }
 }
 
@@ -708,17 +829,17 @@ mod tests {
     fn pages_walk_every_task_newest_first_without_repeats() {
         let store = MemoryTaskStore::new();
         for n in 0..5 {
-            store.insert(task(&format!("t{n}"), "c"), &ME).unwrap();
+            store.insert_now(task(&format!("t{n}"), "c"), &ME).unwrap();
         }
-        let first = store.list(&TaskFilter::default(), None, 2);
+        let first = store.list_now(&TaskFilter::default(), None, 2);
         assert_eq!(first.total, 5);
         let ids = |page: &TaskPage| page.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(&first), ["t4", "t3"]);
         // A task created between pages does not shift the cursor.
-        store.insert(task("t5", "c"), &ME).unwrap();
-        let second = store.list(&TaskFilter::default(), first.next_cursor, 2);
+        store.insert_now(task("t5", "c"), &ME).unwrap();
+        let second = store.list_now(&TaskFilter::default(), first.next_cursor, 2);
         assert_eq!(ids(&second), ["t2", "t1"]);
-        let third = store.list(&TaskFilter::default(), second.next_cursor, 2);
+        let third = store.list_now(&TaskFilter::default(), second.next_cursor, 2);
         assert_eq!(ids(&third), ["t0"]);
         assert_eq!(third.next_cursor, None);
     }
@@ -726,27 +847,27 @@ mod tests {
     #[test]
     fn a_task_whose_status_changes_is_listed_first() {
         let store = MemoryTaskStore::new();
-        store.insert(task("old", "c"), &ME).unwrap();
-        store.insert(task("new", "c"), &ME).unwrap();
+        store.insert_now(task("old", "c"), &ME).unwrap();
+        store.insert_now(task("new", "c"), &ME).unwrap();
         store
-            .update("old", &mut |task| {
+            .update_now("old", &mut |task| {
                 task.status.timestamp = Some(chrono::Utc::now());
             })
             .unwrap();
-        let page = store.list(&TaskFilter::default(), None, 10);
+        let page = store.list_now(&TaskFilter::default(), None, 10);
         assert_eq!(page.tasks[0].id, "old");
     }
 
     #[test]
     fn listing_filters_by_context() {
         let store = MemoryTaskStore::new();
-        store.insert(task("a", "one"), &ME).unwrap();
-        store.insert(task("b", "two"), &ME).unwrap();
+        store.insert_now(task("a", "one"), &ME).unwrap();
+        store.insert_now(task("b", "two"), &ME).unwrap();
         let filter = TaskFilter {
             context_id: Some("two".into()),
             ..TaskFilter::default()
         };
-        let page = store.list(&filter, None, 10);
+        let page = store.list_now(&filter, None, 10);
         assert_eq!(page.total, 1);
         assert_eq!(page.tasks[0].id, "b");
     }
@@ -755,24 +876,24 @@ mod tests {
     fn listing_shows_only_the_filters_owner_and_the_store_remembers_each_owner() {
         let store = MemoryTaskStore::new();
         let alice = Owner::Subject("alice".into());
-        store.insert(task("a", "c"), &alice).unwrap();
+        store.insert_now(task("a", "c"), &alice).unwrap();
         store
-            .insert(task("b", "c"), &Owner::Subject("bob".into()))
+            .insert_now(task("b", "c"), &Owner::Subject("bob".into()))
             .unwrap();
-        store.insert(task("n", "c"), &ME).unwrap();
+        store.insert_now(task("n", "c"), &ME).unwrap();
         let listed = |owner: Option<Owner>| {
             let filter = TaskFilter {
                 owner,
                 ..TaskFilter::default()
             };
-            let page = store.list(&filter, None, 10);
+            let page = store.list_now(&filter, None, 10);
             page.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>()
         };
         assert_eq!(listed(Some(alice.clone())), ["a"]);
         assert_eq!(listed(Some(ME)), ["n"]);
         assert_eq!(listed(None), ["n", "b", "a"]);
-        assert_eq!(store.owner("a"), Some(alice));
-        assert_eq!(store.owner("missing"), None);
+        assert_eq!(store.owner_now("a"), Some(alice));
+        assert_eq!(store.owner_now("missing"), None);
     }
 
     #[test]
@@ -783,7 +904,7 @@ mod tests {
             ..TaskPushNotificationConfig::default()
         };
         assert!(matches!(
-            store.put_push_config(config),
+            store.put_push_config_now(config),
             Err(A2aError::TaskNotFound(_))
         ));
     }
@@ -796,13 +917,16 @@ mod tests {
             ..TaskLimits::default()
         })
         .with_clock(Arc::clone(&clock) as Arc<dyn Clock>);
-        store.insert(finished("done"), &ME).unwrap();
-        store.insert(working("busy"), &ME).unwrap();
+        store.insert_now(finished("done"), &ME).unwrap();
+        store.insert_now(working("busy"), &ME).unwrap();
         clock.advance(Duration::from_secs(59));
-        assert!(store.get("done").is_some());
+        assert!(store.get_now("done").is_some());
         clock.advance(Duration::from_secs(2));
-        assert!(store.get("done").is_none());
-        assert!(store.get("busy").is_some(), "live work is never dropped");
+        assert!(store.get_now("done").is_none());
+        assert!(
+            store.get_now("busy").is_some(),
+            "live work is never dropped"
+        );
         assert_eq!(store.usage().0, 1);
     }
 
@@ -813,13 +937,16 @@ mod tests {
             ..TaskLimits::default()
         });
         let other = Owner::Subject("other".into());
-        store.insert(finished("theirs"), &other).unwrap();
-        store.insert(finished("first"), &ME).unwrap();
-        store.insert(working("second"), &ME).unwrap();
-        store.insert(working("third"), &ME).unwrap();
-        assert!(store.get("first").is_none());
-        assert!(store.get("theirs").is_some(), "another owner's task stays");
-        let refused = store.insert(working("fourth"), &ME).unwrap_err();
+        store.insert_now(finished("theirs"), &other).unwrap();
+        store.insert_now(finished("first"), &ME).unwrap();
+        store.insert_now(working("second"), &ME).unwrap();
+        store.insert_now(working("third"), &ME).unwrap();
+        assert!(store.get_now("first").is_none());
+        assert!(
+            store.get_now("theirs").is_some(),
+            "another owner's task stays"
+        );
+        let refused = store.insert_now(working("fourth"), &ME).unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
         assert!(refused.retry_after().is_some());
     }
@@ -831,13 +958,13 @@ mod tests {
             ..TaskLimits::default()
         });
         store
-            .insert(working("a"), &Owner::Subject("x".into()))
+            .insert_now(working("a"), &Owner::Subject("x".into()))
             .unwrap();
         store
-            .insert(working("b"), &Owner::Subject("y".into()))
+            .insert_now(working("b"), &Owner::Subject("y".into()))
             .unwrap();
         let refused = store
-            .insert(working("c"), &Owner::Subject("z".into()))
+            .insert_now(working("c"), &Owner::Subject("z".into()))
             .unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::SERVICE_UNAVAILABLE);
     }
@@ -849,25 +976,28 @@ mod tests {
             max_bytes_per_owner: 4_000,
             ..TaskLimits::default()
         });
-        store.insert(working("t"), &ME).unwrap();
+        store.insert_now(working("t"), &ME).unwrap();
         let grow = |task: &mut Task| task.metadata.insert("pad".into(), "x".repeat(5_000).into());
         let refused = store
-            .update("t", &mut |task| {
+            .update_now("t", &mut |task| {
                 grow(task);
             })
             .unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
-        assert!(store.get("t").unwrap().metadata.is_empty(), "nothing lost");
+        assert!(
+            store.get_now("t").unwrap().metadata.is_empty(),
+            "nothing lost"
+        );
         let ended = store
-            .update("t", &mut |task| {
+            .update_now("t", &mut |task| {
                 grow(task);
                 task.status.state = TaskState::TaskStateFailed;
             })
             .unwrap();
         assert!(is_terminal(ended.status.state));
         // The finished task is the first to go when its owner needs room.
-        store.insert(working("next"), &ME).unwrap();
-        assert!(store.get("t").is_none());
+        store.insert_now(working("next"), &ME).unwrap();
+        assert!(store.get_now("t").is_none());
         assert!(store.usage().1 <= 4_000);
     }
 
@@ -877,19 +1007,19 @@ mod tests {
             max_push_configs_per_task: 2,
             ..TaskLimits::default()
         });
-        store.insert(working("t"), &ME).unwrap();
+        store.insert_now(working("t"), &ME).unwrap();
         let config = |id: &str| TaskPushNotificationConfig {
             id: Some(id.into()),
             task_id: Some("t".into()),
             url: "https://example.com/hook".into(),
             ..TaskPushNotificationConfig::default()
         };
-        store.put_push_config(config("a")).unwrap();
-        store.put_push_config(config("b")).unwrap();
+        store.put_push_config_now(config("a")).unwrap();
+        store.put_push_config_now(config("b")).unwrap();
         // Replacing one by id is not adding one.
-        store.put_push_config(config("b")).unwrap();
-        let refused = store.put_push_config(config("c")).unwrap_err();
+        store.put_push_config_now(config("b")).unwrap();
+        let refused = store.put_push_config_now(config("c")).unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
-        assert_eq!(store.push_configs("t").len(), 2);
+        assert_eq!(store.push_configs_now("t").len(), 2);
     }
 }

@@ -39,7 +39,7 @@ impl AgentExecutor for CallerEcho {
 
 async fn run(message: &Message, updater: &TaskUpdater) -> Result<(), A2aError> {
     let slow = protocols_a2a::executor::message_text(message).starts_with("slow");
-    updater.working(None)?;
+    updater.working(None).await?;
     if slow {
         tokio::select! {
             () = updater.cancellation().cancelled() => return Ok(()),
@@ -56,8 +56,10 @@ async fn run(message: &Message, updater: &TaskUpdater) -> Result<(), A2aError> {
         .and_then(|value| value.to_str().ok())
         .unwrap_or("none")
         .to_owned();
-    updater.text_artifact("caller", format!("subject: {subject} of {tenant}"))?;
-    updater.complete(None)
+    updater
+        .text_artifact("caller", format!("subject: {subject} of {tenant}"))
+        .await?;
+    updater.complete(None).await
 }
 
 fn card() -> AgentCard {

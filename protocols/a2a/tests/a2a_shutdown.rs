@@ -31,7 +31,7 @@ impl AgentExecutor for EndlessExecutor {
     async fn execute(&self, _message: Message, updater: TaskUpdater) {
         let until = tokio::time::Instant::now() + TASK_RUNS_FOR;
         while tokio::time::Instant::now() < until {
-            if updater.working(None).is_err() {
+            if updater.working(None).await.is_err() {
                 return;
             }
             tokio::select! {
@@ -39,7 +39,7 @@ impl AgentExecutor for EndlessExecutor {
                 () = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
         }
-        let _ = updater.complete(None);
+        let _ = updater.complete(None).await;
     }
 }
 

@@ -30,7 +30,7 @@ impl AgentExecutor for TestExecutor {
     async fn execute(&self, message: Message, updater: TaskUpdater) {
         if let Err(error) = run(&message_text(&message), &updater).await {
             eprintln!("test agent failed: {error}");
-            let _ = updater.fail(None);
+            let _ = updater.fail(None).await;
         }
     }
 }
@@ -38,21 +38,27 @@ impl AgentExecutor for TestExecutor {
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     let continued = updater.task().history.len() > 1;
     if text.starts_with("ask") && !continued {
-        return updater.require_input(updater.agent_message("what else?"));
+        return updater
+            .require_input(updater.agent_message("what else?"))
+            .await;
     }
     if text.starts_with("slow") {
         for n in 0..40 {
-            updater.working(Some(updater.agent_message(format!("tick {n}"))))?;
+            updater
+                .working(Some(updater.agent_message(format!("tick {n}"))))
+                .await?;
             tokio::select! {
                 () = updater.cancellation().cancelled() => return Ok(()),
                 () = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
     } else {
-        updater.working(None)?;
+        updater.working(None).await?;
     }
-    updater.text_artifact("echo", format!("echo: {text}"))?;
-    updater.complete(None)
+    updater
+        .text_artifact("echo", format!("echo: {text}"))
+        .await?;
+    updater.complete(None).await
 }
 
 pub struct Running {
