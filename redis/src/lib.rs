@@ -6,13 +6,21 @@
 //! key behind; the live-session limit holds across replicas; every command is bounded by a
 //! timeout, so an outage is a `503` quickly and the connection comes back by itself.
 //! Configured by [`RedisConfig`]. Event streams are not kept here yet.
+//!
+//! With the `mcp` feature, `RedisTaskRecords` keeps MCP's 2025-11-25 tasks in Redis (each
+//! record expiring with its task's TTL), so any replica answers `tasks/*` for a task another
+//! one runs.
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod config;
+#[cfg(feature = "mcp")]
+mod mcp_tasks;
 mod scripts;
 mod sessions;
 
 pub use config::RedisConfig;
+#[cfg(feature = "mcp")]
+pub use mcp_tasks::RedisTaskRecords;
 pub use sessions::{ConnectError, RedisSessionStore};

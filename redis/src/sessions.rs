@@ -103,29 +103,8 @@ impl<S> RedisSessionStore<S> {
         config: RedisConfig,
         events: Arc<dyn EventStore>,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
-        // Reconnection never gives up: while Redis is away each command fails at the timeout,
-        // and the first attempt after Redis returns serves again, with no request lost to it.
-        let reconnect = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.timeout))
-            .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
-            .set_max_delay(config.reconnect_delay)
-            .set_number_of_retries(usize::MAX);
-        let timeout = config.timeout;
-        let mut connection = bounded(
-            timeout,
-            ConnectionManager::new_with_config(client, reconnect),
-        )
-        .await
-        .map_err(|_| ConnectError::TimedOut(timeout))?
-        .map_err(ConnectError::Refused)?;
         let scripts = Scripts::new();
-        for script in scripts.all() {
-            bounded(timeout, script.load_async(&mut connection))
-                .await
-                .map_err(|_| ConnectError::TimedOut(timeout))?
-                .map_err(ConnectError::Refused)?;
-        }
+        let connection = connect(&config, &scripts.all()).await?;
         Ok(Self {
             connection,
             scripts,
@@ -155,17 +134,12 @@ impl<S> RedisSessionStore<S> {
         self.ask(invocation.invoke_async(&mut connection)).await
     }
 
-    /// Awaits one request to Redis, bounded by the timeout: the one place where a failure or
-    /// a late answer becomes "unavailable".
+    /// Awaits one request to Redis, bounded by the timeout (see [`ask`]).
     async fn ask<T>(
         &self,
         request: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
-        let timeout = self.config.timeout;
-        bounded(timeout, request)
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
-            .map_err(StoreError::unavailable)
+        ask(self.config.timeout, request).await
     }
 
     fn live_count(&self) -> usize {
@@ -444,6 +418,51 @@ impl<S: SharedState> SessionStore<S> for RedisSessionStore<S> {
             held.session.end();
         }
     }
+}
+
+/// A connection to the Redis `config` names that reconnects by itself, with `scripts` loaded
+/// (so a Redis without Lua is refused here, not at the first request). Fails, never hangs,
+/// when Redis cannot be reached within the configured timeout. Every store of this crate
+/// connects through it.
+pub(crate) async fn connect(
+    config: &RedisConfig,
+    scripts: &[&redis::Script],
+) -> Result<ConnectionManager, ConnectError> {
+    let client = redis::Client::open(config.url.as_str()).map_err(ConnectError::InvalidUrl)?;
+    // Reconnection never gives up: while Redis is away each command fails at the timeout,
+    // and the first attempt after Redis returns serves again, with no request lost to it.
+    let reconnect = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(config.timeout))
+        .set_min_delay(FIRST_RECONNECT_DELAY.min(config.reconnect_delay))
+        .set_max_delay(config.reconnect_delay)
+        .set_number_of_retries(usize::MAX);
+    let timeout = config.timeout;
+    let mut connection = bounded(
+        timeout,
+        ConnectionManager::new_with_config(client, reconnect),
+    )
+    .await
+    .map_err(|_| ConnectError::TimedOut(timeout))?
+    .map_err(ConnectError::Refused)?;
+    for script in scripts {
+        bounded(timeout, script.load_async(&mut connection))
+            .await
+            .map_err(|_| ConnectError::TimedOut(timeout))?
+            .map_err(ConnectError::Refused)?;
+    }
+    Ok(connection)
+}
+
+/// Awaits one request to Redis, bounded by `timeout`: the one place where a failure or a late
+/// answer becomes "unavailable".
+pub(crate) async fn ask<T>(
+    timeout: Duration,
+    request: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    bounded(timeout, request)
+        .await
+        .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
+        .map_err(StoreError::unavailable)
 }
 
 /// `future`, or an error once `timeout` has passed.
