@@ -10,4 +10,5 @@ pub mod a2a_demo;
 pub mod acp_demo;
 pub mod core;
 pub mod mcp_demo;
+pub mod redis_mcp;
 pub mod redis_sessions;

@@ -47,7 +47,7 @@ where
 }
 
 /// `--redis: error: cause: …`, so the reason Redis refused reaches the operator.
-fn with_causes(error: &ConnectError) -> String {
+pub(crate) fn with_causes(error: &ConnectError) -> String {
     let mut text = format!("--redis: {error}");
     let mut cause = std::error::Error::source(error);
     while let Some(inner) = cause {

@@ -8,8 +8,8 @@
 //! page of that origin call; `--trusted-proxy` names a proxy whose forwarding headers name the
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
 //! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
-//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions in Redis
-//! (events stay in memory). `--allow-private-webhooks` is for tests only and unsafe anywhere
+//! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions and MCP tasks
+//! in Redis (events stay in memory). `--allow-private-webhooks` is for tests only and unsafe anywhere
 //! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use examples::mcp_demo::everything_server;
+use examples::mcp_demo::everything_server_with_tasks;
 use examples::redis_sessions::{REDIS_HELP, mount_streamable_http};
 use examples::{a2a_demo, acp_demo};
 use protocols_a2a::push::{PrivateTargets, PushPolicy};
@@ -115,13 +115,14 @@ impl Options {
     }
 }
 
-/// MCP's demo at `/mcp` (its sessions in Redis when `redis` names one) and `/sse`.
+/// MCP's demo at `/mcp` (its sessions and tasks in Redis when `redis` names one) and `/sse`.
 async fn mount_mcp(
     builder: ServerBuilder,
     session_idle: Duration,
     redis: Option<&str>,
 ) -> Result<ServerBuilder, String> {
-    let server = everything_server().map_err(|error| error.to_string())?;
+    let tasks = examples::redis_mcp::task_store(redis).await?;
+    let server = everything_server_with_tasks(tasks).map_err(|error| error.to_string())?;
     let config = HttpConfig::default().sessions(SessionLimits::default().idle(session_idle));
     let builder =
         mount_streamable_http(builder, "/mcp", server.clone(), config.clone(), redis).await?;
