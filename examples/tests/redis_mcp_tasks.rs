@@ -133,7 +133,11 @@ async fn a_task_created_on_one_replica_is_read_listed_awaited_and_cancelled_thro
     // all-protocols on the same Redis answers for the session's tasks too.
     let all = AllProtocols::start(&["--redis", &redis.url()]).await;
     let listed = call(&all.mcp_url(), &session, 11, "tasks/list", json!({})).await;
-    assert_eq!(listed["result"]["tasks"].as_array().unwrap().len(), 2, "{listed}");
+    assert_eq!(
+        listed["result"]["tasks"].as_array().unwrap().len(),
+        2,
+        "{listed}"
+    );
     // And another session sees none of them.
     let other = open_session(&on_b).await;
     let none = call(&on_a, &other, 12, "tasks/get", json!({"taskId": task})).await;

@@ -7,7 +7,9 @@ use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use protocols_mcp::TaskLimits;
-use protocols_mcp::tasks::shared::{Admission, Cancellation, RecordPage, TaskRecord, TaskRecords};
+use protocols_mcp::tasks::shared::{
+    Admission, Cancellation, Found, RecordPage, TaskRecord, TaskRecords,
+};
 use protocols_mcp::types::TaskStatus;
 use protocols_runtime::session::{StoreError, StoreFuture};
 use redis::Script;
@@ -234,7 +236,11 @@ impl RedisTaskRecords {
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
         let mut connection = self.connection.clone();
-        ask(self.config.timeout, invocation.invoke_async(&mut connection)).await
+        ask(
+            self.config.timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await
     }
 
     async fn store(
@@ -268,22 +274,15 @@ impl RedisTaskRecords {
         })
     }
 
-    async fn read(
-        &self,
-        id: &str,
-        with_outcome: bool,
-    ) -> Result<Option<(TaskRecord, Option<String>)>, StoreError> {
+    async fn read(&self, id: &str, with_outcome: bool) -> Result<Option<Found>, StoreError> {
         let mut command = redis::cmd("HMGET");
         command.arg(self.record_key(id)).arg(&FIELDS[..]);
         if with_outcome {
             command.arg("outcome");
         }
         let mut connection = self.connection.clone();
-        let mut fields: Fields = ask(
-            self.config.timeout,
-            command.query_async(&mut connection),
-        )
-        .await?;
+        let mut fields: Fields =
+            ask(self.config.timeout, command.query_async(&mut connection)).await?;
         let outcome = if with_outcome {
             fields.pop().flatten()
         } else {
@@ -399,7 +398,7 @@ impl TaskRecords for RedisTaskRecords {
         &'a self,
         id: &'a str,
         with_outcome: bool,
-    ) -> StoreFuture<'a, Result<Option<(TaskRecord, Option<String>)>, StoreError>> {
+    ) -> StoreFuture<'a, Result<Option<Found>, StoreError>> {
         StoreFuture::boxed(self.read(id, with_outcome))
     }
 

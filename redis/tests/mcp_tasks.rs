@@ -49,7 +49,10 @@ async fn open(store: &TaskStore, ttl_ms: Option<i64>) -> (String, CancellationTo
 #[tokio::test]
 async fn a_task_opened_on_one_replica_is_read_listed_and_its_result_answered_on_another() {
     let server = RedisServer::start();
-    let (a, b) = (store(&server, limits()).await, store(&server, limits()).await);
+    let (a, b) = (
+        store(&server, limits()).await,
+        store(&server, limits()).await,
+    );
     let ids = [
         open(&a, None).await.0,
         open(&a, None).await.0,
@@ -64,7 +67,10 @@ async fn a_task_opened_on_one_replica_is_read_listed_and_its_result_answered_on_
         tokio::spawn(async move { b.result(OWNER, &id, &CancellationToken::new()).await })
     };
     let finished = a
-        .settle(&ids[0], Ok(json!({"content": [{"type": "text", "text": "done"}]})))
+        .settle(
+            &ids[0],
+            Ok(json!({"content": [{"type": "text", "text": "done"}]})),
+        )
         .await
         .expect("finished");
     assert_eq!(finished.status, TaskStatus::Completed);
@@ -83,16 +89,28 @@ async fn a_task_opened_on_one_replica_is_read_listed_and_its_result_answered_on_
         }
     }
     let listed_ids: Vec<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
-    assert_eq!(listed_ids, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        listed_ids,
+        ids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
     assert_eq!(listed[0].1, TaskStatus::Completed);
-    assert!(b.page(Some("someone-else"), None).await.unwrap().0.is_empty());
+    assert!(
+        b.page(Some("someone-else"), None)
+            .await
+            .unwrap()
+            .0
+            .is_empty()
+    );
     assert!(b.page(OWNER, Some("not-a-cursor")).await.is_err());
 }
 
 #[tokio::test]
 async fn a_task_cancelled_through_another_replica_stops_where_it_runs_and_keeps_no_outcome() {
     let server = RedisServer::start();
-    let (a, b) = (store(&server, limits()).await, store(&server, limits()).await);
+    let (a, b) = (
+        store(&server, limits()).await,
+        store(&server, limits()).await,
+    );
     let (id, work) = open(&a, None).await;
     let cancelled = b.stop(OWNER, &id).await.expect("cancelled");
     assert_eq!(cancelled.status, TaskStatus::Cancelled);
@@ -127,7 +145,12 @@ async fn an_expired_task_leaves_no_key_and_its_work_is_cancelled() {
         .await
         .expect("the expired task's work was cancelled");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(server.key_count(), 0, "{:?}", server.command(&["KEYS", "*"]));
+    assert_eq!(
+        server.key_count(),
+        0,
+        "{:?}",
+        server.command(&["KEYS", "*"])
+    );
     assert!(a.fetch(OWNER, &running).await.is_err());
 }
 
@@ -143,10 +166,19 @@ async fn a_redis_outage_is_store_unavailable_within_the_timeout_and_the_store_re
         assert_eq!(error.code, STORE_UNAVAILABLE, "{error:?}");
         assert!(asked.elapsed() < TIMEOUT + Duration::from_millis(400));
     }
-    let refused = a.open(OWNER, None, TaskWire::Experimental).await.unwrap_err();
+    let refused = a
+        .open(OWNER, None, TaskWire::Experimental)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, STORE_UNAVAILABLE);
-    assert_eq!(a.page(OWNER, None).await.unwrap_err().code, STORE_UNAVAILABLE);
-    assert_eq!(a.stop(OWNER, &id).await.unwrap_err().code, STORE_UNAVAILABLE);
+    assert_eq!(
+        a.page(OWNER, None).await.unwrap_err().code,
+        STORE_UNAVAILABLE
+    );
+    assert_eq!(
+        a.stop(OWNER, &id).await.unwrap_err().code,
+        STORE_UNAVAILABLE
+    );
     server.resume();
     let resumed = Instant::now();
     let reopened = loop {
@@ -173,7 +205,10 @@ async fn an_owners_task_bound_holds_across_two_replicas() {
     let (a, b) = (store(&server, two).await, store(&server, two).await);
     open(&a, Some(5_500)).await;
     open(&b, None).await;
-    let refused = a.open(OWNER, None, TaskWire::Experimental).await.unwrap_err();
+    let refused = a
+        .open(OWNER, None, TaskWire::Experimental)
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, CALLER_FULL);
     assert_eq!(refused.data.unwrap()["retryAfterSeconds"], 6);
     assert!(
@@ -196,7 +231,10 @@ fn calls(server: &RedisServer, name: &str) -> u64 {
 
 /// Script calls, and `HMGET`s, since `reset` (the watcher is kept quiet by a long poll).
 fn round_trips(server: &RedisServer) -> (u64, u64) {
-    (calls(server, "evalsha") + calls(server, "eval"), calls(server, "hmget"))
+    (
+        calls(server, "evalsha") + calls(server, "eval"),
+        calls(server, "hmget"),
+    )
 }
 
 #[tokio::test]
@@ -222,6 +260,8 @@ async fn each_task_step_is_one_round_trip() {
     a.stop(OWNER, &other).await.unwrap();
     assert_eq!(round_trips(&server).0, 1, "cancel");
     reset();
-    a.result(OWNER, &id, &CancellationToken::new()).await.unwrap();
+    a.result(OWNER, &id, &CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(round_trips(&server), (0, 1), "result of a finished task");
 }

@@ -30,10 +30,10 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::errors::{CALLER_FULL, SERVER_FULL};
-use shared::{Admission, Cancellation, Shared, TaskRecord, TaskRecords};
 use crate::generated::v2025_11_25;
 use crate::generated::v2025_11_25::types::{Task, TaskStatus};
 use protocols_runtime::quote::quote;
+use shared::{Admission, Cancellation, Shared, TaskRecord, TaskRecords};
 
 /// The `_meta` key tying a message to the task it belongs to (2025-11-25).
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -307,7 +307,11 @@ impl TaskStore {
 
     /// A store whose 2025-11-25 tasks live in `records`, shared with every replica using the
     /// same records (extension tasks stay in this process), bounded by `limits`.
-    pub fn shared(records: Arc<dyn TaskRecords>, limits: TaskLimits, clock: Arc<dyn Clock>) -> Self {
+    pub fn shared(
+        records: Arc<dyn TaskRecords>,
+        limits: TaskLimits,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Self {
             shared: Some(Arc::new(Shared::new(records))),
             ..Self::new(limits, clock)
@@ -725,9 +729,7 @@ impl TaskStore {
     ) -> Result<(Vec<Task>, Option<String>), ErrorObject> {
         let start = match cursor {
             None => 0,
-            Some(cursor) => cursor
-                .parse::<u64>()
-                .map_err(|_| invalid_cursor())?,
+            Some(cursor) => cursor.parse::<u64>().map_err(|_| invalid_cursor())?,
         };
         let entries = self.live()?;
         let mut visible = entries.by_sequence.range(start..).filter(|(_, entry)| {
@@ -876,14 +878,20 @@ impl TaskStore {
             return self.finish(id, outcome);
         };
         shared.ended(id);
-        let (outcome, failed) =
-            self.settled(outcome, TaskWire::Experimental, self.limits.max_outcome_bytes);
+        let (outcome, failed) = self.settled(
+            outcome,
+            TaskWire::Experimental,
+            self.limits.max_outcome_bytes,
+        );
         let status = if failed {
             TaskStatus::Failed
         } else {
             TaskStatus::Completed
         };
-        let message = outcome.as_ref().err().map(|error| error.message.to_string());
+        let message = outcome
+            .as_ref()
+            .err()
+            .map(|error| error.message.to_string());
         let text = shared::encode_outcome(&outcome);
         let finished = shared
             .records

@@ -59,6 +59,10 @@ impl TaskRecord {
     }
 }
 
+/// A record as `get` finds it, with its outcome when asked for and there is one (JSON as
+/// [`encode_outcome`] wrote it).
+pub type Found = (TaskRecord, Option<String>);
+
 /// Whether a new task was admitted, or which bound refused it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -113,7 +117,7 @@ pub trait TaskRecords: Send + Sync + 'static {
         &'a self,
         id: &'a str,
         with_outcome: bool,
-    ) -> StoreFuture<'a, Result<Option<(TaskRecord, Option<String>)>, StoreError>>;
+    ) -> StoreFuture<'a, Result<Option<Found>, StoreError>>;
 
     /// Up to `limit` live records of `owner` created after the one at sequence `after` (from
     /// the first when `None`), oldest first.
@@ -169,7 +173,10 @@ pub fn decode_outcome(text: &str) -> Option<Outcome> {
 /// A shared store's failure as the client hears it (the cause goes to the log, not the wire).
 pub(super) fn unavailable(error: &StoreError) -> ErrorObject {
     if matches!(error, StoreError::LimitReached) {
-        return ErrorObject::new(crate::errors::SERVER_FULL, "the server keeps no more tasks now");
+        return ErrorObject::new(
+            crate::errors::SERVER_FULL,
+            "the server keeps no more tasks now",
+        );
     }
     tracing::warn!(%error, "the task store did not answer");
     ErrorObject::new(STORE_UNAVAILABLE, "the task store is unavailable")
