@@ -11,4 +11,5 @@ pub mod acp_demo;
 pub mod core;
 pub mod mcp_demo;
 pub mod redis_a2a;
+pub mod redis_mcp;
 pub mod redis_sessions;

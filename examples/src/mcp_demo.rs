@@ -20,7 +20,8 @@ use protocols_mcp::content::{
 };
 use protocols_mcp::server::WeakMcpServer;
 use protocols_mcp::{
-    Level, ListKind, McpServer, NoArguments, RequestContext, ToolDefinition, ToolError, types,
+    Level, ListKind, McpServer, NoArguments, RequestContext, TaskStore, ToolDefinition, ToolError,
+    types,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -89,11 +90,19 @@ struct DemoArguments {
     text: String,
 }
 
-/// The server `mcp-everything` and `all-protocols` serve.
+/// The server `mcp-everything` and `all-protocols` serve, its tasks in memory.
 pub fn everything_server() -> Result<McpServer, BuildError> {
+    everything_server_with_tasks(None)
+}
+
+/// The same server, its tasks in `tasks` when given (in memory otherwise).
+pub fn everything_server_with_tasks(tasks: Option<TaskStore>) -> Result<McpServer, BuildError> {
     let this = Arc::new(OnceLock::new());
-    let builder = McpServer::builder("mcp-everything", env!("CARGO_PKG_VERSION"))
+    let mut builder = McpServer::builder("mcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("A test server exposing every MCP feature.");
+    if let Some(tasks) = tasks {
+        builder = builder.task_store(tasks);
+    }
     let builder = content_tools()
         .into_iter()
         .chain(interactive_tools())

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::a2a_scripts::TaskScripts;
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, ask, bounded, manager as open, millis_of};
+use crate::connection::{ConnectError, ask, bounded, connect, millis_of};
 
 /// How long one `XREAD` waits for a task's next event before the reader checks the task still
 /// exists (a task whose replica died stops its subscribers once its record expires).
@@ -135,15 +135,9 @@ impl RedisTaskStore {
     /// cancellation channel; tasks are kept within `limits`. Fails, never hangs, when Redis
     /// cannot be reached within the configured timeout.
     pub async fn connect(config: RedisConfig, limits: TaskLimits) -> Result<Self, ConnectError> {
-        let (client, mut connection) = open(&config).await?;
-        let timeout = config.timeout;
         let scripts = TaskScripts::new();
-        for script in scripts.all() {
-            bounded(timeout, script.load_async(&mut connection))
-                .await
-                .map_err(|_| ConnectError::TimedOut(timeout))?
-                .map_err(ConnectError::Refused)?;
-        }
+        let (client, connection) = connect(&config, &scripts.all()).await?;
+        let timeout = config.timeout;
         let keys = Keys::new(&config.prefix);
         // Subscribed before the store is handed out, so a cancellation sent as soon as this
         // replica starts a task is heard.

@@ -95,3 +95,20 @@ pub(crate) async fn ask<T>(
 pub(crate) fn millis_of(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
+
+/// [`manager`] with `scripts` loaded, so a Redis without Lua is refused when a store is built,
+/// not at its first request. Every store of this crate connects through it.
+pub(crate) async fn connect(
+    config: &RedisConfig,
+    scripts: &[&redis::Script],
+) -> Result<(Client, ConnectionManager), ConnectError> {
+    let (client, mut connection) = manager(config).await?;
+    let timeout = config.timeout;
+    for script in scripts {
+        bounded(timeout, script.load_async(&mut connection))
+            .await
+            .map_err(|_| ConnectError::TimedOut(timeout))?
+            .map_err(ConnectError::Refused)?;
+    }
+    Ok((client, connection))
+}

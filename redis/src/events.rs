@@ -31,7 +31,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, TimedOut, bounded, dedicated, manager, millis_of};
+use crate::connection::{ConnectError, TimedOut, bounded, connect, dedicated, millis_of};
 use crate::event_scripts::EventScripts;
 
 /// How many request streams a session keeps for resumption (as the in-memory store does).
@@ -104,15 +104,9 @@ impl RedisEventStore {
     /// cannot be reached within the configured timeout. Keys expire at the idle limit of
     /// `config`'s session limits after their last use, never past the absolute one.
     pub async fn connect(config: RedisConfig, capacity: usize) -> Result<Self, ConnectError> {
-        let (client, mut connection) = manager(&config).await?;
         let scripts = Arc::new(EventScripts::new());
+        let (client, connection) = connect(&config, &scripts.all()).await?;
         let timeout = config.timeout;
-        for script in scripts.all() {
-            bounded(timeout, script.load_async(&mut connection))
-                .await
-                .map_err(|_| ConnectError::TimedOut(timeout))?
-                .map_err(ConnectError::Refused)?;
-        }
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(write(connection, Arc::clone(&scripts), timeout, jobs));
         Ok(Self {

@@ -16,7 +16,11 @@
 //!
 //! With the `a2a` feature, `RedisTaskStore` implements A2A's task store: tasks and push configs
 //! any replica reads, live updates on Redis Streams and cancellation reaching the replica that
-//! runs the task. All are configured by [`RedisConfig`].
+//! runs the task.
+//!
+//! With the `mcp` feature, `RedisTaskRecords` keeps MCP's 2025-11-25 tasks in Redis (each
+//! record expiring with its task's TTL), so any replica answers `tasks/*` for a task another
+//! one runs. All are configured by [`RedisConfig`].
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
@@ -29,6 +33,8 @@ mod config;
 mod connection;
 mod event_scripts;
 mod events;
+#[cfg(feature = "mcp")]
+mod mcp_tasks;
 mod relay;
 mod scripts;
 mod sessions;
@@ -38,5 +44,7 @@ pub use a2a::RedisTaskStore;
 pub use config::RedisConfig;
 pub use connection::ConnectError;
 pub use events::RedisEventStore;
+#[cfg(feature = "mcp")]
+pub use mcp_tasks::RedisTaskRecords;
 pub use relay::RedisRelay;
 pub use sessions::RedisSessionStore;

@@ -18,7 +18,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, ScriptInvocation};
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, bounded, millis_of};
+use crate::connection::{ConnectError, millis_of};
 use crate::scripts::Scripts;
 
 /// How many ended sessions one reap script removes before the next batch: keeps each script
@@ -80,15 +80,8 @@ impl<S> RedisSessionStore<S> {
         config: RedisConfig,
         events: Arc<dyn EventStore>,
     ) -> Result<Self, ConnectError> {
-        let (_, mut connection) = crate::connection::manager(&config).await?;
-        let timeout = config.timeout;
         let scripts = Scripts::new();
-        for script in scripts.all() {
-            bounded(timeout, script.load_async(&mut connection))
-                .await
-                .map_err(|_| ConnectError::TimedOut(timeout))?
-                .map_err(ConnectError::Refused)?;
-        }
+        let (_, connection) = crate::connection::connect(&config, &scripts.all()).await?;
         Ok(Self {
             connection,
             scripts,

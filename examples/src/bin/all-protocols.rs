@@ -9,9 +9,9 @@
 //! real client. `--stdio acp` instead serves the ACP demo agent on stdin/stdout, as an editor
 //! spawns it. `--session-idle SECONDS` is how long an unused MCP session or ACP connection is
 //! kept (default 30 minutes). `--redis URL` keeps the MCP Streamable HTTP sessions, their
-//! event streams and the A2A tasks in Redis, and relays between replicas, so replicas on one
-//! Redis serve any session, stream and task. `--allow-private-webhooks` is for tests only and
-//! unsafe anywhere
+//! event streams, MCP tasks and A2A tasks in Redis, and relays between replicas, so replicas on
+//! one Redis serve any session, stream and task. `--allow-private-webhooks` is for tests only
+//! and unsafe anywhere
 //! else (see [`Options::allow_private_webhooks`]).
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use examples::mcp_demo::everything_server;
+use examples::mcp_demo::everything_server_with_tasks;
 use examples::redis_a2a::a2a_task_store;
 use examples::redis_sessions::{REDIS_HELP, mount_mcp_streamable_http};
 use examples::{a2a_demo, acp_demo};
@@ -118,13 +118,14 @@ impl Options {
     }
 }
 
-/// MCP's demo at `/mcp` (its sessions in Redis when `redis` names one) and `/sse`.
+/// MCP's demo at `/mcp` (its sessions and tasks in Redis when `redis` names one) and `/sse`.
 async fn mount_mcp(
     builder: ServerBuilder,
     session_idle: Duration,
     redis: Option<&str>,
 ) -> Result<ServerBuilder, String> {
-    let server = everything_server().map_err(|error| error.to_string())?;
+    let tasks = examples::redis_mcp::task_store(redis).await?;
+    let server = everything_server_with_tasks(tasks).map_err(|error| error.to_string())?;
     let config = HttpConfig::default().sessions(SessionLimits::default().idle(session_idle));
     let builder =
         mount_mcp_streamable_http(builder, "/mcp", server.clone(), config.clone(), redis).await?;

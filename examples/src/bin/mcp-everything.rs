@@ -3,7 +3,8 @@
 //! `--listen ADDR` serves Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` (messages
 //! to `/message`); `--stdio` serves the same over stdin/stdout. `--sessionless` serves `/mcp`
 //! without sessions: every `POST` stands alone, as the other SDKs' stateless modes. `--redis URL`
-//! keeps the Streamable HTTP sessions and their event streams in Redis.
+//! keeps the Streamable HTTP sessions, their event streams and the tasks in Redis, and relays
+//! between replicas.
 
 // No index that can panic is reachable from input: code reads maps and slices with `get`.
 // Unit tests may index (a panic there is a failed test).
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser};
-use examples::mcp_demo::everything_server;
+use examples::mcp_demo::{everything_server, everything_server_with_tasks};
 use examples::redis_sessions::{REDIS_HELP, mount_mcp_streamable_http};
 use protocols_runtime::hardening::HardeningConfig;
 use protocols_runtime::http::{HttpConfig, SessionMode};
@@ -60,7 +61,10 @@ async fn listen(
     sessions: SessionMode,
     redis: Option<&str>,
 ) -> std::io::Result<()> {
-    let server = everything_server().map_err(std::io::Error::other)?;
+    let tasks = examples::redis_mcp::task_store(redis)
+        .await
+        .map_err(std::io::Error::other)?;
+    let server = everything_server_with_tasks(tasks).map_err(std::io::Error::other)?;
     let builder = Server::builder().hardening(HardeningConfig::new().bind_address(address));
     let streamable = HttpConfig::default().session_mode(sessions);
     let built = mount_mcp_streamable_http(builder, "/mcp", server.clone(), streamable, redis)

@@ -24,12 +24,17 @@ impl Drop for AllProtocols {
 impl AllProtocols {
     /// Starts `all-protocols --listen <free port> FLAGS…` and waits until it accepts connections.
     pub async fn start(flags: &[&str]) -> Self {
+        Self::start_binary(env!("CARGO_BIN_EXE_all-protocols"), flags).await
+    }
+
+    /// The same for another example binary that takes `--listen` (`mcp-everything`).
+    pub async fn start_binary(binary: &str, flags: &[&str]) -> Self {
         let address = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap()
             .local_addr()
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_all-protocols"))
+        let child = Command::new(binary)
             .args(["--listen", &address.to_string()])
             .args(flags)
             .stdin(Stdio::null())
@@ -39,7 +44,7 @@ impl AllProtocols {
         let serving = Self { child, address };
         assert!(
             protocols_testkit::listening_within(address, LISTENS_WITHIN).await,
-            "all-protocols never listened on {address}"
+            "{binary} never listened on {address}"
         );
         serving
     }

@@ -29,14 +29,19 @@ pub const SERVER_FULL: i64 = -32013;
 /// What a bound answers with when one caller holds its whole share: the code of a caller over
 /// its rate (`Refusal::RateLimited`).
 pub const CALLER_FULL: i64 = -32012;
+/// What a request answers when a store it needs (shared task records) failed or could not be
+/// reached: the code the runtime refuses with when its session or event store does
+/// (`Refusal::StoreUnavailable`), a `503`, never "no such task".
+pub const STORE_UNAVAILABLE: i64 = -32017;
 
 /// The session revisions (2024-11-05 to 2025-11-25) answer every protocol error with `200`: on
 /// their transport a `404` means the session is gone and a `400` a broken request, and their
-/// SDKs read anything but `2xx` as a transport failure. Only the bounds on the server's state
+/// SDKs read anything but `2xx` as a transport failure. Only the bounds on the server's state and an unavailable store
 /// carry a status, so a client backs off.
 const SESSION_STATUSES: &[(i64, StatusCode)] = &[
     (SERVER_FULL, StatusCode::SERVICE_UNAVAILABLE),
     (CALLER_FULL, StatusCode::TOO_MANY_REQUESTS),
+    (STORE_UNAVAILABLE, StatusCode::SERVICE_UNAVAILABLE),
 ];
 
 /// 2026-07-28 (Streamable HTTP, "Request Metadata"; basic, "Per-request protocol fields"): a
@@ -51,6 +56,7 @@ const STATELESS_STATUSES: &[(i64, StatusCode)] = &[
     (jsonrpc::codes::METHOD_NOT_FOUND, StatusCode::NOT_FOUND),
     (SERVER_FULL, StatusCode::SERVICE_UNAVAILABLE),
     (CALLER_FULL, StatusCode::TOO_MANY_REQUESTS),
+    (STORE_UNAVAILABLE, StatusCode::SERVICE_UNAVAILABLE),
 ];
 
 /// The HTTP status each error code carries on `revision`'s JSON answers (codes not listed go
@@ -166,6 +172,7 @@ mod tests {
     #[test]
     fn the_bound_codes_are_the_runtimes_own() {
         assert_eq!(SERVER_FULL, Refusal::Overloaded.code());
+        assert_eq!(STORE_UNAVAILABLE, Refusal::StoreUnavailable.code());
         assert_eq!(
             CALLER_FULL,
             Refusal::RateLimited {
@@ -176,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_store_is_503_and_a_caller_over_its_share_429_on_every_revision() {
+    fn a_full_or_unavailable_store_is_503_and_a_caller_over_its_share_429_on_every_revision() {
         for revision in Revision::ALL {
             assert_eq!(
                 error_status(revision, SERVER_FULL),
@@ -185,6 +192,10 @@ mod tests {
             assert_eq!(
                 error_status(revision, CALLER_FULL),
                 Some(StatusCode::TOO_MANY_REQUESTS)
+            );
+            assert_eq!(
+                error_status(revision, STORE_UNAVAILABLE),
+                Some(StatusCode::SERVICE_UNAVAILABLE)
             );
         }
     }

@@ -1009,7 +1009,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             (None, TaskSupport::Required) => refuse("runs only as a task"),
             (Some(task), _) => {
                 let ttl = task.ttl;
-                self.start_task(params, ttl, call, store)
+                self.start_task(params, ttl, call, store).await
             }
             (None, _) => self.dispatch(request, call).await,
         }
@@ -1018,14 +1018,16 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
     /// Opens a task, answers `CreateTaskResult` at once and runs the call in the background;
     /// the outcome goes to the store and the client hears of it on the session's stream
     /// (2025-11-25).
-    fn start_task(
+    async fn start_task(
         &self,
         mut params: types::CallToolRequestParams,
         ttl: Option<i64>,
         call: &Call<'_>,
         store: &TaskStore,
     ) -> Reply {
-        let created = store.create(call.task_owner(), ttl, TaskWire::Experimental)?;
+        let created = store
+            .open(call.task_owner(), ttl, TaskWire::Experimental)
+            .await?;
         let task_id = created.task.task_id.clone();
         let peer = call.cx.peer().session_wide();
         let link = TaskLink {
@@ -1044,7 +1046,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
                 outcome = handler.tools_call(params, &rcx) => outcome.and_then(|result| to_json(&result)),
                 () = rcx.cancellation().cancelled() => return,
             };
-            if let Some(task) = store.finish(&task_id, outcome) {
+            if let Some(task) = store.settle(&task_id, outcome).await {
                 notify_status(&peer, &task);
             }
         });
@@ -1193,15 +1195,17 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             Ok(params.task_id)
         };
         match method {
-            v2025_11_25::methods::TASKS_GET => raw(&to_json(&store.get(owner, &task_id()?)?)?),
+            v2025_11_25::methods::TASKS_GET => {
+                raw(&to_json(&store.fetch(owner, &task_id()?).await?)?)
+            }
             v2025_11_25::methods::TASKS_CANCEL => {
-                let task = store.cancel(owner, &task_id()?)?;
+                let task = store.stop(owner, &task_id()?).await?;
                 notify_status(&call.cx.peer().session_wide(), &task);
                 raw(&to_json(&task)?)
             }
             v2025_11_25::methods::TASKS_LIST => {
                 let cursor = params.get("cursor").and_then(Value::as_str);
-                let (tasks, next) = store.list(owner, cursor)?;
+                let (tasks, next) = store.page(owner, cursor).await?;
                 let mut result = json!({ "tasks": to_json(&tasks)? });
                 if let Some(next) = next {
                     insert(&mut result, "nextCursor", json!(next));

@@ -11,6 +11,14 @@
 //! replaced by an internal error, so the task fails rather than the store growing), and each
 //! task's lifetime (its TTL, on an injectable clock; an expired task is forgotten and its work
 //! cancelled).
+//!
+//! The store keeps its tasks in this process's memory unless built with [`TaskStore::shared`]:
+//! then 2025-11-25's tasks live in [`shared::TaskRecords`] that replicas share (a Redis store
+//! implements it), and `tasks/*` reach them from any replica; a store failure is a `-32017`
+//! error ([`STORE_UNAVAILABLE`](crate::errors::STORE_UNAVAILABLE)). Extension tasks, whose
+//! input requests wait in the process that asked, stay in memory either way.
+
+pub mod shared;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,6 +33,7 @@ use crate::errors::{CALLER_FULL, SERVER_FULL};
 use crate::generated::v2025_11_25;
 use crate::generated::v2025_11_25::types::{Task, TaskStatus};
 use protocols_runtime::quote::quote;
+use shared::{Admission, Cancellation, Shared, TaskRecord, TaskRecords};
 
 /// The `_meta` key tying a message to the task it belongs to (2025-11-25).
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -226,6 +235,8 @@ pub struct TaskStore {
     entries: Arc<Mutex<Entries>>,
     /// The ids of extension tasks whose state changed, for `subscriptions/listen` streams.
     changes: broadcast::Sender<Arc<str>>,
+    /// Where 2025-11-25's tasks live when replicas share them; `None`: in `entries`.
+    shared: Option<Arc<Shared>>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -244,6 +255,23 @@ impl Default for TaskStore {
 
 /// How many changes a slow listener may fall behind before it misses some (it can still poll).
 const CHANGES_KEPT: usize = 256;
+
+/// The status message of a task the client cancelled.
+const CANCELLED_BY_CLIENT: &str = "cancelled by the client";
+
+/// The longest a `tasks/result` on shared records waits between two looks at the record.
+const RESULT_POLL: Duration = Duration::from_millis(250);
+
+/// A bound's refusal: `code`, `message`, and `data.retryAfterSeconds` (whole seconds, at least
+/// one) saying when room is made, `wait` from now.
+fn bound_reached(code: i64, message: &'static str, wait: Duration) -> ErrorObject {
+    let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    ErrorObject::new(code, message).with_data(json!({ RETRY_AFTER: retry_after.max(1) }))
+}
+
+fn invalid_cursor() -> ErrorObject {
+    ErrorObject::invalid_params("invalid cursor")
+}
 
 fn not_found(id: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("no task {}", quote(id)))
@@ -273,7 +301,26 @@ impl TaskStore {
             limits,
             entries: Arc::default(),
             changes: broadcast::channel(CHANGES_KEPT).0,
+            shared: None,
         }
+    }
+
+    /// A store whose 2025-11-25 tasks live in `records`, shared with every replica using the
+    /// same records (extension tasks stay in this process), bounded by `limits`.
+    pub fn shared(
+        records: Arc<dyn TaskRecords>,
+        limits: TaskLimits,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            shared: Some(Arc::new(Shared::new(records))),
+            ..Self::new(limits, clock)
+        }
+    }
+
+    /// Whether 2025-11-25's tasks live in shared records.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// The limits the store keeps to.
@@ -386,8 +433,41 @@ impl TaskStore {
             .map(|entry| entry.expires_at.saturating_duration_since(now))
             .min()
             .unwrap_or_default();
-        let retry_after = first_expiry.as_secs() + u64::from(first_expiry.subsec_nanos() > 0);
-        Some(ErrorObject::new(code, message).with_data(json!({ RETRY_AFTER: retry_after.max(1) })))
+        Some(bound_reached(code, message, first_expiry))
+    }
+
+    /// `outcome` as a task keeps it (replaced by an internal error past the byte bounds: the
+    /// largest outcome, and `budget`, what is left of all outcomes' room), and whether it
+    /// fails the task on `wire`.
+    fn settled(&self, outcome: Outcome, wire: TaskWire, budget: usize) -> (Outcome, bool) {
+        let bytes = outcome_bytes(&outcome);
+        let outcome = if bytes > self.limits.max_outcome_bytes || bytes > budget {
+            Err(ErrorObject::new(
+                -32603,
+                format!(
+                    "the outcome ({bytes} bytes) is more than the server keeps for a task ({} bytes)",
+                    self.limits.max_outcome_bytes.min(budget)
+                ),
+            ))
+        } else {
+            outcome
+        };
+        let failed = match (&outcome, wire) {
+            (Err(_), _) => true,
+            (Ok(result), TaskWire::Experimental) => {
+                result.get("isError").and_then(Value::as_bool) == Some(true)
+            }
+            (Ok(_), TaskWire::Extension) => false,
+        };
+        (outcome, failed)
+    }
+
+    /// The TTL a task gets for `requested_ttl_ms`: the default when absent, never past the cap.
+    fn granted_ttl(&self, requested_ttl_ms: Option<i64>) -> Duration {
+        requested_ttl_ms
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+            .unwrap_or(self.limits.default_ttl)
+            .min(self.limits.max_ttl)
     }
 
     /// Opens a `working` task for `owner` on `wire` that lives `requested_ttl_ms` (capped), or
@@ -398,10 +478,7 @@ impl TaskStore {
         requested_ttl_ms: Option<i64>,
         wire: TaskWire,
     ) -> Result<CreatedTask, ErrorObject> {
-        let ttl = requested_ttl_ms
-            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
-            .unwrap_or(self.limits.default_ttl)
-            .min(self.limits.max_ttl);
+        let ttl = self.granted_ttl(requested_ttl_ms);
         let now = SystemTime::now();
         let (changed, _) = watch::channel(TaskStatus::Working);
         let entry = Entry {
@@ -482,25 +559,7 @@ impl TaskStore {
         if entry.is_terminal() {
             return None;
         }
-        let bytes = outcome_bytes(&outcome);
-        let outcome = if bytes > self.limits.max_outcome_bytes || bytes > budget {
-            Err(ErrorObject::new(
-                -32603,
-                format!(
-                    "the outcome ({bytes} bytes) is more than the server keeps for a task ({} bytes)",
-                    self.limits.max_outcome_bytes.min(budget)
-                ),
-            ))
-        } else {
-            outcome
-        };
-        let failed = match (&outcome, entry.wire) {
-            (Err(_), _) => true,
-            (Ok(result), TaskWire::Experimental) => {
-                result.get("isError").and_then(Value::as_bool) == Some(true)
-            }
-            (Ok(_), TaskWire::Extension) => false,
-        };
+        let (outcome, failed) = self.settled(outcome, entry.wire, budget);
         entry.status_message = outcome
             .as_ref()
             .err()
@@ -626,7 +685,7 @@ impl TaskStore {
     }
 
     fn cancel_entry(&self, entry: &mut Entry) {
-        entry.status_message = Some("cancelled by the client".to_owned());
+        entry.status_message = Some(CANCELLED_BY_CLIENT.to_owned());
         entry.cancel.cancel();
         entry.inputs.clear();
         entry.touch(TaskStatus::Cancelled);
@@ -670,9 +729,7 @@ impl TaskStore {
     ) -> Result<(Vec<Task>, Option<String>), ErrorObject> {
         let start = match cursor {
             None => 0,
-            Some(cursor) => cursor
-                .parse::<u64>()
-                .map_err(|_| ErrorObject::invalid_params("invalid cursor"))?,
+            Some(cursor) => cursor.parse::<u64>().map_err(|_| invalid_cursor())?,
         };
         let entries = self.live()?;
         let mut visible = entries.by_sequence.range(start..).filter(|(_, entry)| {
@@ -695,15 +752,15 @@ impl TaskStore {
         id: &str,
         abandon: &CancellationToken,
     ) -> Outcome {
+        if let Some(shared) = &self.shared {
+            return self.shared_result(shared, owner, id, abandon).await;
+        }
         let mut changed = self.with_entry(owner, id, TaskWire::Experimental, |entry| {
             Ok(entry.changed.subscribe())
         })?;
         let waited = tokio::select! {
             waited = changed.wait_for(|status| is_terminal(*status)) => waited.map(|_| ()),
-            () = abandon.cancelled() => return Err(ErrorObject::new(
-                protocols_runtime::jsonrpc::codes::INVALID_REQUEST,
-                format!("{} was cancelled", v2025_11_25::methods::TASKS_RESULT),
-            )),
+            () = abandon.cancelled() => return Err(result_abandoned()),
         };
         // The sender is dropped only when the task expired while we waited.
         waited.map_err(|_| not_found(id))?;
@@ -731,6 +788,243 @@ impl TaskStore {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The requests as the server answers them: each goes to the shared records for a 2025-11-25
+/// task when the store has them, to this process's memory otherwise (the synchronous methods
+/// above, answered without allocating or waiting).
+impl TaskStore {
+    /// Opens a task (see [`Self::create`]) where its wire keeps it.
+    pub async fn open(
+        &self,
+        owner: Option<&str>,
+        requested_ttl_ms: Option<i64>,
+        wire: TaskWire,
+    ) -> Result<CreatedTask, ErrorObject> {
+        match &self.shared {
+            Some(shared) if wire == TaskWire::Experimental => {
+                self.open_shared(shared, owner, requested_ttl_ms).await
+            }
+            _ => self.create(owner, requested_ttl_ms, wire),
+        }
+    }
+
+    /// `tasks/get` (2025-11-25), see [`Self::get`].
+    pub async fn fetch(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
+        let Some(shared) = &self.shared else {
+            return self.get(owner, id);
+        };
+        let (record, _) = self.record(shared, owner, id, false).await?;
+        Ok(self.task_of(&record))
+    }
+
+    /// `tasks/list` (2025-11-25), see [`Self::list`].
+    pub async fn page(
+        &self,
+        owner: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Task>, Option<String>), ErrorObject> {
+        let Some(shared) = &self.shared else {
+            return self.list(owner, cursor);
+        };
+        let after = match cursor {
+            None => None,
+            Some(cursor) => Some(cursor.parse::<u64>().map_err(|_| invalid_cursor())?),
+        };
+        let page = shared
+            .records
+            .list(owner, after, self.limits.page_size.max(1))
+            .await
+            .map_err(|error| shared::unavailable(&error))?;
+        let tasks = page
+            .records
+            .iter()
+            .map(|record| self.task_of(record))
+            .collect();
+        Ok((tasks, page.next.map(|sequence| sequence.to_string())))
+    }
+
+    /// `tasks/cancel` (2025-11-25), see [`Self::cancel`]. On shared records the work stops at
+    /// once when it runs here, and within a poll interval on the replica running it otherwise
+    /// (that replica watches the record).
+    pub async fn stop(&self, owner: Option<&str>, id: &str) -> Result<Task, ErrorObject> {
+        let Some(shared) = &self.shared else {
+            return self.cancel(owner, id);
+        };
+        let found = shared
+            .records
+            .cancel(owner, id, CANCELLED_BY_CLIENT, SystemTime::now())
+            .await
+            .map_err(|error| shared::unavailable(&error))?;
+        match found {
+            Cancellation::Cancelled(record) => {
+                if let Some(work) = shared.ended(id) {
+                    work.cancel();
+                }
+                Ok(self.task_of(&record))
+            }
+            Cancellation::Terminal(status) => Err(ErrorObject::invalid_params(format!(
+                "the task is already {status}"
+            ))),
+            Cancellation::Missing => Err(not_found(id)),
+        }
+    }
+
+    /// Records what a 2025-11-25 task's request produced (see [`Self::finish`]); `None` when
+    /// it was cancelled (on any replica) or expired meanwhile, or the shared store failed (the
+    /// outcome is then lost and the task expires as it is).
+    pub async fn settle(&self, id: &str, outcome: Outcome) -> Option<Task> {
+        let Some(shared) = &self.shared else {
+            return self.finish(id, outcome);
+        };
+        shared.ended(id);
+        let (outcome, failed) = self.settled(
+            outcome,
+            TaskWire::Experimental,
+            self.limits.max_outcome_bytes,
+        );
+        let status = if failed {
+            TaskStatus::Failed
+        } else {
+            TaskStatus::Completed
+        };
+        let message = outcome
+            .as_ref()
+            .err()
+            .map(|error| error.message.to_string());
+        let text = shared::encode_outcome(&outcome);
+        let finished = shared
+            .records
+            .finish(id, status, message.as_deref(), &text, SystemTime::now())
+            .await;
+        match finished {
+            Ok(record) => record.map(|record| self.task_of(&record)),
+            Err(error) => {
+                tracing::warn!(%error, task = %id, "a task's outcome could not be stored");
+                None
+            }
+        }
+    }
+
+    async fn open_shared(
+        &self,
+        shared: &Arc<Shared>,
+        owner: Option<&str>,
+        requested_ttl_ms: Option<i64>,
+    ) -> Result<CreatedTask, ErrorObject> {
+        let now = SystemTime::now();
+        let record = TaskRecord::new(
+            uuid::Uuid::new_v4().simple().to_string(),
+            owner.map(str::to_owned),
+            TaskStatus::Working,
+            None,
+            (now, now),
+            self.granted_ttl(requested_ttl_ms),
+        );
+        let admission = shared
+            .records
+            .create(&record, &self.limits)
+            .await
+            .map_err(|error| shared::unavailable(&error))?;
+        match admission {
+            Admission::Admitted => {}
+            Admission::ServerFull(wait) => {
+                return Err(bound_reached(
+                    SERVER_FULL,
+                    "the server keeps no more tasks now",
+                    wait,
+                ));
+            }
+            Admission::OwnerFull(wait) => {
+                return Err(bound_reached(
+                    CALLER_FULL,
+                    "this caller holds as many tasks as it may",
+                    wait,
+                ));
+            }
+        }
+        let cancellation = CancellationToken::new();
+        shared.runs(&record.id, &cancellation);
+        tokio::spawn(shared::watch(
+            Arc::clone(shared),
+            record.id.clone(),
+            cancellation.clone(),
+            self.limits.poll_interval,
+        ));
+        Ok(CreatedTask {
+            task: self.task_of(&record),
+            cancellation,
+        })
+    }
+
+    /// `owner`'s task `id` in the shared records (its outcome too when `with_outcome`).
+    async fn record(
+        &self,
+        shared: &Shared,
+        owner: Option<&str>,
+        id: &str,
+        with_outcome: bool,
+    ) -> Result<(TaskRecord, Option<String>), ErrorObject> {
+        let found = shared
+            .records
+            .get(id, with_outcome)
+            .await
+            .map_err(|error| shared::unavailable(&error))?;
+        match found {
+            Some((record, outcome)) if record.owner.as_deref() == owner => Ok((record, outcome)),
+            _ => Err(not_found(id)),
+        }
+    }
+
+    /// `tasks/result` on shared records: looks at the record until it is terminal (the
+    /// replica running the task may be another), at most [`RESULT_POLL`] apart.
+    async fn shared_result(
+        &self,
+        shared: &Shared,
+        owner: Option<&str>,
+        id: &str,
+        abandon: &CancellationToken,
+    ) -> Outcome {
+        let every = self.limits.poll_interval.min(RESULT_POLL);
+        loop {
+            let (record, outcome) = self.record(shared, owner, id, true).await?;
+            if is_terminal(record.status) {
+                return outcome
+                    .as_deref()
+                    .and_then(shared::decode_outcome)
+                    .unwrap_or_else(|| {
+                        Err(ErrorObject::invalid_params(format!(
+                            "the task was {} before it produced a result",
+                            record.status
+                        )))
+                    });
+            }
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = abandon.cancelled() => return Err(result_abandoned()),
+            }
+        }
+    }
+
+    fn task_of(&self, record: &TaskRecord) -> Task {
+        Task {
+            created_at: timestamp(record.created_at),
+            last_updated_at: timestamp(record.updated_at),
+            poll_interval: Some(millis(self.limits.poll_interval)),
+            status: record.status,
+            status_message: record.status_message.clone(),
+            task_id: record.id.clone(),
+            ttl: Some(millis(record.ttl)),
+        }
+    }
+}
+
+/// `tasks/result` was cancelled while it waited.
+fn result_abandoned() -> ErrorObject {
+    ErrorObject::new(
+        protocols_runtime::jsonrpc::codes::INVALID_REQUEST,
+        format!("{} was cancelled", v2025_11_25::methods::TASKS_RESULT),
+    )
 }
 
 #[cfg(test)]
