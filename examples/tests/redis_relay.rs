@@ -140,7 +140,7 @@ async fn a_call_running_on_replica_a_is_cancelled_by_a_notification_posted_to_re
 }
 
 #[tokio::test]
-async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_replica_b() {
+async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_replica_b_once() {
     let redis = RedisServer::start();
     let started = replicas(&redis).await;
     let (on_a, on_b, on_c) = (&started[0].1, &started[1].1, &started[2].1);
@@ -173,4 +173,8 @@ async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_repl
         heard["method"], "notifications/tools/list_changed",
         "{heard}"
     );
+    // A, where the session was initialized, left its broadcasts to B when B opened the stream
+    // both write through the shared event store.
+    let again = tokio::time::timeout(Duration::from_secs(1), on_b_stream.next_json()).await;
+    assert!(again.is_err(), "the change was delivered twice: {again:?}");
 }

@@ -1240,18 +1240,42 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             tracing::warn!("no tokio runtime to hear the other replicas' broadcasts on");
             return;
         };
-        let mut receiver = relay.subscribe(BROADCAST_TOPIC);
+        self.hear(&runtime, relay.subscribe(BROADCAST_TOPIC), Self::deliver_relayed);
+        self.hear(&runtime, relay.subscribe(STREAM_CLAIM_TOPIC), Self::stream_claimed);
+    }
+
+    /// Hands each message on `receiver` to `apply` on a task of its own, until the server is
+    /// dropped.
+    fn hear(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        mut receiver: protocols_runtime::relay::RelayReceiver,
+        apply: fn(&Self, &[u8]),
+    ) {
         let server = Arc::downgrade(&self.inner);
         runtime.spawn(async move {
             while let Some(received) = receiver.recv().await {
                 let Some(inner) = server.upgrade() else { break };
                 let server = McpServer { inner };
                 match received {
-                    Ok(message) => server.deliver_relayed(&message.body),
-                    Err(lagged) => tracing::warn!(%lagged, "relayed broadcasts were lost"),
+                    Ok(message) => apply(&server, &message.body),
+                    Err(lagged) => tracing::warn!(%lagged, "relayed messages were lost"),
                 }
             }
         });
+    }
+
+    /// Another replica opened the stream of the session `body` names: it delivers that
+    /// session's broadcasts from now on, so one shared stream hears each broadcast once.
+    fn stream_claimed(&self, body: &[u8]) {
+        let Ok(claimed) = std::str::from_utf8(body) else {
+            return;
+        };
+        for session in self.inner.live.snapshot() {
+            if session.id().as_str() == claimed {
+                session.state().stream_opened_elsewhere();
+            }
+        }
     }
 
     /// Applies a broadcast another replica relayed.
@@ -1273,27 +1297,28 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
 
     /// Relays a broadcast to the other replicas, if a relay is set; its failure is logged.
     fn relay_broadcast(&self, broadcast: &Value) {
-        let Some(relay) = self.inner.relay.get() else {
-            return;
-        };
         let Ok(body) = serde_json::to_vec(broadcast) else {
             return;
         };
-        let relay = Arc::clone(relay);
-        let publish = async move {
-            relay
-                .publish(None, BROADCAST_TOPIC, bytes::Bytes::from(body))
-                .await
+        self.relay_to_all(BROADCAST_TOPIC, bytes::Bytes::from(body));
+    }
+
+    /// Sends `body` on `topic` to every other replica, if a relay is set; its failure is logged.
+    fn relay_to_all(&self, topic: &'static str, body: bytes::Bytes) {
+        let Some(relay) = self.inner.relay.get() else {
+            return;
         };
+        let relay = Arc::clone(relay);
+        let publish = async move { relay.publish(None, topic, body).await };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     if let Err(error) = publish.await {
-                        tracing::warn!(%error, "a broadcast was not relayed to the other replicas");
+                        tracing::warn!(%error, topic, "a message was not relayed to the other replicas");
                     }
                 });
             }
-            Err(_) => tracing::warn!("no tokio runtime to relay a broadcast on"),
+            Err(_) => tracing::warn!(topic, "no tokio runtime to relay a message on"),
         }
     }
 
@@ -1354,7 +1379,11 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .live
             .snapshot()
             .iter()
-            .filter(|session| !session.ended().is_cancelled() && wanted(session.state()))
+            .filter(|session| {
+                !session.ended().is_cancelled()
+                    && session.state().delivers_broadcasts_here()
+                    && wanted(session.state())
+            })
             .filter(|session| {
                 let revision = session
                     .state()
@@ -1395,6 +1424,9 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
 
 /// The relay topic of broadcasts between replicas.
 const BROADCAST_TOPIC: &str = "mcp-broadcast";
+
+/// The relay topic on which a replica that opened a session's stream tells the others.
+const STREAM_CLAIM_TOPIC: &str = "mcp-stream-claim";
 
 /// Which list changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1486,9 +1518,14 @@ impl<H: Server<Context = RequestContext> + 'static> RequestHandler for McpServer
 
     /// Lists an initialized session whose stream opens here though another replica opened
     /// it, so broadcasts made or relayed here reach it.
+    /// With a relay, the other replicas hear of it and leave the session's broadcasts to this
+    /// one.
     fn stream_opened(&self, session: &Arc<Session<McpSession>>) {
         if session.state().revision().is_some() {
             self.inner.live.add(session);
+            session.state().stream_opened_here();
+            let id = bytes::Bytes::copy_from_slice(session.id().as_str().as_bytes());
+            self.relay_to_all(STREAM_CLAIM_TOPIC, id);
         }
     }
 

@@ -250,11 +250,30 @@ pub struct McpSession {
     subscriptions: Mutex<Option<Box<HashSet<String>>>>,
     /// This session's entry among the server's live sessions, dropped with the session.
     listed: OnceLock<Listing>,
+    /// Another replica opened this session's stream after this one: broadcasts are its to
+    /// deliver, so a stream shared through one event store hears each of them once.
+    streamed_elsewhere: AtomicBool,
     /// How many times the state changed: what a shared store compares to decide whether to save.
     changes: AtomicU64,
 }
 
 impl McpSession {
+    /// Whether this replica delivers broadcasts to the session (no other replica opened its
+    /// stream since this one listed it).
+    pub(crate) fn delivers_broadcasts_here(&self) -> bool {
+        !self.streamed_elsewhere.load(Ordering::Relaxed)
+    }
+
+    /// The session's stream opened here: broadcasts are this replica's to deliver again.
+    pub(crate) fn stream_opened_here(&self) {
+        self.streamed_elsewhere.store(false, Ordering::Relaxed);
+    }
+
+    /// Another replica opened the session's stream: it delivers the broadcasts from now on.
+    pub(crate) fn stream_opened_elsewhere(&self) {
+        self.streamed_elsewhere.store(true, Ordering::Relaxed);
+    }
+
     /// The revision `initialize` negotiated, once it has.
     pub fn revision(&self) -> Option<Revision> {
         self.revision.get().copied()
