@@ -16,7 +16,10 @@
 //! then 2025-11-25's tasks live in [`shared::TaskRecords`] that replicas share (a Redis store
 //! implements it), and `tasks/*` reach them from any replica; a store failure is a `-32017`
 //! error ([`STORE_UNAVAILABLE`](crate::errors::STORE_UNAVAILABLE)). Extension tasks, whose
-//! input requests wait in the process that asked, stay in memory either way.
+//! input requests wait in the process that asked, stay in memory either way. On shared records
+//! the byte bound is each outcome's alone (Redis's memory bounds the rest), the clock is the
+//! wall clock (the records expire in Redis), and a 2025-11-25 task waiting on the client is not
+//! marked `input_required` there.
 
 pub mod shared;
 
@@ -227,7 +230,8 @@ pub(crate) fn notify_status(peer: &Peer, task: &Task) {
     }
 }
 
-/// The in-memory task store. Cheap to clone; clones share the tasks.
+/// The task store: in this process's memory, or (built with [`TaskStore::shared`]) with
+/// 2025-11-25's tasks in records replicas share. Cheap to clone; clones share the tasks.
 #[derive(Clone)]
 pub struct TaskStore {
     clock: Arc<dyn Clock>,
@@ -779,12 +783,13 @@ impl TaskStore {
         self.changes.subscribe()
     }
 
-    /// How many tasks are remembered (expired ones excluded).
+    /// How many tasks are remembered in this process (expired ones excluded; tasks in shared
+    /// records are not counted).
     pub fn len(&self) -> usize {
         self.live().map_or(0, |entries| entries.by_sequence.len())
     }
 
-    /// Whether no task is remembered (expired ones excluded).
+    /// Whether no task is remembered in this process (expired ones excluded).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -209,6 +209,13 @@ impl Shared {
         }
     }
 
+    /// Whether task `id`'s work still runs here.
+    fn is_running(&self, id: &str) -> bool {
+        self.running
+            .lock()
+            .is_ok_and(|running| running.contains_key(id))
+    }
+
     /// Forgets task `id`'s work here; answers its token when it ran here.
     pub(super) fn ended(&self, id: &str) -> Option<CancellationToken> {
         self.running.lock().ok()?.remove(id)
@@ -217,7 +224,7 @@ impl Shared {
 
 /// Watches the record of task `id`, whose work runs here, every `every`: the work is cancelled
 /// as soon as the record says cancelled (by any replica) or is gone (expired); the watch ends
-/// when the work does or the record is terminal. A store outage only delays the next look: the
+/// when the work does (finished or cancelled here) or the record is terminal. A store outage only delays the next look: the
 /// work goes on, and a finish refused by a cancelled record drops its outcome anyway.
 pub(super) async fn watch(
     shared: Arc<Shared>,
@@ -230,6 +237,10 @@ pub(super) async fn watch(
         tokio::select! {
             () = work.cancelled() => break,
             () = tokio::time::sleep(every) => {}
+        }
+        if !shared.is_running(&id) {
+            // The work finished here (its outcome stored, or lost to an outage).
+            break;
         }
         match shared.records.get(&id, false).await {
             Ok(Some((record, _))) if !is_terminal(record.status) => continue,
