@@ -78,7 +78,9 @@ async fn name_the_caller(updater: &TaskUpdater) -> Result<(), protocols_a2a::err
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     if let Some(first) = opening_text(updater) {
         updater.working(None).await?;
-        updater.text_artifact("echo", answer_after_question(&first, text)).await?;
+        updater
+            .text_artifact("echo", answer_after_question(&first, text))
+            .await?;
         return updater.complete(None).await;
     }
     if let Some(question) = question_for(text) {

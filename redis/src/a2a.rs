@@ -41,6 +41,15 @@ const STREAM_CAP: usize = 1024;
 /// and its write.
 const UPDATE_ATTEMPTS: usize = 16;
 
+/// A change to a task and its push configs, answering the event it announces (if any).
+type Modify<'a> = &'a mut (
+            dyn FnMut(
+    &mut Task,
+    &mut Vec<TaskPushNotificationConfig>,
+) -> Result<Option<StreamResponse>, A2aError>
+                + Send
+        );
+
 /// The executors this replica runs, by task, for the cancellation listener.
 type Watchers = Mutex<HashMap<String, CancellationToken>>;
 
@@ -274,13 +283,7 @@ impl RedisTaskStore {
         &self,
         id: &str,
         push_changes: bool,
-        change: &mut (
-                 dyn FnMut(
-            &mut Task,
-            &mut Vec<TaskPushNotificationConfig>,
-        ) -> Result<Option<StreamResponse>, A2aError>
-                     + Send
-             ),
+        change: Modify<'_>,
     ) -> Result<Task, A2aError> {
         for _ in 0..UPDATE_ATTEMPTS {
             let Some(stored) = self.read(id).await? else {
@@ -363,7 +366,12 @@ impl RedisTaskStore {
                     .arg(cursor)
                     .arg(page_size)
                     .arg(filter.context_id.as_deref().unwrap_or_default())
-                    .arg(filter.state.map(|state| state.to_string()).unwrap_or_default())
+                    .arg(
+                        filter
+                            .state
+                            .map(|state| state.to_string())
+                            .unwrap_or_default(),
+                    )
                     .arg(at),
             )
             .await?;

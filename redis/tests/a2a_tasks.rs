@@ -12,8 +12,8 @@ use futures::StreamExt as _;
 use protocols_a2a::error::A2aError;
 use protocols_a2a::store::{Owner, TaskFilter, TaskLimits, TaskStore};
 use protocols_a2a::v1::types::{
-    StreamResponse, StreamResponsePayload, Task, TaskPushNotificationConfig, TaskState,
-    TaskStatus, TaskStatusUpdateEvent,
+    StreamResponse, StreamResponsePayload, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 use protocols_redis::{RedisConfig, RedisTaskStore};
 use protocols_testkit::RedisServer;
@@ -85,12 +85,18 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
     for n in 0..5 {
         let context = if n % 2 == 0 { "even" } else { "odd" };
         first
-            .insert(task(&format!("t{n}"), context, TaskState::TaskStateWorking), &alice())
+            .insert(
+                task(&format!("t{n}"), context, TaskState::TaskStateWorking),
+                &alice(),
+            )
             .await
             .unwrap();
     }
     first
-        .insert(task("theirs", "even", TaskState::TaskStateWorking), &Owner::Anonymous)
+        .insert(
+            task("theirs", "even", TaskState::TaskStateWorking),
+            &Owner::Anonymous,
+        )
         .await
         .unwrap();
     let (read, owner) = second.get_owned("t3").await.unwrap().expect("found");
@@ -102,7 +108,10 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
         ..TaskFilter::default()
     };
     let page = second.list(&mine, None, 2).await.unwrap();
-    assert_eq!((ids(&page.tasks), page.total), (vec!["t4".into(), "t3".into()], 5));
+    assert_eq!(
+        (ids(&page.tasks), page.total),
+        (vec!["t4".into(), "t3".into()], 5)
+    );
     // A task whose status changes moves to the front; the cursor keeps the pages stable.
     first
         .update("t0", &mut |task| {
@@ -112,7 +121,10 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
         .unwrap();
     let page = second.list(&mine, page.next_cursor, 2).await.unwrap();
     assert_eq!(ids(&page.tasks), ["t2", "t1"]);
-    assert_eq!(page.next_cursor, None, "t0 moved ahead of the pages already read");
+    assert_eq!(
+        page.next_cursor, None,
+        "t0 moved ahead of the pages already read"
+    );
     let fresh = second.list(&mine, None, 10).await.unwrap();
     assert_eq!(ids(&fresh.tasks), ["t0", "t4", "t3", "t2", "t1"]);
 
@@ -121,7 +133,10 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
         context_id: Some("odd".into()),
         ..TaskFilter::default()
     };
-    assert_eq!(ids(&second.list(&odd, None, 10).await.unwrap().tasks), ["t3", "t1"]);
+    assert_eq!(
+        ids(&second.list(&odd, None, 10).await.unwrap().tasks),
+        ["t3", "t1"]
+    );
     let everyone = second.list(&TaskFilter::default(), None, 10).await.unwrap();
     assert_eq!(everyone.total, 6);
 }
@@ -130,7 +145,10 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
 async fn push_configs_are_kept_with_their_task_replaced_by_id_and_bounded() {
     let server = RedisServer::start();
     let limits = TaskLimits::default().max_push_configs_per_task(2);
-    let (first, second) = (store(&server, limits.clone()).await, store(&server, limits).await);
+    let (first, second) = (
+        store(&server, limits.clone()).await,
+        store(&server, limits).await,
+    );
     first
         .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
         .await
@@ -141,9 +159,18 @@ async fn push_configs_are_kept_with_their_task_replaced_by_id_and_bounded() {
         url: url.into(),
         ..TaskPushNotificationConfig::default()
     };
-    first.put_push_config(config("a", "https://a.example/hook")).await.unwrap();
-    first.put_push_config(config("b", "https://b.example/hook")).await.unwrap();
-    second.put_push_config(config("b", "https://b.example/other")).await.unwrap();
+    first
+        .put_push_config(config("a", "https://a.example/hook"))
+        .await
+        .unwrap();
+    first
+        .put_push_config(config("b", "https://b.example/hook"))
+        .await
+        .unwrap();
+    second
+        .put_push_config(config("b", "https://b.example/other"))
+        .await
+        .unwrap();
     let refused = second
         .put_push_config(config("c", "https://c.example/hook"))
         .await
@@ -185,14 +212,20 @@ async fn an_owner_at_its_cap_drops_its_oldest_settled_task_then_is_refused_with_
         .insert(task("next", "c", TaskState::TaskStateWorking), &alice())
         .await
         .unwrap();
-    assert!(store.get("done").await.unwrap().is_none(), "the settled task made room");
+    assert!(
+        store.get("done").await.unwrap().is_none(),
+        "the settled task made room"
+    );
     let refused = store
         .insert(task("more", "c", TaskState::TaskStateWorking), &alice())
         .await
         .unwrap_err();
     assert_eq!(refused.status(), http_status(429));
     store
-        .insert(task("other", "c", TaskState::TaskStateWorking), &Owner::Anonymous)
+        .insert(
+            task("other", "c", TaskState::TaskStateWorking),
+            &Owner::Anonymous,
+        )
         .await
         .expect("another owner has a share of its own");
 }
@@ -232,7 +265,10 @@ async fn a_task_and_all_its_keys_expire_a_retention_after_its_last_change() {
     // Record, event stream, owner's set, all tasks' set, sequence.
     assert_eq!(server.key_count(), 5);
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(store.get("t").await.unwrap().is_some(), "the change moved the expiry");
+    assert!(
+        store.get("t").await.unwrap().is_some(),
+        "the change moved the expiry"
+    );
     while server.key_count() > 0 {
         assert!(
             started.elapsed() < Duration::from_secs(4),
@@ -242,10 +278,7 @@ async fn a_task_and_all_its_keys_expire_a_retention_after_its_last_change() {
     }
     assert!(started.elapsed() >= Duration::from_millis(1600));
     assert!(store.get("t").await.unwrap().is_none());
-    let listed = store
-        .list(&TaskFilter::default(), None, 10)
-        .await
-        .unwrap();
+    let listed = store.list(&TaskFilter::default(), None, 10).await.unwrap();
     assert_eq!(listed.total, 0);
 }
 
@@ -339,14 +372,24 @@ async fn a_cancellation_requested_on_one_store_fires_the_token_the_other_watches
     let (watched, other) = (CancellationToken::new(), CancellationToken::new());
     runner.shared().unwrap().watch_cancel("t", watched.clone());
     runner.shared().unwrap().watch_cancel("u", other.clone());
-    canceller.shared().unwrap().request_cancel("t").await.unwrap();
+    canceller
+        .shared()
+        .unwrap()
+        .request_cancel("t")
+        .await
+        .unwrap();
     tokio::time::timeout(Duration::from_secs(2), watched.cancelled())
         .await
         .expect("the watching store heard the cancellation");
     assert!(!other.is_cancelled(), "only the task named is cancelled");
     // Unwatched (its executor returned): a later request fires nothing.
     runner.shared().unwrap().unwatch_cancel("u");
-    canceller.shared().unwrap().request_cancel("u").await.unwrap();
+    canceller
+        .shared()
+        .unwrap()
+        .request_cancel("u")
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!other.is_cancelled());
 }
@@ -397,7 +440,12 @@ async fn a_redis_outage_is_unavailable_within_the_timeout_and_the_store_recovers
     let deadline = Instant::now() + Duration::from_secs(5);
     while !token.is_cancelled() {
         assert!(Instant::now() < deadline, "cancellations not heard again");
-        store.shared().unwrap().request_cancel("after").await.unwrap();
+        store
+            .shared()
+            .unwrap()
+            .request_cancel("after")
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -243,8 +243,7 @@ impl LiveTasks {
         };
         let (task, event) = match self.store.shared() {
             Some(shared) => {
-                let announce =
-                    |task: &Task| applied.load(Ordering::Relaxed).then(|| event(task));
+                let announce = |task: &Task| applied.load(Ordering::Relaxed).then(|| event(task));
                 let task = shared
                     .update_announcing(task_id, &mut guarded, &announce)
                     .await?;
@@ -411,10 +410,7 @@ impl LiveTasks {
             return Err(not_cancelable(&current));
         }
         // Taken first: recording a terminal state forgets the task's live entry.
-        let token = self
-            .lock()?
-            .get(task_id)
-            .map(|live| live.cancel.clone());
+        let token = self.lock()?.get(task_id).map(|live| live.cancel.clone());
         let Some(task) = self
             .set_status(task_id, TaskState::TaskStateCanceled, None)
             .await?
@@ -517,16 +513,17 @@ impl TaskUpdater {
 
     /// Adds an artifact with one text part.
     pub async fn text_artifact(&self, name: &str, text: impl Into<String>) -> Result<(), A2aError> {
-        self.live.add_artifact(
-            &self.task.id,
-            Artifact {
-                artifact_id: uuid::Uuid::new_v4().to_string(),
-                name: Some(name.to_owned()),
-                parts: vec![text_part(text)],
-                ..Artifact::default()
-            },
-        )
-        .await
+        self.live
+            .add_artifact(
+                &self.task.id,
+                Artifact {
+                    artifact_id: uuid::Uuid::new_v4().to_string(),
+                    name: Some(name.to_owned()),
+                    parts: vec![text_part(text)],
+                    ..Artifact::default()
+                },
+            )
+            .await
     }
 
     /// Leaves the task `INPUT_REQUIRED` with `message` (what the agent asks); the client

@@ -160,12 +160,17 @@ pub trait TaskStore: Send + Sync + 'static {
     fn put_push_config(&self, config: TaskPushNotificationConfig) -> TaskFuture<'_, ()>;
 
     /// The push configurations of a task.
-    fn push_configs<'a>(&'a self, task_id: &'a str)
-    -> TaskFuture<'a, Vec<TaskPushNotificationConfig>>;
+    fn push_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> TaskFuture<'a, Vec<TaskPushNotificationConfig>>;
 
     /// Removes a config; `false` when there was none.
-    fn delete_push_config<'a>(&'a self, task_id: &'a str, config_id: &'a str)
-    -> TaskFuture<'a, bool>;
+    fn delete_push_config<'a>(
+        &'a self,
+        task_id: &'a str,
+        config_id: &'a str,
+    ) -> TaskFuture<'a, bool>;
 
     /// The live side of a store several replicas share; `None` (the default): tasks run and
     /// are watched in this process only, through its own channels.
@@ -732,7 +737,6 @@ impl MemoryTaskStore {
     }
 }
 
-
 impl TaskStore for MemoryTaskStore {
     fn insert<'a>(&'a self, task: Task, owner: &'a Owner) -> TaskFuture<'a, ()> {
         StoreFuture::ready(self.insert_now(task, owner))
@@ -919,7 +923,10 @@ mod tests {
         assert!(store.get_now("done").is_some());
         clock.advance(Duration::from_secs(2));
         assert!(store.get_now("done").is_none());
-        assert!(store.get_now("busy").is_some(), "live work is never dropped");
+        assert!(
+            store.get_now("busy").is_some(),
+            "live work is never dropped"
+        );
         assert_eq!(store.usage().0, 1);
     }
 
@@ -935,7 +942,10 @@ mod tests {
         store.insert_now(working("second"), &ME).unwrap();
         store.insert_now(working("third"), &ME).unwrap();
         assert!(store.get_now("first").is_none());
-        assert!(store.get_now("theirs").is_some(), "another owner's task stays");
+        assert!(
+            store.get_now("theirs").is_some(),
+            "another owner's task stays"
+        );
         let refused = store.insert_now(working("fourth"), &ME).unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
         assert!(refused.retry_after().is_some());
@@ -974,7 +984,10 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
-        assert!(store.get_now("t").unwrap().metadata.is_empty(), "nothing lost");
+        assert!(
+            store.get_now("t").unwrap().metadata.is_empty(),
+            "nothing lost"
+        );
         let ended = store
             .update_now("t", &mut |task| {
                 grow(task);

@@ -56,7 +56,9 @@ async fn run(message: &Message, updater: &TaskUpdater) -> Result<(), A2aError> {
         .and_then(|value| value.to_str().ok())
         .unwrap_or("none")
         .to_owned();
-    updater.text_artifact("caller", format!("subject: {subject} of {tenant}")).await?;
+    updater
+        .text_artifact("caller", format!("subject: {subject} of {tenant}"))
+        .await?;
     updater.complete(None).await
 }
 

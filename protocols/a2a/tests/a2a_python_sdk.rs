@@ -30,7 +30,9 @@ impl AgentExecutor for Echo {
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     if text.starts_with("slow") {
         for n in 0..16 {
-            updater.working(Some(updater.agent_message(format!("tick {n}")))).await?;
+            updater
+                .working(Some(updater.agent_message(format!("tick {n}"))))
+                .await?;
             tokio::select! {
                 () = updater.cancellation().cancelled() => return Ok(()),
                 () = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -39,7 +41,9 @@ async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::err
     } else {
         updater.working(None).await?;
     }
-    updater.text_artifact("echo", format!("echo: {text}")).await?;
+    updater
+        .text_artifact("echo", format!("echo: {text}"))
+        .await?;
     updater.complete(None).await
 }
 

@@ -38,11 +38,15 @@ impl AgentExecutor for TestExecutor {
 async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::error::A2aError> {
     let continued = updater.task().history.len() > 1;
     if text.starts_with("ask") && !continued {
-        return updater.require_input(updater.agent_message("what else?")).await;
+        return updater
+            .require_input(updater.agent_message("what else?"))
+            .await;
     }
     if text.starts_with("slow") {
         for n in 0..40 {
-            updater.working(Some(updater.agent_message(format!("tick {n}")))).await?;
+            updater
+                .working(Some(updater.agent_message(format!("tick {n}"))))
+                .await?;
             tokio::select! {
                 () = updater.cancellation().cancelled() => return Ok(()),
                 () = tokio::time::sleep(Duration::from_millis(100)) => {}
@@ -51,7 +55,9 @@ async fn run(text: &str, updater: &TaskUpdater) -> Result<(), protocols_a2a::err
     } else {
         updater.working(None).await?;
     }
-    updater.text_artifact("echo", format!("echo: {text}")).await?;
+    updater
+        .text_artifact("echo", format!("echo: {text}"))
+        .await?;
     updater.complete(None).await
 }
 
