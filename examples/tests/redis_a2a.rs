@@ -1,7 +1,8 @@
 //! A2A across replicas: three `all-protocols --redis URL` processes on one throwaway
 //! `redis-server` serve one client's tasks whichever replica each request reaches: a `slow`
 //! task sent on A is read on B and followed to its end on C, every update in order; another,
-//! cancelled through B, ends canceled and its executor on A stops; C lists both.
+//! cancelled through B, ends canceled and its executor on A stops; C lists both. With Redis
+//! stopped every A2A call is a quick `503` with a JSON-RPC body, and serves again once it is back.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -169,4 +170,51 @@ async fn a_slow_task_sent_on_one_replica_is_read_followed_and_cancelled_through_
         .map(|task| task["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, [cancelled.as_str(), followed.as_str()], "{listed}");
+}
+
+#[tokio::test]
+async fn with_redis_stopped_a2a_calls_are_503s_with_json_rpc_bodies_and_recover_after() {
+    let mut redis = RedisServer::start();
+    let a = replica(&redis).await;
+    let before = start_task(&a, "hello").await;
+    redis.stop();
+    for method in ["GetTask", "ListTasks", "SendMessage"] {
+        let params = match method {
+            "GetTask" => json!({"id": before}),
+            "ListTasks" => json!({}),
+            _ => json!({"message": {"messageId": "m-down", "role": "ROLE_USER",
+                                    "parts": [{"text": "hello"}]}}),
+        };
+        let started = std::time::Instant::now();
+        let answer = post(&a, method, params).send().await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(3), "{method} hung");
+        assert_eq!(answer.status(), 503, "{method}");
+        assert!(answer.headers().contains_key("retry-after"), "{method}");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["jsonrpc"], "2.0", "{body}");
+        assert_eq!(body["error"]["code"], -32603, "{body}");
+    }
+    redis.resume();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = post(
+            &a,
+            "SendMessage",
+            json!({"message": {"messageId": "m-back", "role": "ROLE_USER",
+                               "parts": [{"text": "hello again"}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+        if answer.status() == 200 {
+            let body: Value = answer.json().await.unwrap();
+            assert_eq!(
+                body["result"]["task"]["status"]["state"],
+                "TASK_STATE_COMPLETED"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not recovered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -41,6 +41,15 @@ const STREAM_CAP: usize = 1024;
 /// and its write.
 const UPDATE_ATTEMPTS: usize = 16;
 
+/// A change to a task and its push configs, answering the event it announces (if any).
+type Modify<'a> = &'a mut (
+            dyn FnMut(
+    &mut Task,
+    &mut Vec<TaskPushNotificationConfig>,
+) -> Result<Option<StreamResponse>, A2aError>
+                + Send
+        );
+
 /// The executors this replica runs, by task, for the cancellation listener.
 type Watchers = Mutex<HashMap<String, CancellationToken>>;
 
@@ -53,10 +62,11 @@ type Watchers = Mutex<HashMap<String, CancellationToken>>;
 /// bounds hold across replicas (settled tasks are dropped, oldest first, to make room); the
 /// byte bounds are not kept here.
 ///
-/// Round trips: a read is one (`HMGET`); an update, with its live event, is two (`HMGET`, then
-/// one script writing the record, appending the event and moving the listing order, retried
-/// only when another replica wrote the task in between), plus one to read the push configs
-/// when push notifications are on; insert, listing and cancellation are one each. Each is
+/// Round trips: a read is one (`HMGET`); an update, with its live event, is two (`HMGET`, which
+/// reads the push configs too, then one script writing the record, appending the event and
+/// moving the listing order, retried only when another replica wrote the task in between); an
+/// update ignored on a finished task is the read alone; insert, listing and cancellation are
+/// one each. Each is
 /// bounded by [`RedisConfig::timeout`]; past it the answer is [`A2aError::Unavailable`] (a
 /// `503`). Subscribers read a task's stream with `XREAD BLOCK` on a connection of their own,
 /// never the shared one, so a waiting reader holds up no other command.
@@ -268,14 +278,8 @@ impl RedisTaskStore {
         &self,
         id: &str,
         push_changes: bool,
-        change: &mut (
-                 dyn FnMut(
-            &mut Task,
-            &mut Vec<TaskPushNotificationConfig>,
-        ) -> Result<Option<StreamResponse>, A2aError>
-                     + Send
-             ),
-    ) -> Result<Task, A2aError> {
+        change: Modify<'_>,
+    ) -> Result<(Task, Vec<TaskPushNotificationConfig>), A2aError> {
         for _ in 0..UPDATE_ATTEMPTS {
             let Some(stored) = self.read(id).await? else {
                 return Err(A2aError::task_not_found(id));
@@ -287,7 +291,7 @@ impl RedisTaskStore {
                 Some(event) => encode(&event)?,
                 None => String::new(),
             };
-            let push = if push_changes {
+            let pushed = if push_changes {
                 encode(&push)?
             } else {
                 String::new()
@@ -295,8 +299,8 @@ impl RedisTaskStore {
             let moved = task.status.timestamp != stored.task.status.timestamp;
             let fields = Fields::of(&task)?;
             // Nothing changed (an update ignored on a finished task): no write, no round trip.
-            if push.is_empty() && event.is_empty() && fields.task == stored.raw {
-                return Ok(task);
+            if pushed.is_empty() && event.is_empty() && fields.task == stored.raw {
+                return Ok((task, push));
             }
             let written: i64 = self
                 .run(
@@ -309,7 +313,7 @@ impl RedisTaskStore {
                         .key(&self.keys.sequence)
                         .arg(&stored.revision)
                         .arg(fields.task)
-                        .arg(push)
+                        .arg(pushed)
                         .arg(fields.context)
                         .arg(fields.state)
                         .arg(fields.at)
@@ -322,7 +326,7 @@ impl RedisTaskStore {
                 )
                 .await?;
             match written {
-                1 => return Ok(task),
+                1 => return Ok((task, push)),
                 0 => continue,
                 _ => return Err(A2aError::task_not_found(id)),
             }
@@ -499,6 +503,7 @@ impl TaskStore for RedisTaskStore {
                 Ok(None)
             })
             .await
+            .map(|(task, _)| task)
         })
     }
 
@@ -547,7 +552,7 @@ impl SharedTasks for RedisTaskStore {
         id: &'a str,
         change: TaskChange<'a>,
         announce: &'a (dyn Fn(&Task) -> Option<StreamResponse> + Sync),
-    ) -> TaskFuture<'a, Task> {
+    ) -> TaskFuture<'a, (Task, Vec<TaskPushNotificationConfig>)> {
         StoreFuture::boxed(async move {
             self.modify(id, false, &mut |task, _| {
                 change(task);

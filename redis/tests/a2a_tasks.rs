@@ -2,7 +2,8 @@
 //! two replicas: tasks saved, read and listed by owner; push configs kept with their task;
 //! expiry by Redis itself with no key left behind; every live update seen by a subscriber on
 //! the other store, in order; a cancellation reaching the store that watches the task; an
-//! outage answered "unavailable" within the timeout, and recovery once Redis is back.
+//! outage answered "unavailable" within the timeout, and recovery once Redis is back; the round
+//! trips of a live update counted.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -448,4 +449,56 @@ async fn a_redis_outage_is_unavailable_within_the_timeout_and_the_store_recovers
             .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The commands a read or an update sends Redis (`HMGET`, `EVALSHA`, `EVAL`), as
+/// `INFO commandstats` counts them: round trips, since the store sends each alone (the
+/// commands a script runs inside Redis are counted under their own names, so left out here).
+fn served(server: &RedisServer) -> u64 {
+    let protocols_testkit::Reply::Bulk(Some(stats)) = server.command(&["INFO", "commandstats"])
+    else {
+        panic!("INFO answers a bulk string")
+    };
+    stats
+        .lines()
+        .filter(|line| {
+            ["cmdstat_hmget:", "cmdstat_evalsha:", "cmdstat_eval:"]
+                .iter()
+                .any(|name| line.starts_with(name))
+        })
+        .filter_map(|line| line.split("calls=").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .map(|calls| calls.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_live_update_costs_two_round_trips_and_an_ignored_one_a_single_read() {
+    let server = RedisServer::start();
+    let store = store(&server, TaskLimits::default()).await;
+    store
+        .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
+        .await
+        .unwrap();
+    let shared = store.shared().unwrap();
+    let before = served(&server);
+    shared
+        .update_announcing(
+            "t",
+            &mut |task| task.status.timestamp = Some(chrono::Utc::now()),
+            &status_event,
+        )
+        .await
+        .unwrap();
+    assert_eq!(served(&server) - before, 2, "HMGET, then one script");
+    let before = served(&server);
+    shared
+        .update_announcing("t", &mut |_| {}, &|_| None)
+        .await
+        .unwrap();
+    assert_eq!(
+        served(&server) - before,
+        1,
+        "nothing changed: the read alone"
+    );
 }

@@ -18,7 +18,8 @@ use crate::service::Caller;
 use crate::store::{LiveEvents, TaskStore};
 use crate::v1::types::{
     Artifact, Message, Part, PartContent, Role, StreamResponse, StreamResponsePayload, Task,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    TaskArtifactUpdateEvent, TaskPushNotificationConfig, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 
 /// Events a live task buffers for a slow subscriber before it must resynchronise.
@@ -241,10 +242,10 @@ impl LiveTasks {
                 change(task);
             }
         };
-        let (task, event) = match self.store.shared() {
+        let (task, event, configs) = match self.store.shared() {
             Some(shared) => {
                 let announce = |task: &Task| applied.load(Ordering::Relaxed).then(|| event(task));
-                let task = shared
+                let (task, configs) = shared
                     .update_announcing(task_id, &mut guarded, &announce)
                     .await?;
                 if !applied.load(Ordering::Relaxed) {
@@ -257,7 +258,7 @@ impl LiveTasks {
                 if is_terminal(task.status.state) {
                     self.finish(task_id);
                 }
-                (task, event)
+                (task, event, Some(configs))
             }
             None => {
                 let running = self.lock()?;
@@ -273,13 +274,13 @@ impl LiveTasks {
                         self.announce_locally(self.lock()?, &applied, &task, event)
                     }
                 };
-                let Some(outcome) = outcome else {
+                let Some((task, event)) = outcome else {
                     return Ok(None);
                 };
-                outcome
+                (task, event, None)
             }
         };
-        self.notify(task_id, &event).await;
+        self.notify(task_id, &event, configs).await;
         Ok(Some(task))
     }
 
@@ -305,16 +306,26 @@ impl LiveTasks {
         Some((task.clone(), event))
     }
 
-    async fn notify(&self, task_id: &str, event: &StreamResponse) {
+    /// Queues the event's webhooks: to `configs` when the update read them already, else to
+    /// the task's configs as stored.
+    async fn notify(
+        &self,
+        task_id: &str,
+        event: &StreamResponse,
+        configs: Option<Vec<TaskPushNotificationConfig>>,
+    ) {
         let Some(push) = &self.push else {
             return;
         };
-        let configs = match self.store.push_configs(task_id).await {
-            Ok(configs) => configs,
-            Err(error) => {
-                tracing::warn!(%error, "push configs could not be read; no webhook sent");
-                return;
-            }
+        let configs = match configs {
+            Some(configs) => configs,
+            None => match self.store.push_configs(task_id).await {
+                Ok(configs) => configs,
+                Err(error) => {
+                    tracing::warn!(%error, "push configs could not be read; no webhook sent");
+                    return;
+                }
+            },
         };
         for config in configs {
             // One not started is logged by the sender; the task's work goes on regardless.

@@ -152,8 +152,9 @@ impl<E: AgentExecutor> A2aService<E> {
     ) -> Result<SendMessageResponse, A2aError> {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
-        let (task_id, subscription) = self.start_task(request, caller).await?;
-        if configuration.return_immediately != Some(true) {
+        let wait = configuration.return_immediately != Some(true);
+        let (task_id, subscription) = self.start_task(request, caller, wait).await?;
+        if let Some(subscription) = subscription {
             let mut events = event_stream(subscription);
             while events.next().await.is_some() {}
         }
@@ -173,17 +174,21 @@ impl<E: AgentExecutor> A2aService<E> {
         request: SendMessageRequest,
         caller: &Caller,
     ) -> Result<EventStream, A2aError> {
-        let (_, subscription) = self.start_task(request, caller).await?;
-        Ok(event_stream(subscription))
+        match self.start_task(request, caller, true).await? {
+            (_, Some(subscription)) => Ok(event_stream(subscription)),
+            (_, None) => Err(A2aError::Internal),
+        }
     }
 
-    /// Creates (or continues) the message's task, subscribes, then starts the executor, so the
-    /// subscription misses nothing.
+    /// Creates (or continues) the message's task, subscribes when `watch` asks to, then starts
+    /// the executor, so the subscription misses nothing. (A caller that does not wait opens no
+    /// subscription: on a shared store, that is a connection spared.)
     async fn start_task(
         &self,
         request: SendMessageRequest,
         caller: &Caller,
-    ) -> Result<(String, Subscription), A2aError> {
+        watch: bool,
+    ) -> Result<(String, Option<Subscription>), A2aError> {
         let message = validate_message(request.message)?;
         let task = match &message.task_id {
             Some(task_id) if !task_id.is_empty() => {
@@ -198,12 +203,16 @@ impl<E: AgentExecutor> A2aService<E> {
             self.register_push_config(&task.id, config).await?;
         }
         let cancel = self.live.start(&task.id)?;
-        let subscription = match self.live.subscribe(&task.id).await {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                self.live.finish(&task.id);
-                return Err(error);
+        let subscription = if watch {
+            match self.live.subscribe(&task.id).await {
+                Ok(subscription) => Some(subscription),
+                Err(error) => {
+                    self.live.finish(&task.id);
+                    return Err(error);
+                }
             }
+        } else {
+            None
         };
         let mut message = message;
         message.task_id = Some(task.id.clone());

@@ -188,13 +188,15 @@ pub type LiveEvents = BoxStream<'static, StreamResponse>;
 /// it, `SubscribeToTask` and `CancelTask` work on any replica.
 pub trait SharedTasks: Send + Sync {
     /// Changes a task like [`TaskStore::update`] and, in the same step, appends the event
-    /// `announce` builds from the changed task (`None`: no event) to the task's live events.
+    /// `announce` builds from the changed task (`None`: no event) to the task's live events;
+    /// answers the changed task and its push configs (read with it, so notifying its webhooks
+    /// costs no further read).
     fn update_announcing<'a>(
         &'a self,
         id: &'a str,
         change: TaskChange<'a>,
         announce: &'a (dyn Fn(&Task) -> Option<StreamResponse> + Sync),
-    ) -> TaskFuture<'a, Task>;
+    ) -> TaskFuture<'a, (Task, Vec<TaskPushNotificationConfig>)>;
 
     /// The task as it stands, and every event announced after that state, in order; `None`
     /// when there is no such task.
