@@ -1240,8 +1240,16 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             tracing::warn!("no tokio runtime to hear the other replicas' broadcasts on");
             return;
         };
-        self.hear(&runtime, relay.subscribe(BROADCAST_TOPIC), Self::deliver_relayed);
-        self.hear(&runtime, relay.subscribe(STREAM_CLAIM_TOPIC), Self::stream_claimed);
+        self.hear(
+            &runtime,
+            relay.subscribe(BROADCAST_TOPIC),
+            Self::deliver_relayed,
+        );
+        self.hear(
+            &runtime,
+            relay.subscribe(STREAM_CLAIM_TOPIC),
+            Self::stream_claimed,
+        );
     }
 
     /// Hands each message on `receiver` to `apply` on a task of its own, until the server is
