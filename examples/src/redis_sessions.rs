@@ -14,9 +14,10 @@ use protocols_runtime::session::SharedState;
 use protocols_runtime::tail::EventStore;
 
 /// What `--help` says of `--redis`, the same in every binary that takes it.
-pub const REDIS_HELP: &str = "Keep MCP sessions and their event streams in the Redis at this \
-    URL (redis://HOST:PORT), so replicas on the same Redis serve any session and resume any \
-    stream; in memory when absent.";
+pub const REDIS_HELP: &str = "Keep MCP sessions, their event streams and tasks, and A2A \
+    tasks in the Redis at this URL (redis://HOST:PORT), and relay between replicas through \
+    it, so replicas on the same Redis serve any session, stream and task; in memory when \
+    absent.";
 
 /// Mounts `handler` over Streamable HTTP at `path`, its sessions and event streams in the Redis
 /// at `redis` when given (connected before this returns: an unreachable Redis is an error
