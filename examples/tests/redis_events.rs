@@ -6,51 +6,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod mcp_client;
 
 use std::time::Duration;
 
 use common::AllProtocols;
+use mcp_client::{REVISION, open_session, post};
 use protocols_runtime::sse::EventId;
 use protocols_runtime::tail::EventCursor;
-use protocols_testkit::{
-    ACCEPT_EITHER, RedisServer, Reply, SseReader, event_stream_get, json_rpc_post,
-};
+use protocols_testkit::{RedisServer, Reply, SseReader, event_stream_get};
 use serde_json::{Value, json};
-
-const REVISION: &str = "2025-11-25";
 
 async fn replica(redis: &RedisServer) -> AllProtocols {
     AllProtocols::start(&["--redis", &redis.url()]).await
-}
-
-/// Opens an MCP session on `url` and sends `notifications/initialized`: its id.
-async fn open_session(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": REVISION, "capabilities": {},
-        "clientInfo": {"name": "redis-events", "version": "1"}}});
-    let opened = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, [], &initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(url, &session, &initialized).await.status(), 202);
-    session
-}
-
-async fn post(url: &str, session: &str, body: &Value) -> reqwest::Response {
-    let headers = [
-        ("mcp-session-id", session),
-        ("mcp-protocol-version", REVISION),
-    ];
-    json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, headers, body)
-        .send()
-        .await
-        .unwrap()
 }
 
 /// The session's `GET` stream on `url`, resumed after `last` when given.
@@ -95,7 +63,7 @@ async fn a_get_stream_cut_and_resumed_on_other_replicas_200_times_delivers_every
         replica(&redis).await,
     );
     let (on_a, on_b, on_c) = (a.mcp_url(), b.mcp_url(), c.mcp_url());
-    let session = open_session(&on_a).await;
+    let session = open_session(&on_a, json!({})).await;
     let announce = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "announce_list_changed", "arguments": {"list": "tools"}}})
@@ -138,7 +106,7 @@ async fn killing_the_replica_writing_an_sse_answer_loses_nothing_it_published_be
     let redis = RedisServer::start();
     let (a, b) = (replica(&redis).await, replica(&redis).await);
     let (on_a, on_b) = (a.mcp_url(), b.mcp_url());
-    let session = open_session(&on_a).await;
+    let session = open_session(&on_a, json!({})).await;
     // Progress every half second for eight seconds, then the answer.
     let slow = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "demo", "arguments": {"text": "slow work"},

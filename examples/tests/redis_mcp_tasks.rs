@@ -6,12 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod mcp_client;
 
 use common::AllProtocols;
-use protocols_testkit::{ACCEPT_EITHER, RedisServer, json_rpc_post};
+use mcp_client::{open_session, post};
+use protocols_testkit::RedisServer;
 use serde_json::{Value, json};
-
-const REVISION: &str = "2025-11-25";
 
 async fn mcp_everything(redis: &RedisServer) -> AllProtocols {
     AllProtocols::start_binary(
@@ -35,48 +35,10 @@ fn answer_in(body: &str) -> Value {
 
 /// POSTs `method` with `params` in `session` to `url`; the JSON-RPC answer.
 async fn call(url: &str, session: &str, id: i64, method: &str, params: Value) -> Value {
-    let headers = [
-        ("mcp-session-id", session),
-        ("mcp-protocol-version", REVISION),
-    ];
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let answer = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, headers, &body)
-        .send()
-        .await
-        .unwrap();
+    let answer = post(url, session, &body).await;
     assert_eq!(answer.status(), 200, "{method}");
     answer_in(&answer.text().await.unwrap())
-}
-
-async fn open_session(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": REVISION, "capabilities": {},
-        "clientInfo": {"name": "task-replicas", "version": "1"}}});
-    let opened = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, [], &initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let told = json_rpc_post(
-        &reqwest::Client::new(),
-        url,
-        ACCEPT_EITHER,
-        [
-            ("mcp-session-id", session.as_str()),
-            ("mcp-protocol-version", REVISION),
-        ],
-        &initialized,
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(told.status(), 202);
-    session
 }
 
 /// A task-augmented `slow_compute` of `seconds` on `url`; the task's id.
@@ -100,7 +62,7 @@ async fn a_task_created_on_one_replica_is_read_listed_awaited_and_cancelled_thro
     let redis = RedisServer::start();
     let (a, b) = (mcp_everything(&redis).await, mcp_everything(&redis).await);
     let (on_a, on_b) = (a.mcp_url(), b.mcp_url());
-    let session = open_session(&on_a).await;
+    let session = open_session(&on_a, json!({})).await;
 
     let task = start_task(&on_a, &session, 2, 1.0).await;
     let got = call(&on_b, &session, 3, "tasks/get", json!({"taskId": task})).await;
@@ -139,7 +101,7 @@ async fn a_task_created_on_one_replica_is_read_listed_awaited_and_cancelled_thro
         "{listed}"
     );
     // And another session sees none of them.
-    let other = open_session(&on_b).await;
+    let other = open_session(&on_b, json!({})).await;
     let none = call(&on_a, &other, 12, "tasks/get", json!({"taskId": task})).await;
     assert_eq!(none["error"]["code"], -32602, "{none}");
 }

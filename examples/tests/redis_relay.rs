@@ -8,14 +8,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod mcp_client;
 
 use std::time::Duration;
 
 use common::AllProtocols;
-use protocols_testkit::{ACCEPT_EITHER, RedisServer, SseReader, event_stream_get, json_rpc_post};
+use mcp_client::{REVISION, open_session, post};
+use protocols_testkit::{RedisServer, SseReader, event_stream_get};
 use serde_json::{Value, json};
-
-const VERSION: &str = "2025-11-25";
 
 async fn replicas(redis: &RedisServer) -> Vec<(AllProtocols, String)> {
     let mut started = Vec::new();
@@ -25,36 +25,6 @@ async fn replicas(redis: &RedisServer) -> Vec<(AllProtocols, String)> {
         started.push((serving, url));
     }
     started
-}
-
-async fn post(url: &str, session: &str, body: &Value) -> reqwest::Response {
-    let headers = [
-        ("mcp-session-id", session),
-        ("mcp-protocol-version", VERSION),
-    ];
-    json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, headers, body)
-        .send()
-        .await
-        .unwrap()
-}
-
-/// A session initialized on `url` by a client that can sample; its id.
-async fn initialized(url: &str) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {"sampling": {}},
-        "clientInfo": {"name": "relay", "version": "1"}}});
-    let opened = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, [], &initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(url, &session, &done).await.status(), 202);
-    session
 }
 
 fn call(id: i64, tool: &str, arguments: Value) -> Value {
@@ -75,7 +45,7 @@ async fn sampling_a_tool_on_replica_a_asks_for_is_answered_through_replica_b() {
     let redis = RedisServer::start();
     let started = replicas(&redis).await;
     let (on_a, on_b) = (&started[0].1, &started[1].1);
-    let session = initialized(on_a).await;
+    let session = open_session(on_a, json!({"sampling": {}})).await;
 
     let answer = post(
         on_a,
@@ -117,7 +87,7 @@ async fn a_call_running_on_replica_a_is_cancelled_by_a_notification_posted_to_re
     let redis = RedisServer::start();
     let started = replicas(&redis).await;
     let (on_a, on_b) = (&started[0].1, &started[1].1);
-    let session = initialized(on_a).await;
+    let session = open_session(on_a, json!({"sampling": {}})).await;
 
     // Eight seconds of work, reporting progress every half second.
     let mut slow = call(5, "demo", json!({"text": "slow work"}));
@@ -144,10 +114,10 @@ async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_repl
     let redis = RedisServer::start();
     let started = replicas(&redis).await;
     let (on_a, on_b, on_c) = (&started[0].1, &started[1].1, &started[2].1);
-    let session = initialized(on_a).await;
+    let session = open_session(on_a, json!({"sampling": {}})).await;
     let headers = [
         ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", VERSION),
+        ("mcp-protocol-version", REVISION),
     ];
     let opened = event_stream_get(&reqwest::Client::new(), on_b, headers)
         .send()
@@ -157,7 +127,7 @@ async fn a_list_change_made_on_replica_c_reaches_the_session_stream_open_on_repl
     let mut on_b_stream = SseReader::new(opened);
 
     // A second client, whose whole session lives on C, makes the change.
-    let other = initialized(on_c).await;
+    let other = open_session(on_c, json!({"sampling": {}})).await;
     let changed = post(
         on_c,
         &other,

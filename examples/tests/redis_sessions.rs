@@ -5,11 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod mcp_client;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::AllProtocols;
+use mcp_client::open_session;
 use protocols_testkit::{ACCEPT_EITHER, RedisServer, Reply, SseReader, json_rpc_post};
 use serde_json::{Value, json};
 
@@ -152,26 +154,7 @@ async fn a_client_sending_each_request_to_another_of_three_replicas_is_served_as
         replica(&redis).await,
         replica(&redis).await,
     );
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "replicas", "version": "1"}}});
-    let opened = json_rpc_post(
-        &reqwest::Client::new(),
-        &on_a,
-        ACCEPT_EITHER,
-        [],
-        &initialize,
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(&on_b, &session, &initialized).await.0, 202);
+    let session = open_session(&on_a, json!({})).await;
     let (status, tools) = post(
         &on_b,
         &session,
