@@ -4,10 +4,13 @@
 #
 # 1. MCP `tools/call` echo in sessions (2025-11-25, SSE answers) at each concurrency through one
 #    replica, the same binary (`redis_echo`, protocols-redis's bench) with its sessions in
-#    memory and on Redis, driven by bench-mcp.sh's load generator (`mcp_echo load`). Requests/s
-#    of each and redis÷memory, the median of the per-round ratios: both stores run back to back
-#    in every round, so a ratio cancels most of the noise other work puts on the machine.
-# 2. Redis commands per steady-state call, from `INFO commandstats` around batches of calls
+#    memory (`memory`), on Redis with its event streams in memory (`redis`: replicas sticky on
+#    the session for streams) and with both on Redis (`redis-events`: what `--redis` deploys),
+#    driven by bench-mcp.sh's load generator (`mcp_echo load`). Requests/s of each and each
+#    store÷memory, the median of the per-round ratios: the stores run back to back in every
+#    round, so a ratio cancels most of the noise other work puts on the machine.
+# 2. Redis commands per steady-state call (for `redis` and `redis-events`), from `INFO
+#    commandstats` around batches of calls
 #    (`mcp_echo calls`): two batches of different sizes on fresh sessions, so what opening the
 #    sessions costs cancels in their difference. The store's client-side commands (EVALSHA,
 #    ZCOUNT, the reaper's pipelined ZSCOREs) are round trips; the rest run inside its scripts.
@@ -74,11 +77,12 @@ start_redis() {
 
 rcli() { "$REDIS_CLI" -p "$REDIS_PORT" "$@"; }
 
-# Starts the replica with its sessions in <memory|redis>, pinned to SERVER_CPU; sets SERVER_PID
-# and PORT.
+# Starts the replica with its stores <memory|redis|redis-events>, pinned to SERVER_CPU; sets
+# SERVER_PID and PORT.
 start_server() {
     local port_file="$OUT/port.$$" url=()
     [[ "$1" == redis ]] && url=("redis://127.0.0.1:$REDIS_PORT")
+    [[ "$1" == redis-events ]] && url=("redis://127.0.0.1:$REDIS_PORT" events)
     rm -f "$port_file"
     taskset -c "$SERVER_CPU" "$SERVER_EXE" serve "$port_file" "${url[@]}" &
     SERVER_PID=$!
@@ -91,7 +95,7 @@ load_runs() {
     for round in $(seq "$ROUNDS"); do
         for concurrency in $CONCURRENCY; do
             # The stores alternate within a round so background noise falls on both alike.
-            for store in memory redis; do
+            for store in memory redis redis-events; do
                 rcli FLUSHALL > /dev/null
                 start_server "$store"
                 line="$(taskset -c "$LOAD_CPU" "$LOAD_EXE" load "$PORT" session "$concurrency" \
@@ -105,8 +109,8 @@ load_runs() {
     echo "## tools/call echo in sessions, one replica (loopback, ${ROUNDS} rounds of ${SECONDS_PER_RUN}s, medians)"
     "$LOAD_EXE" summarize "$results" > "$OUT/summary.txt"
     sed '/^$/q' "$OUT/summary.txt"
-    echo "| conc. | throughput redis÷memory (median of per-round ratios) | server CPU/req redis÷memory |"
-    echo "|---|---|---|"
+    echo "| conc. | store | throughput store÷memory (median of per-round ratios) | server CPU/req store÷memory |"
+    echo "|---|---|---|---|"
     python3 - "$results" <<'EOF'
 import json, statistics, sys
 runs = {}
@@ -116,11 +120,14 @@ for line in open(sys.argv[1]):
     runs[(run["concurrency"], round_, store)] = run
 for conc in sorted({key[0] for key in runs}):
     rounds = sorted({key[1] for key in runs if key[0] == conc})
-    pairs = [(runs[(conc, r, "redis")], runs[(conc, r, "memory")]) for r in rounds
-             if (conc, r, "redis") in runs and (conc, r, "memory") in runs]
-    rps = statistics.median(redis["rps"] / memory["rps"] for redis, memory in pairs)
-    cpu = statistics.median(redis["cpu_us_per_req"] / memory["cpu_us_per_req"] for redis, memory in pairs)
-    print(f"| {conc} | {rps:.2f} | {cpu:.2f} |")
+    for store in ("redis", "redis-events"):
+        pairs = [(runs[(conc, r, store)], runs[(conc, r, "memory")]) for r in rounds
+                 if (conc, r, store) in runs and (conc, r, "memory") in runs]
+        if not pairs:
+            continue
+        rps = statistics.median(other["rps"] / memory["rps"] for other, memory in pairs)
+        cpu = statistics.median(other["cpu_us_per_req"] / memory["cpu_us_per_req"] for other, memory in pairs)
+        print(f"| {conc} | {store} | {rps:.2f} | {cpu:.2f} |")
 EOF
 }
 
@@ -140,16 +147,17 @@ counted_batch() {
     [[ "$wrong" == 0 ]] || echo "warning: $wrong wrong answers in a counted batch" >&2
 }
 
+# Redis commands per steady-state call of the replica with stores <redis|redis-events>.
 commands_per_call() {
-    local concurrency=16 small=200
+    local store="$1" concurrency=16 small=200
     rcli FLUSHALL > /dev/null
-    start_server redis
+    start_server "$store"
     # Warm-up: connections, scripts cached, allocator.
     taskset -c "$LOAD_CPU" "$LOAD_EXE" calls "$PORT" session "$concurrency" 400 > /dev/null
     counted_batch "$concurrency" "$small" "$OUT/stats.small"
     counted_batch "$concurrency" "$((small + CALLS))" "$OUT/stats.large"
     stop_server
-    echo "## Redis commands per steady-state tools/call (INFO commandstats; (batch of $((small + CALLS)) − batch of $small) ÷ $CALLS, $concurrency sessions each)"
+    echo "## Redis commands per steady-state tools/call, $store (INFO commandstats; (batch of $((small + CALLS)) − batch of $small) ÷ $CALLS, $concurrency sessions each)"
     python3 - "$OUT/stats.small" "$OUT/stats.large" "$CALLS" "$concurrency" "$small" <<'EOF'
 import sys
 def read(path):
@@ -162,7 +170,9 @@ small, large = read(sys.argv[1]), read(sys.argv[2])
 calls, sessions, small_calls = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 # What the store sends itself; everything else it causes runs inside its scripts. The
 # measuring commands (CONFIG RESETSTAT, INFO) are left out.
-client_side = {"evalsha", "eval", "zcount", "zscore", "ping", "script|load", "script"}
+# A live reader's blocking XREAD and the connection it opens are the replica's own too.
+client_side = {"evalsha", "eval", "zcount", "zscore", "ping", "script|load", "script",
+               "xread", "hello", "client|setinfo", "client|setname", "select"}
 measuring = {"config|resetstat", "info"}
 print("| command | sent by | per call | per session opened | µs in Redis per call |")
 print("|---|---|---|---|---|")
@@ -234,8 +244,8 @@ session_memory() {
 start_redis
 case "$WHAT" in
     load) load_runs ;;
-    commands) commands_per_call ;;
+    commands) commands_per_call redis; echo; commands_per_call redis-events ;;
     sessions) session_memory ;;
-    all) load_runs; echo; commands_per_call; echo; session_memory ;;
+    all) load_runs; echo; commands_per_call redis; echo; commands_per_call redis-events; echo; session_memory ;;
     *) echo "usage: $0 [all|load|commands|sessions]" >&2; exit 2 ;;
 esac

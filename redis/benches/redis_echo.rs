@@ -1,12 +1,13 @@
 //! The server half of `scripts/bench-redis.sh`: one MCP `echo` tool over Streamable HTTP in
 //! session mode (2025-11-25, SSE answers), its sessions in this process's memory or, given a
-//! URL, in Redis through [`RedisSessionStore`]. One binary for both, so the two figures differ
-//! only by the store. It is served exactly as `protocols-mcp`'s `mcp_echo` bench serves (one
+//! URL, in Redis through [`RedisSessionStore`], and with `events` after the URL its event
+//! streams too, through [`RedisEventStore`] (what `--redis` deploys). One binary for all, so
+//! the figures differ only by the stores. It is served exactly as `protocols-mcp`'s `mcp_echo` bench serves (one
 //! worker thread, a rate limit that never refuses at benchmark load, room for 100,000 sessions),
 //! and driven by that bench's load generator.
 //!
 //! ```text
-//! redis_echo serve <port-file> [redis://HOST:PORT]
+//! redis_echo serve <port-file> [redis://HOST:PORT [events]]
 //! ```
 //!
 //! Run directly by `cargo bench` it only prints how to.
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use protocols_mcp::{McpServer, ToolDefinition, content};
-use protocols_redis::{RedisConfig, RedisSessionStore};
+use protocols_redis::{RedisConfig, RedisEventStore, RedisSessionStore};
 use protocols_runtime::hardening::{HardeningConfig, RateLimit};
 use protocols_runtime::http::{HttpConfig, ResponseMode};
 use protocols_runtime::server::Server;
@@ -50,7 +51,8 @@ fn main() -> ExitCode {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
         ["serve", port_file] => serve(port_file, None),
-        ["serve", port_file, url] => serve(port_file, Some(url)),
+        ["serve", port_file, url] => serve(port_file, Some((url, Events::InMemory))),
+        ["serve", port_file, url, "events"] => serve(port_file, Some((url, Events::InRedis))),
         _ => {
             eprintln!("run scripts/bench-redis.sh; usage in redis/benches/redis_echo.rs");
             Ok(())
@@ -65,8 +67,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Serves the echo tool at `/mcp`, its sessions in the Redis at `redis` or in memory.
-fn serve(port_file: &str, redis: Option<&str>) -> Result<(), String> {
+/// Where a replica on Redis keeps its event streams.
+#[derive(Clone, Copy)]
+enum Events {
+    InMemory,
+    InRedis,
+}
+
+/// Serves the echo tool at `/mcp`, its sessions in the Redis at `redis` (and its event streams,
+/// as that says) or in memory.
+fn serve(port_file: &str, redis: Option<(&str, Events)>) -> Result<(), String> {
     let port_file = PathBuf::from(port_file);
     // One worker: the process is pinned to one core, as the other benches' servers are.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -89,12 +99,18 @@ fn serve(port_file: &str, redis: Option<&str>) -> Result<(), String> {
         let builder = Server::builder().hardening(hardening);
         let builder = match redis {
             None => builder.streamable_http("/mcp", handler, config),
-            Some(url) => {
-                let events: Arc<dyn EventStore> =
-                    Arc::new(MemoryEventStore::new(config.tail_capacity));
+            Some((url, kept)) => {
                 let store = RedisConfig::new(url)
                     .limits(config.sessions)
                     .clock(Arc::clone(&config.clock));
+                let events: Arc<dyn EventStore> = match kept {
+                    Events::InMemory => Arc::new(MemoryEventStore::new(config.tail_capacity)),
+                    Events::InRedis => Arc::new(
+                        RedisEventStore::connect(store.clone(), config.tail_capacity)
+                            .await
+                            .map_err(|error| error.to_string())?,
+                    ),
+                };
                 let sessions = RedisSessionStore::connect(store, Arc::clone(&events))
                     .await
                     .map_err(|error| error.to_string())?;
