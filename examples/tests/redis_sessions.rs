@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::AllProtocols;
-use mcp_client::open_session;
+use mcp_client::{REVISION, open_session};
 use protocols_testkit::{ACCEPT_EITHER, RedisServer, Reply, SseReader, json_rpc_post};
 use serde_json::{Value, json};
 
@@ -22,15 +22,27 @@ async fn replica(redis: &RedisServer) -> (AllProtocols, String) {
 }
 
 async fn post(url: &str, session: &str, body: &Value) -> (u16, String) {
-    let headers = [
-        ("mcp-session-id", session),
-        ("mcp-protocol-version", "2025-11-25"),
-    ];
-    let answer = json_rpc_post(&reqwest::Client::new(), url, ACCEPT_EITHER, headers, body)
+    let answer = mcp_client::post(url, session, body).await;
+    (answer.status().as_u16(), answer.text().await.unwrap())
+}
+
+/// DELETEs `session` through `deleting`, then asks `asking` for it with a ping numbered `id`:
+/// every replica must hear that the session ended.
+async fn delete_then_unknown(deleting: &str, asking: &str, session: &str, id: u64) {
+    let deleted = reqwest::Client::new()
+        .delete(deleting)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", REVISION)
         .send()
         .await
         .unwrap();
-    (answer.status().as_u16(), answer.text().await.unwrap())
+    assert_eq!(deleted.status(), 200);
+    let ping = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    let (status, _) = post(asking, session, &ping).await;
+    assert_eq!(
+        status, 404,
+        "deleted through one replica, unknown on another"
+    );
 }
 
 #[tokio::test]
@@ -75,21 +87,7 @@ async fn two_replicas_on_one_redis_serve_one_mcp_session_and_delete_it_for_both(
         "the session's record and the index"
     );
 
-    let deleted = reqwest::Client::new()
-        .delete(&on_b)
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200);
-    let (status, _) = post(
-        &on_a,
-        &session,
-        &json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
-    )
-    .await;
-    assert_eq!(status, 404, "deleted through the other replica");
+    delete_then_unknown(&on_b, &on_a, &session, 4).await;
     // The session's event streams are closed as it ends, on their own time.
     let deadline = Instant::now() + Duration::from_secs(3);
     while redis.key_count() > 0 {
@@ -182,21 +180,7 @@ async fn a_client_sending_each_request_to_another_of_three_replicas_is_served_as
     assert_eq!(answer["id"], 6, "{answer}");
     assert!(logged.is_empty(), "C hears A's new level: {logged:?}");
 
-    let deleted = reqwest::Client::new()
-        .delete(&on_b)
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200);
-    let (status, _) = post(
-        &on_c,
-        &session,
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
-    )
-    .await;
-    assert_eq!(status, 404, "deleted through B, unknown on C");
+    delete_then_unknown(&on_b, &on_c, &session, 7).await;
 }
 
 #[test]

@@ -35,6 +35,19 @@ async fn store(server: &RedisServer, limits: TaskLimits) -> RedisTaskStore {
         .expect("connected")
 }
 
+/// Two stores on one Redis with the same limits: two replicas' views of the same tasks.
+async fn two_stores(server: &RedisServer, limits: TaskLimits) -> (RedisTaskStore, RedisTaskStore) {
+    (
+        store(server, limits.clone()).await,
+        store(server, limits).await,
+    )
+}
+
+/// Saves a task of `alice()` in context "c", which the test needs to succeed.
+async fn insert_for_alice(store: &RedisTaskStore, id: &str, state: TaskState) {
+    store.insert(task(id, "c", state), &alice()).await.unwrap();
+}
+
 fn task(id: &str, context: &str, state: TaskState) -> Task {
     Task {
         artifacts: Vec::new(),
@@ -79,10 +92,7 @@ fn state_of(event: &StreamResponse) -> TaskState {
 #[tokio::test]
 async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest_first() {
     let server = RedisServer::start();
-    let (first, second) = (
-        store(&server, TaskLimits::default()).await,
-        store(&server, TaskLimits::default()).await,
-    );
+    let (first, second) = two_stores(&server, TaskLimits::default()).await;
     for n in 0..5 {
         let context = if n % 2 == 0 { "even" } else { "odd" };
         first
@@ -146,14 +156,8 @@ async fn tasks_saved_on_one_store_are_read_on_another_and_listed_by_owner_newest
 async fn push_configs_are_kept_with_their_task_replaced_by_id_and_bounded() {
     let server = RedisServer::start();
     let limits = TaskLimits::default().max_push_configs_per_task(2);
-    let (first, second) = (
-        store(&server, limits.clone()).await,
-        store(&server, limits).await,
-    );
-    first
-        .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    let (first, second) = two_stores(&server, limits).await;
+    insert_for_alice(&first, "t", TaskState::TaskStateWorking).await;
     let config = |id: &str, url: &str| TaskPushNotificationConfig {
         id: Some(id.into()),
         task_id: Some("t".into()),
@@ -201,18 +205,9 @@ fn http_status(code: u16) -> http::StatusCode {
 async fn an_owner_at_its_cap_drops_its_oldest_settled_task_then_is_refused_with_429() {
     let server = RedisServer::start();
     let store = store(&server, TaskLimits::default().max_tasks_per_owner(2)).await;
-    store
-        .insert(task("done", "c", TaskState::TaskStateCompleted), &alice())
-        .await
-        .unwrap();
-    store
-        .insert(task("busy", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
-    store
-        .insert(task("next", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    insert_for_alice(&store, "done", TaskState::TaskStateCompleted).await;
+    insert_for_alice(&store, "busy", TaskState::TaskStateWorking).await;
+    insert_for_alice(&store, "next", TaskState::TaskStateWorking).await;
     assert!(
         store.get("done").await.unwrap().is_none(),
         "the settled task made room"
@@ -240,10 +235,7 @@ async fn a_task_and_all_its_keys_expire_a_retention_after_its_last_change() {
     )
     .await;
     let started = Instant::now();
-    store
-        .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    insert_for_alice(&store, "t", TaskState::TaskStateWorking).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     let shared = store.shared().expect("shared");
     shared
@@ -286,14 +278,8 @@ async fn a_task_and_all_its_keys_expire_a_retention_after_its_last_change() {
 #[tokio::test]
 async fn every_update_announced_on_one_store_reaches_a_subscriber_on_another_in_order() {
     let server = RedisServer::start();
-    let (runner, watcher) = (
-        store(&server, TaskLimits::default()).await,
-        store(&server, TaskLimits::default()).await,
-    );
-    runner
-        .insert(task("t", "c", TaskState::TaskStateSubmitted), &alice())
-        .await
-        .unwrap();
+    let (runner, watcher) = two_stores(&server, TaskLimits::default()).await;
+    insert_for_alice(&runner, "t", TaskState::TaskStateSubmitted).await;
     let announce = |n: usize| {
         let runner = &runner;
         async move {
@@ -362,14 +348,8 @@ async fn every_update_announced_on_one_store_reaches_a_subscriber_on_another_in_
 #[tokio::test]
 async fn a_cancellation_requested_on_one_store_fires_the_token_the_other_watches() {
     let server = RedisServer::start();
-    let (runner, canceller) = (
-        store(&server, TaskLimits::default()).await,
-        store(&server, TaskLimits::default()).await,
-    );
-    runner
-        .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    let (runner, canceller) = two_stores(&server, TaskLimits::default()).await;
+    insert_for_alice(&runner, "t", TaskState::TaskStateWorking).await;
     let (watched, other) = (CancellationToken::new(), CancellationToken::new());
     runner.shared().unwrap().watch_cancel("t", watched.clone());
     runner.shared().unwrap().watch_cancel("u", other.clone());
@@ -399,10 +379,7 @@ async fn a_cancellation_requested_on_one_store_fires_the_token_the_other_watches
 async fn a_redis_outage_is_unavailable_within_the_timeout_and_the_store_recovers_after() {
     let mut server = RedisServer::start();
     let store = store(&server, TaskLimits::default()).await;
-    store
-        .insert(task("before", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    insert_for_alice(&store, "before", TaskState::TaskStateWorking).await;
     server.stop();
     for _ in 0..3 {
         let started = Instant::now();
@@ -476,10 +453,7 @@ fn served(server: &RedisServer) -> u64 {
 async fn a_live_update_costs_two_round_trips_and_an_ignored_one_a_single_read() {
     let server = RedisServer::start();
     let store = store(&server, TaskLimits::default()).await;
-    store
-        .insert(task("t", "c", TaskState::TaskStateWorking), &alice())
-        .await
-        .unwrap();
+    insert_for_alice(&store, "t", TaskState::TaskStateWorking).await;
     let shared = store.shared().unwrap();
     let before = served(&server);
     shared
