@@ -111,6 +111,8 @@ pub mod revision;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "server")]
+mod serving;
+#[cfg(feature = "server")]
 pub mod session;
 #[cfg(feature = "server")]
 mod sessionless;

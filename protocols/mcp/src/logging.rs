@@ -78,6 +78,23 @@ impl FromStr for Level {
     }
 }
 
+/// The generated 2025-11-25 level (what `logging/setLevel` params hold) as the server's own.
+impl From<crate::types::LoggingLevel> for Level {
+    fn from(level: crate::types::LoggingLevel) -> Self {
+        use crate::types::LoggingLevel as Wire;
+        match level {
+            Wire::Debug => Self::Debug,
+            Wire::Info => Self::Info,
+            Wire::Notice => Self::Notice,
+            Wire::Warning => Self::Warning,
+            Wire::Error => Self::Error,
+            Wire::Critical => Self::Critical,
+            Wire::Alert => Self::Alert,
+            Wire::Emergency => Self::Emergency,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +113,14 @@ mod tests {
             assert_eq!(level.as_str().parse::<Level>(), Ok(level));
         }
         assert!("verbose".parse::<Level>().is_err());
+    }
+
+    #[test]
+    fn a_generated_level_converts_to_the_level_of_its_wire_name() {
+        for level in Level::ALL {
+            let wire: crate::types::LoggingLevel =
+                serde_json::from_value(serde_json::json!(level.as_str())).unwrap();
+            assert_eq!(Level::from(wire), level);
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! `Server` trait as the runtime's `RequestHandler`, for every revision at one endpoint. It
 //! negotiates on `initialize` (session revisions) or reads each request's `_meta`
 //! (2026-07-28), checks the method against the generated method table of the revision in use,
-//! routes through the generated dispatcher, and sends back what the peer's revision defines.
+//! routes through the generated dispatcher (over `crate::serving`'s decorator, which keeps the
+//! session's log level and subscriptions from the typed params), and sends back what the
+//! peer's revision defines.
 //! What the trait cannot say is owned here: the lifecycle (`initialize` is the handler's to
 //! describe, the session is ours), `server/discover`, `subscriptions/listen`, the 2026-07-28
 //! input-required rounds (their `requestState` sealed) and `Mcp-Param-*` checks, and tasks on
@@ -37,6 +39,7 @@ use crate::logging::Level;
 use crate::param_headers;
 use crate::request_state::{Binding, StateSeal};
 use crate::revision::Revision;
+use crate::serving::Serving;
 use crate::session::{ClientCapabilities, ClientDescription, LiveSessions, McpSession};
 use crate::sessionless;
 use crate::stateless::{self, RequestHead, params_of};
@@ -551,7 +554,7 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             .params
             .map(|params| call.head.params_for_handler(params));
         let reply = handler_revision::dispatch_server_request(
-            &*self.inner.handler,
+            &Serving::new(&*self.inner.handler, call.cx.state()),
             &request.method,
             params.as_deref(),
             &rcx,
@@ -566,7 +569,6 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             return self.input_required(call, &rcx, requests);
         }
         let result = reply?;
-        self.remember(&request.method, call);
         self.to_wire(call.revision, &request.method, result)
     }
 
@@ -613,38 +615,6 @@ impl<H: Server<Context = RequestContext> + 'static> McpServer<H> {
             insert(&mut result, "requestState", json!(sealed));
         }
         raw(&result)
-    }
-
-    /// What a successful request leaves behind in the session: the log level it set, the
-    /// resource it (un)subscribed.
-    fn remember(&self, method: &str, call: &Call<'_>) {
-        let Some(session) = call.cx.state() else {
-            return;
-        };
-        if !matches!(
-            method,
-            v2025_11_25::methods::LOGGING_SET_LEVEL
-                | v2025_11_25::methods::RESOURCES_SUBSCRIBE
-                | v2025_11_25::methods::RESOURCES_UNSUBSCRIBE
-        ) {
-            return;
-        }
-        let params = call.params();
-        let text = |field: &str| params.get(field).and_then(Value::as_str);
-        match method {
-            v2025_11_25::methods::LOGGING_SET_LEVEL => {
-                if let Some(level) = text("level").and_then(|level| level.parse().ok()) {
-                    session.set_log_level(level);
-                }
-            }
-            v2025_11_25::methods::RESOURCES_SUBSCRIBE => text("uri")
-                .into_iter()
-                .for_each(|uri| session.subscribe(uri)),
-            v2025_11_25::methods::RESOURCES_UNSUBSCRIBE => text("uri")
-                .into_iter()
-                .for_each(|uri| session.unsubscribe(uri)),
-            _ => {}
-        }
     }
 
     /// A 2025-11-25 result as the peer's revision defines it.
