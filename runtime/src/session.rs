@@ -626,11 +626,6 @@ impl<S> MemorySessionStore<S> {
         expired.len()
     }
 
-    /// How many sessions are held.
-    pub(crate) fn len(&self) -> usize {
-        self.len_inner()
-    }
-
     /// Ends every session (shutdown).
     pub(crate) fn clear(&self) {
         let drained: Vec<Arc<Session<S>>> = match self.sessions.write() {
