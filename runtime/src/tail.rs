@@ -127,7 +127,7 @@ impl From<StreamClosed> for PublishError {
 
 /// A stream's answer to publishing, closing or releasing. It owns what it needs (`'static`),
 /// so a caller that cannot wait (a synchronous send, a `Drop`) can leave it to finish on its
-/// own ([`StoreFuture::now_or_detach`]).
+/// own (the runtime then detaches it).
 pub type StreamFuture<T> = StoreFuture<'static, T>;
 
 /// A store's answer to opening a stream.
