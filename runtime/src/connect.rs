@@ -1,7 +1,7 @@
 //! The opening side of a line-oriented conversation: an editor that spawns an agent, a client
 //! that spawns a server. The peer's messages are served to this side's handler exactly as the
 //! stdio transport serves them, and a [`Peer`] is handed back through which this side calls
-//! first. [`serve_detached`] does the same for one message a client-side transport of the
+//! first. [`serve_detached_in`] does the same for one message a client-side transport of the
 //! protocol's own read (e.g. a request on an SSE stream an HTTP client consumes). Added for
 //! ACP's typed client; protocol-neutral like the rest of the runtime.
 
@@ -100,17 +100,8 @@ where
 
 /// Serves one message that reached this side outside the runtime's transports to `handler`, in
 /// `session`; returns the answer owed to it. The handler cannot call back from here (its peer
-/// has no stream): a detached message is answered, not conversed with.
-pub async fn serve_detached<H: RequestHandler>(
-    handler: &H,
-    message: Message,
-    session: &Arc<Session<H::Session>>,
-) -> Option<Response> {
-    serve_message(handler, message, detached_scope(session, None)).await
-}
-
-/// [`serve_detached`] within `conversation`: a request runs registered there from its first
-/// poll, so the peer's cancel notification, served later in the same conversation, reaches the
+/// has no stream): a detached message is answered, not conversed with. It is served within
+/// `conversation`: a request runs registered there from its first poll, so the peer's cancel notification, served later in the same conversation, reaches the
 /// handler's cancellation token (the other side of `$/cancel_request` over a transport of the
 /// protocol's own).
 pub async fn serve_detached_in<H: RequestHandler>(

@@ -225,7 +225,7 @@ impl Response {
     }
 
     /// The answer to `id` carrying `outcome`.
-    pub fn answering(id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Self {
+    pub(crate) fn answering(id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Self {
         Self {
             id: Some(id),
             outcome,

@@ -28,7 +28,7 @@ use crate::tail::{EventStore, MemoryEventStore, Start};
 const SESSION_PARAMETER: &str = "sessionId";
 
 /// One protocol served over legacy HTTP+SSE.
-pub struct LegacySse<H: RequestHandler> {
+pub(crate) struct LegacySse<H: RequestHandler> {
     handler: H,
     config: HttpConfig,
     store: Arc<MemorySessionStore<H::Session>>,
@@ -66,11 +66,6 @@ impl<H: RequestHandler> LegacySse<H> {
             reaper: LazyReaper::new(),
             post_path: post_path.to_owned(),
         }
-    }
-
-    /// How many sessions (open streams) are live.
-    pub fn live_sessions(&self) -> usize {
-        self.store.len()
     }
 
     /// `GET stream_path` and `POST post_path`, without hardening.

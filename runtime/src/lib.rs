@@ -108,9 +108,6 @@ pub mod relay;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
-// A few public items of sessions and event tails are still undocumented; they are being
-// redesigned, and the allow goes once the redesign documents them.
-#[allow(missing_docs)]
 pub mod session;
 pub mod sse;
 pub mod stdio;
@@ -119,8 +116,8 @@ pub mod store;
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod stream;
 mod tagged;
-#[allow(missing_docs)]
 pub mod tail;
+mod test_support;
 
 pub use handler::{
     BatchPolicy, Context, ErrorHead, Profile, Rejection, Reply, RequestHandler, RequestMeta,
@@ -129,7 +126,9 @@ pub use handler::{
 pub use jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response};
 pub use peer::{CancelConvention, CancelReply, Peer, PeerError};
 pub use quote::quote;
+#[cfg(feature = "test-support")]
+#[doc(hidden)]
+pub use session::ManualClock;
 pub use session::{
-    Clock, ManualClock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore,
-    SystemClock,
+    Clock, MemorySessionStore, Session, SessionId, SessionLimits, SessionStore, SystemClock,
 };

@@ -162,7 +162,7 @@ impl From<DispatchError> for ErrorObject {
 pub type ResultStream<T> = Pin<Box<dyn Stream<Item = Result<T, ErrorObject>> + Send + 'static>>;
 
 /// A [`ResultStream`] serialized for the wire, one [`Reply`] per item.
-pub type ReplyStream = Pin<Box<dyn Stream<Item = Reply> + Send + 'static>>;
+pub(crate) type ReplyStream = Pin<Box<dyn Stream<Item = Reply> + Send + 'static>>;
 
 /// Serializes each item of a typed answer stream, like [`reply`] does for one answer.
 fn reply_stream<T: Serialize + 'static>(stream: ResultStream<T>) -> ReplyStream {

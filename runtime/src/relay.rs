@@ -3,7 +3,7 @@
 //! it, queued per subscriber in a bounded [`RelayReceiver`]. Each replica names itself with a
 //! [`ReplicaTag`]; server→client request ids carry it (`"{tag}-{n}"`), so an answer posted to
 //! any replica finds the one awaiting it, and a cancellation for a request running elsewhere
-//! is relayed to all. [`MemoryRelay`] connects replicas in one process (tests); a network
+//! is relayed to all. An in-memory relay connects replicas in one process (tests); a network
 //! relay (e.g. Redis pub/sub) implements the same trait. Without a relay nothing here runs.
 
 use std::collections::HashMap;
@@ -236,11 +236,14 @@ impl RelayInbox {
 
 /// Replicas in one process connected to each other (tests, or several servers in one
 /// binary): [`MemoryRelay::join`] adds one.
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct MemoryRelayHub {
     replicas: Mutex<Vec<Weak<RelayInbox>>>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl MemoryRelayHub {
     /// A hub no replica has joined yet.
     pub fn new() -> Arc<Self> {
@@ -249,12 +252,15 @@ impl MemoryRelayHub {
 }
 
 /// One replica's relay through a [`MemoryRelayHub`].
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct MemoryRelay {
     hub: Arc<MemoryRelayHub>,
     inbox: Arc<RelayInbox>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl MemoryRelay {
     /// A new replica on `hub`, with a fresh tag.
     pub fn join(hub: &Arc<MemoryRelayHub>) -> Self {
@@ -269,6 +275,7 @@ impl MemoryRelay {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Relay for MemoryRelay {
     fn tag(&self) -> &ReplicaTag {
         self.inbox.tag()

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -54,20 +54,24 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to.
+/// A clock that moves only when told to, for tests (`test-support`).
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct ManualClock {
     origin: Instant,
     wall_origin: SystemTime,
-    elapsed: Mutex<Duration>,
+    elapsed: std::sync::Mutex<Duration>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl ManualClock {
+    /// A clock reading the current time until it is moved.
     pub fn new() -> Self {
         Self {
             origin: Instant::now(),
             wall_origin: SystemTime::now(),
-            elapsed: Mutex::new(Duration::ZERO),
+            elapsed: std::sync::Mutex::new(Duration::ZERO),
         }
     }
 
@@ -85,12 +89,14 @@ impl ManualClock {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Default for ManualClock {
     fn default() -> Self {
         Self::new()
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
         self.origin + self.elapsed()
@@ -112,6 +118,7 @@ impl SessionId {
         Self(Arc::from(uuid::Uuid::new_v4().simple().to_string()))
     }
 
+    /// The id as sent in a header.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -182,23 +189,25 @@ impl<S> Session<S> {
         )
     }
 
-    /// A session created at `now` whose streams live in `events` (the transport's store, which
-    /// replicas may share).
-    pub fn with_events(
-        id: SessionId,
-        state: S,
-        now: SystemTime,
-        events: Arc<dyn EventStore>,
-    ) -> Self {
-        Self {
-            id,
-            state,
-            conversation: Arc::new(Conversation::new()),
-            events,
-            created: now,
-            last_seen: AtomicU64::new(0),
-            saved_version: AtomicU64::new(0),
-            ended: CancellationToken::new(),
+    crate::test_support::test_visible! {
+        /// A session created at `now` whose streams live in `events` (the transport's store,
+        /// which replicas may share).
+        fn with_events(
+            id: SessionId,
+            state: S,
+            now: SystemTime,
+            events: Arc<dyn EventStore>,
+        ) -> Self {
+            Self {
+                id,
+                state,
+                conversation: Arc::new(Conversation::new()),
+                events,
+                created: now,
+                last_seen: AtomicU64::new(0),
+                saved_version: AtomicU64::new(0),
+                ended: CancellationToken::new(),
+            }
         }
     }
 
@@ -231,6 +240,7 @@ impl<S> Session<S> {
         self.saved_version.fetch_max(version, Ordering::AcqRel);
     }
 
+    /// The session's id.
     pub fn id(&self) -> &SessionId {
         &self.id
     }
@@ -363,12 +373,14 @@ fn since(earlier: SystemTime, now: SystemTime) -> Duration {
 /// state serialized ([`SharedState`]), and wall-clock times every replica reads alike.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRecord {
+    /// The session's id.
     pub id: SessionId,
     /// The state as [`encode_state`] wrote it.
     pub state: Vec<u8>,
     /// How many times the state was saved since the session opened: a replica whose live copy
     /// reflects an older revision rebuilds it.
     pub revision: u64,
+    /// When the session opened.
     pub created: SystemTime,
     /// The session ends unused past this; each request moves it (never past the absolute one).
     pub idle_deadline: SystemTime,
@@ -396,6 +408,8 @@ impl SessionRecord {
     }
 
     /// Whether the session has ended by `now`.
+    #[cfg(feature = "test-support")]
+    #[doc(hidden)]
     pub fn is_expired(&self, now: SystemTime) -> bool {
         now >= self.idle_deadline || now >= self.absolute_deadline
     }
@@ -461,7 +475,7 @@ impl Default for SessionLimits {
 /// The store is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the session limit is reached")]
-pub struct SessionLimitReached;
+pub(crate) struct SessionLimitReached;
 
 impl From<SessionLimitReached> for StoreError {
     fn from(_: SessionLimitReached) -> Self {
@@ -530,15 +544,12 @@ impl<S> fmt::Debug for MemorySessionStore<S> {
 }
 
 impl<S> MemorySessionStore<S> {
+    /// An empty store holding sessions under `limits`.
     pub fn new(limits: SessionLimits) -> Self {
         Self {
             sessions: RwLock::new(HashMap::new()),
             limits,
         }
-    }
-
-    pub fn limits(&self) -> &SessionLimits {
-        &self.limits
     }
 
     fn len_inner(&self) -> usize {
@@ -550,12 +561,12 @@ impl<S> MemorySessionStore<S> {
 /// [`StoreFuture::ready`].
 impl<S> MemorySessionStore<S> {
     /// Whether one more session would fit.
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.len_inner() < self.limits.max_live
     }
 
     /// Adds a session.
-    pub fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached> {
+    pub(crate) fn insert(&self, session: Arc<Session<S>>) -> Result<(), SessionLimitReached> {
         let Ok(mut sessions) = self.sessions.write() else {
             return Err(SessionLimitReached);
         };
@@ -567,7 +578,7 @@ impl<S> MemorySessionStore<S> {
     }
 
     /// The live session with this id, marked as used at `now`.
-    pub fn get(&self, id: &SessionId, now: SystemTime) -> Option<Arc<Session<S>>> {
+    pub(crate) fn get(&self, id: &SessionId, now: SystemTime) -> Option<Arc<Session<S>>> {
         let found = self.sessions.read().ok()?.get(id).cloned()?;
         if found.expired(now, &self.limits) {
             // Expiry does not wait for the reaper: an expired session is gone the moment it is
@@ -580,7 +591,7 @@ impl<S> MemorySessionStore<S> {
     }
 
     /// Removes and ends a session.
-    pub fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
+    pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<Session<S>>> {
         let removed = {
             let mut sessions = self.sessions.write().ok()?;
             let removed = sessions.remove(id)?;
@@ -592,7 +603,7 @@ impl<S> MemorySessionStore<S> {
     }
 
     /// Removes and ends every session expired at `now`; returns how many.
-    pub fn reap(&self, now: SystemTime) -> usize {
+    pub(crate) fn reap(&self, now: SystemTime) -> usize {
         let expired: Vec<Arc<Session<S>>> = match self.sessions.write() {
             Ok(mut sessions) => {
                 let ids: Vec<SessionId> = sessions
@@ -615,18 +626,8 @@ impl<S> MemorySessionStore<S> {
         expired.len()
     }
 
-    /// How many sessions are held.
-    pub fn len(&self) -> usize {
-        self.len_inner()
-    }
-
-    /// Whether none are held.
-    pub fn is_empty(&self) -> bool {
-        self.len_inner() == 0
-    }
-
     /// Ends every session (shutdown).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let drained: Vec<Arc<Session<S>>> = match self.sessions.write() {
             Ok(mut sessions) => sessions.drain().map(|(_, session)| session).collect(),
             Err(_) => Vec::new(),
@@ -687,7 +688,7 @@ pub fn release_spare_capacity<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V
 
 /// Runs `store.reap` every `every` until the store is dropped. Holding only a `Weak` means the
 /// task ends with the router that owns the store.
-pub fn spawn_reaper<S, T>(store: &Arc<T>, clock: Arc<dyn Clock>, every: Duration)
+pub(crate) fn spawn_reaper<S, T>(store: &Arc<T>, clock: Arc<dyn Clock>, every: Duration)
 where
     S: Send + Sync + 'static,
     T: SessionStore<S> + ?Sized,

@@ -150,27 +150,30 @@ impl SseEvent {
     }
 
     /// A named event (the legacy transport dispatches on the name).
-    pub fn named(name: EventName, data: impl Into<String>) -> Self {
+    #[cfg(test)]
+    fn named(name: EventName, data: impl Into<String>) -> Self {
         Self::without_id(data).with_name(name)
     }
 
     /// Gives the event this id.
     #[must_use]
-    pub fn with_id(mut self, id: EventId) -> Self {
+    pub(crate) fn with_id(mut self, id: EventId) -> Self {
         self.id = Some(id.to_string().into_boxed_str());
         self
     }
 
     /// Gives the event this name (its `event:` field).
+    #[cfg(test)]
     #[must_use]
-    pub fn with_name(mut self, name: EventName) -> Self {
+    fn with_name(mut self, name: EventName) -> Self {
         self.name = Some(name);
         self
     }
 
     /// Asks the client to wait `retry` before reconnecting.
+    #[cfg(test)]
     #[must_use]
-    pub fn with_retry(mut self, retry: Duration) -> Self {
+    fn with_retry(mut self, retry: Duration) -> Self {
         self.retry = Some(retry);
         self
     }

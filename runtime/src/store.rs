@@ -74,7 +74,7 @@ impl<T: Send + 'static> StoreFuture<'static, T> {
     /// `settle` hears its answer there, so a caller that cannot wait (a synchronous send, a
     /// `Drop`) still has it done. `None` then: the answer is not known yet. Without a tokio
     /// runtime to run it on, the future is dropped, which a store sees as a cancelled call.
-    pub fn now_or_detach(self, settle: fn(T)) -> Option<T> {
+    pub(crate) fn now_or_detach(self, settle: fn(T)) -> Option<T> {
         match self.now() {
             Ok(value) => Some(value),
             Err(pending) => {

@@ -41,21 +41,30 @@ const SEQUENCE_MASK: u64 = (1 << SEQUENCE_BITS) - 1;
 /// "before the first event", the cursor a priming event carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventCursor {
+    /// The stream's number within its session: 0 the standalone stream, request streams
+    /// from 1 (at most 24 bits are carried in an event id).
     pub stream: u32,
+    /// How many events of the stream precede and include this one: 1 the first event, 0
+    /// before it (at most 40 bits are carried in an event id).
     pub sequence: u64,
 }
 
 impl EventCursor {
+    /// The SSE event id naming this cursor: the stream in the top 24 bits, the sequence in
+    /// the low 40.
     pub fn to_event_id(self) -> EventId {
         EventId::new((u64::from(self.stream) << SEQUENCE_BITS) | (self.sequence & SEQUENCE_MASK))
     }
 
-    pub fn from_event_id(id: EventId) -> Option<Self> {
-        let stream = u32::try_from(id.get() >> SEQUENCE_BITS).ok()?;
-        Some(Self {
-            stream,
-            sequence: id.get() & SEQUENCE_MASK,
-        })
+    crate::test_support::test_visible! {
+        /// The cursor an event id names; `None` for an id no stream number fits.
+        fn from_event_id(id: EventId) -> Option<Self> {
+            let stream = u32::try_from(id.get() >> SEQUENCE_BITS).ok()?;
+            Some(Self {
+                stream,
+                sequence: id.get() & SEQUENCE_MASK,
+            })
+        }
     }
 }
 
@@ -97,7 +106,7 @@ pub enum Next {
 /// Why a publish to an in-memory tail failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the stream is closed")]
-pub struct StreamClosed;
+pub(crate) struct StreamClosed;
 
 /// Why publishing into a stream (or releasing its reader) failed.
 #[derive(Debug, thiserror::Error)]
@@ -118,7 +127,7 @@ impl From<StreamClosed> for PublishError {
 
 /// A stream's answer to publishing, closing or releasing. It owns what it needs (`'static`),
 /// so a caller that cannot wait (a synchronous send, a `Drop`) can leave it to finish on its
-/// own ([`StoreFuture::now_or_detach`]).
+/// own (the runtime then detaches it).
 pub type StreamFuture<T> = StoreFuture<'static, T>;
 
 /// A store's answer to opening a stream.
@@ -230,7 +239,7 @@ impl Ring {
 }
 
 /// One stream's bounded history and its live edge, in memory.
-pub struct EventTail {
+pub(crate) struct EventTail {
     stream: u32,
     /// The tail itself, so a reader can be handed out from `&self`.
     this: std::sync::Weak<EventTail>,
@@ -278,6 +287,7 @@ impl EventTail {
         tail
     }
 
+    /// The stream's number within its session.
     pub fn stream(&self) -> u32 {
         self.stream
     }
@@ -291,11 +301,6 @@ impl EventTail {
 
     fn current_version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
-    }
-
-    /// The cursor before the first event (what a priming event carries).
-    pub fn origin(&self) -> EventId {
-        self.cursor(0).to_event_id()
     }
 
     /// Appends an event, evicting the oldest past capacity.
@@ -340,10 +345,6 @@ impl EventTail {
         }
         self.wake_readers();
         Ok(())
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.ring.lock().map_or(true, |ring| ring.closed)
     }
 
     /// Whether anything was ever published.
@@ -458,7 +459,7 @@ impl EventStream for EventTail {
 }
 
 /// One reader's position in an in-memory tail.
-pub struct Subscription {
+pub(crate) struct Subscription {
     tail: Arc<EventTail>,
     cursor: u64,
     generation: u64,
@@ -504,10 +505,6 @@ impl Subscription {
             }
             notified.await;
         }
-    }
-
-    pub fn tail(&self) -> &Arc<EventTail> {
-        &self.tail
     }
 
     /// The id of the last event this reader was handed (or the cursor it started from).
@@ -622,6 +619,7 @@ impl MemoryEventStore {
         self.sessions.lock().map_or(0, |sessions| sessions.len())
     }
 
+    /// Whether no session has streams here.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -642,45 +640,52 @@ impl MemoryEventStore {
         open(streams, self.capacity)
     }
 
-    /// The session's standalone stream, at once.
-    pub fn standalone_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
-        self.with_streams(session, SessionStreams::standalone)
+    crate::test_support::test_visible! {
+        /// The session's standalone stream, at once.
+        fn standalone_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
+            self.with_streams(session, SessionStreams::standalone)
+        }
     }
 
-    /// A new request stream of the session, at once.
-    pub fn open_request_stream_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
-        self.with_streams(session, SessionStreams::open_request_stream)
+    crate::test_support::test_visible! {
+        /// A new request stream of the session, at once.
+        fn open_request_stream_now(&self, session: &SessionId) -> Arc<dyn EventStream> {
+            self.with_streams(session, SessionStreams::open_request_stream)
+        }
     }
 
-    /// A reader after `after`, at once.
-    pub fn resume_now(
-        &self,
-        session: &SessionId,
-        after: EventCursor,
-    ) -> Result<Box<dyn EventReader>, ResumeError> {
-        let tail = {
-            let sessions = self.sessions.lock().map_err(|_| ResumeError::Unknown)?;
-            let streams = sessions.get(session).ok_or(ResumeError::Unknown)?;
-            Arc::clone(streams.find(after.stream).ok_or(ResumeError::Unknown)?)
-        };
-        Ok(Box::new(tail.resume_after(after.sequence)?))
+    crate::test_support::test_visible! {
+        /// A reader after `after`, at once.
+        fn resume_now(
+            &self,
+            session: &SessionId,
+            after: EventCursor,
+        ) -> Result<Box<dyn EventReader>, ResumeError> {
+            let tail = {
+                let sessions = self.sessions.lock().map_err(|_| ResumeError::Unknown)?;
+                let streams = sessions.get(session).ok_or(ResumeError::Unknown)?;
+                Arc::clone(streams.find(after.stream).ok_or(ResumeError::Unknown)?)
+            };
+            Ok(Box::new(tail.resume_after(after.sequence)?))
+        }
     }
 
-    /// Closes and forgets the session's streams, at once.
-    pub fn close_session_now(&self, session: &SessionId) {
-        let removed = self.sessions.lock().ok().and_then(|mut sessions| {
-            let removed = sessions.remove(session);
-            release_spare_capacity(&mut sessions);
-            removed
-        });
-        if let Some(streams) = removed {
-            streams.close_all();
+    crate::test_support::test_visible! {
+        /// Closes and forgets the session's streams, at once.
+        fn close_session_now(&self, session: &SessionId) {
+            let removed = self.sessions.lock().ok().and_then(|mut sessions| {
+                let removed = sessions.remove(session);
+                release_spare_capacity(&mut sessions);
+                removed
+            });
+            if let Some(streams) = removed {
+                streams.close_all();
+            }
         }
     }
 }
 
-/// Every answer is the in-memory one ([`MemoryEventStore::standalone_now`] and the like),
-/// ready at once.
+/// Every answer is the in-memory one, ready at once.
 impl EventStore for MemoryEventStore {
     fn answers_at_once(&self) -> bool {
         true
