@@ -91,9 +91,11 @@ expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3], KEYS[4]})
 return epoch
 ";
 
-/// KEYS: meta, session record, ctl. ARGV: epoch candidate, now, idle, absolute, streams' key
-/// prefix, streams kept, highest number. Allocates the next request stream number (wrapping
-/// to 1, never 0), forgets the stream that many numbers back, answers `{epoch, number}`.
+/// KEYS: meta, session record, ctl, stream 0. ARGV: epoch candidate, now, idle, absolute,
+/// streams' key prefix, streams kept, highest number. Allocates the next request stream number
+/// (wrapping to 1, never 0), forgets the stream that many numbers back, answers `{epoch,
+/// number}`. Stream 0's expiry moves too: a replica that knows the session's epoch opens the
+/// standalone stream without a step.
 const OPEN: &str = r"
 local now = tonumber(ARGV[2])
 local epoch = ensure(KEYS[1], KEYS[2], ARGV[1], now, tonumber(ARGV[4]))
@@ -110,7 +112,7 @@ forget(n)
 local old = n - tonumber(ARGV[6])
 if old >= 1 then forget(old) end
 redis.call('HSET', KEYS[1], 's:' .. n, 0, 'g:' .. n, 0)
-expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3]})
+expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3], KEYS[4]})
 return {epoch, n}
 ";
 

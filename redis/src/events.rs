@@ -275,6 +275,7 @@ impl Inner {
                 self.meta_key(session),
                 self.record_key(session),
                 self.control_key(session),
+                self.stream_key(session, 0),
             ],
             &[
                 SessionId::random().to_string(),

@@ -459,6 +459,24 @@ async fn every_event_a_requests_own_reader_was_handed_resumes_on_another_replica
     );
 }
 
+#[tokio::test]
+async fn a_standalone_stream_opened_before_opens_again_without_a_step_and_writes_nothing_once_closed()
+{
+    let (server, a, b) = two_replicas(16).await;
+    let session = SessionId::random();
+    a.standalone(&session).await.expect("opened");
+    let before = a.sent();
+    let again = a.standalone(&session).await.expect("opened again");
+    assert_eq!(a.sent(), before, "the epoch is known: no step");
+    publish(again.as_ref(), 1).await;
+    // Closed on another replica: a handle of the closed session writes nothing anywhere.
+    b.close_session(&session).await.expect("closed");
+    let stale = a.standalone(&session).await.expect("opened");
+    let refused = stale.publish(payload(2)).await;
+    assert!(matches!(refused, Err(PublishError::Closed)), "{refused:?}");
+    until_no_key(&server, Duration::from_secs(3)).await;
+}
+
 /// The commands clients sent since the statistics were reset (commands a script runs are not
 /// counted), less the `INFO` asking.
 fn client_calls(server: &RedisServer) -> u64 {
