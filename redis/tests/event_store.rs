@@ -119,7 +119,7 @@ async fn the_redis_store_keeps_the_event_store_contract_across_two_replicas() {
 
 #[tokio::test]
 async fn a_cursor_one_replica_issued_resumes_on_another_and_follows_it_live() {
-    let (server, a, b) = two_replicas(16).await;
+    let (_server, a, b) = two_replicas(16).await;
     let session = SessionId::random();
     let stream = a.open_request_stream(&session).await.expect("opened");
     let mut on_a = stream.subscribe(Start::Beginning);
@@ -162,7 +162,7 @@ async fn the_tail_is_the_redis_streams_cap_and_an_evicted_cursor_is_refused() {
 
 #[tokio::test]
 async fn a_released_reader_ends_after_what_came_before_and_another_replica_resumes_the_rest() {
-    let (server, a, b) = two_replicas(16).await;
+    let (_server, a, b) = two_replicas(16).await;
     let session = SessionId::random();
     let stream = a.open_request_stream(&session).await.expect("opened");
     let mut reader = stream.subscribe(Start::Beginning);
@@ -461,7 +461,7 @@ async fn every_event_a_requests_own_reader_was_handed_resumes_on_another_replica
 
 #[tokio::test]
 async fn a_standalone_stream_opened_before_opens_again_without_a_step_and_writes_nothing_once_closed()
-{
+ {
     let (server, a, b) = two_replicas(16).await;
     let session = SessionId::random();
     a.standalone(&session).await.expect("opened");
