@@ -13,7 +13,10 @@
 #    commandstats` around batches of calls
 #    (`mcp_echo calls`): two batches of different sizes on fresh sessions, so what opening the
 #    sessions costs cancels in their difference. The store's client-side commands (EVALSHA,
-#    ZCOUNT, the reaper's pipelined ZSCOREs) are round trips; the rest run inside its scripts.
+#    ZCOUNT, the reaper's pipelined ZSCOREs) are commands it sends; the rest run inside its
+#    scripts. Round trips count a pipeline once: the event store's writer pipelines its steps
+#    and says how many pipelines and steps it sent (`<port-file>.sent`, see redis_echo.rs), so
+#    its steps are taken out of the commands sent and its pipelines put in.
 # 3. Memory per idle session on Redis: `MEMORY USAGE` of session records (averaged over a
 #    sample) plus the index's share, `used_memory` delta ÷ sessions, and the replica's RSS delta
 #    ÷ sessions (as bench-mcp.sh measures it) with its sessions on Redis and in memory.
@@ -77,13 +80,17 @@ start_redis() {
 
 rcli() { "$REDIS_CLI" -p "$REDIS_PORT" "$@"; }
 
+# The replica's port file; with event streams on Redis, `$PORT_FILE.sent` says what its event
+# store sent (pipelines, steps).
+PORT_FILE="$OUT/port.$$"
+
 # Starts the replica with its stores <memory|redis|redis-events>, pinned to SERVER_CPU; sets
 # SERVER_PID and PORT.
 start_server() {
-    local port_file="$OUT/port.$$" url=()
+    local port_file="$PORT_FILE" url=()
     [[ "$1" == redis ]] && url=("redis://127.0.0.1:$REDIS_PORT")
     [[ "$1" == redis-events ]] && url=("redis://127.0.0.1:$REDIS_PORT" events)
-    rm -f "$port_file"
+    rm -f "$port_file" "$port_file.sent"
     taskset -c "$SERVER_CPU" "$SERVER_EXE" serve "$port_file" "${url[@]}" &
     SERVER_PID=$!
     await_port "$port_file" "the $1 replica"
@@ -137,12 +144,22 @@ command_stats() {
         sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p'
 }
 
+# What the event store has sent (`pipelines steps`; `0 0` with streams in memory), read after
+# the file's next rewrite.
+event_store_sent() {
+    sleep 0.3
+    cat "$PORT_FILE.sent" 2>/dev/null || echo "0 0"
+}
+
 # Runs `mcp_echo calls` (<concurrency> fresh sessions, <count> calls) between a stats reset and
-# a stats read; the stats go to file <out>.
+# a stats read; the stats go to file <out>, the event store's sent counts before and after to
+# <out>.sent.
 counted_batch() {
     local concurrency="$1" count="$2" out="$3" wrong
     rcli CONFIG RESETSTAT > /dev/null
+    event_store_sent > "$out.sent"
     wrong="$(taskset -c "$LOAD_CPU" "$LOAD_EXE" calls "$PORT" session "$concurrency" "$count")"
+    event_store_sent >> "$out.sent"
     command_stats > "$out"
     [[ "$wrong" == 0 ]] || echo "warning: $wrong wrong answers in a counted batch" >&2
 }
@@ -167,6 +184,10 @@ def read(path):
         stats[name] = (int(calls), int(usec))
     return stats
 small, large = read(sys.argv[1]), read(sys.argv[2])
+def store_sent(path):
+    (p0, s0), (p1, s1) = [map(int, line.split()) for line in open(path + ".sent")]
+    return p1 - p0, s1 - s0
+(small_pipes, small_steps), (large_pipes, large_steps) = store_sent(sys.argv[1]), store_sent(sys.argv[2])
 calls, sessions, small_calls = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 # What the store sends itself; everything else it causes runs inside its scripts. The
 # measuring commands (CONFIG RESETSTAT, INFO) are left out.
@@ -194,10 +215,14 @@ for name in sorted(set(small) | set(large)):
     print(f"| {name} | {sent} | {per_call:.3f} | {per_open:.2f} | {usec:.2f} |")
 zscore = (large.get("zscore", (0, 0))[0] - small.get("zscore", (0, 0))[0]) / calls
 print()
-print(f"- round trips per steady-state call: {round_trips:.3f} (script calls and direct commands"
+print(f"- commands the replica sends per steady-state call: {round_trips:.3f} (script calls and direct commands"
       f" the replica sends; the reaper's pipelined ZSCOREs, {zscore:.3f} per call, ride in one"
       " pipeline per reap and are not per call)")
 print(f"- commands run inside scripts per call: {inner:.3f}; Redis time per call: {usec_total:.1f} µs")
+pipes = (large_pipes - small_pipes) / calls
+steps = (large_steps - small_steps) / calls
+print(f"- round trips per steady-state call, a pipeline counted once: {round_trips - steps + pipes:.3f}"
+      f" (the event store sent {steps:.3f} steps per call in {pipes:.3f} pipelines)")
 EOF
 }
 

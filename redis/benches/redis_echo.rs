@@ -10,11 +10,16 @@
 //! redis_echo serve <port-file> [redis://HOST:PORT [events]]
 //! ```
 //!
+//! With `events`, `<port-file>.sent` holds what the event store has sent Redis (`pipelines
+//! steps`, [`RedisEventStore::sent`]), rewritten every [`SENT_EVERY`], so the script counts
+//! round trips (a pipeline is one) beside Redis's own command counts.
+//!
 //! Run directly by `cargo bench` it only prints how to.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use protocols_mcp::{McpServer, ToolDefinition, content};
 use protocols_redis::{RedisConfig, RedisEventStore, RedisSessionStore};
@@ -25,6 +30,9 @@ use protocols_runtime::session::SessionLimits;
 use protocols_runtime::tail::{EventStore, MemoryEventStore};
 use schemars::JsonSchema;
 use tokio::net::TcpListener;
+
+/// How often `<port-file>.sent` is rewritten.
+const SENT_EVERY: Duration = Duration::from_millis(100);
 
 #[derive(serde::Deserialize, JsonSchema)]
 struct EchoArguments {
@@ -105,11 +113,15 @@ fn serve(port_file: &str, redis: Option<(&str, Events)>) -> Result<(), String> {
                     .clock(Arc::clone(&config.clock));
                 let events: Arc<dyn EventStore> = match kept {
                     Events::InMemory => Arc::new(MemoryEventStore::new(config.tail_capacity)),
-                    Events::InRedis => Arc::new(
-                        RedisEventStore::connect(store.clone(), config.tail_capacity)
-                            .await
-                            .map_err(|error| error.to_string())?,
-                    ),
+                    Events::InRedis => {
+                        let events = Arc::new(
+                            RedisEventStore::connect(store.clone(), config.tail_capacity)
+                                .await
+                                .map_err(|error| error.to_string())?,
+                        );
+                        tokio::spawn(write_sent(Arc::clone(&events), sent_file(&port_file)));
+                        events
+                    }
                 };
                 let sessions = RedisSessionStore::connect(store, Arc::clone(&events))
                     .await
@@ -131,4 +143,21 @@ fn serve(port_file: &str, redis: Option<(&str, Events)>) -> Result<(), String> {
             .await
             .map_err(|error| error.to_string())
     })
+}
+
+/// `<port-file>.sent`.
+fn sent_file(port_file: &Path) -> PathBuf {
+    let mut name = port_file.as_os_str().to_owned();
+    name.push(".sent");
+    PathBuf::from(name)
+}
+
+/// Rewrites `file` with what `events` has sent Redis, every [`SENT_EVERY`], while serving.
+async fn write_sent(events: Arc<RedisEventStore>, file: PathBuf) {
+    let mut every = tokio::time::interval(SENT_EVERY);
+    loop {
+        every.tick().await;
+        let sent = events.sent();
+        let _ = std::fs::write(&file, format!("{} {}\n", sent.pipelines, sent.steps));
+    }
 }

@@ -91,9 +91,11 @@ expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3], KEYS[4]})
 return epoch
 ";
 
-/// KEYS: meta, session record, ctl. ARGV: epoch candidate, now, idle, absolute, streams' key
-/// prefix, streams kept, highest number. Allocates the next request stream number (wrapping
-/// to 1, never 0), forgets the stream that many numbers back, answers `{epoch, number}`.
+/// KEYS: meta, session record, ctl, stream 0. ARGV: epoch candidate, now, idle, absolute,
+/// streams' key prefix, streams kept, highest number. Allocates the next request stream number
+/// (wrapping to 1, never 0), forgets the stream that many numbers back, answers `{epoch,
+/// number}`. Stream 0's expiry moves too: a replica that knows the session's epoch opens the
+/// standalone stream without a step.
 const OPEN: &str = r"
 local now = tonumber(ARGV[2])
 local epoch = ensure(KEYS[1], KEYS[2], ARGV[1], now, tonumber(ARGV[4]))
@@ -110,20 +112,21 @@ forget(n)
 local old = n - tonumber(ARGV[6])
 if old >= 1 then forget(old) end
 redis.call('HSET', KEYS[1], 's:' .. n, 0, 'g:' .. n, 0)
-expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3]})
+expire(deadline(KEYS[1], now, tonumber(ARGV[3])), {KEYS[1], KEYS[3], KEYS[4]})
 return {epoch, n}
 ";
 
-/// KEYS: meta, stream. ARGV: epoch, number, payload, capacity, now, idle. Answers the event's
-/// sequence, or -1 when the stream is closed (or its session is).
+/// KEYS: meta, stream. ARGV: epoch, number, payload, capacity, now, idle. Answers `{sequence,
+/// reader generation}` (generation 0: the opening handle's own reader still holds the stream),
+/// or -1 when the stream is closed (or its session is).
 const PUBLISH: &str = r"
 local n = ARGV[2]
-local held = redis.call('HMGET', KEYS[1], 'epoch', 'c:' .. n, 's:' .. n)
+local held = redis.call('HMGET', KEYS[1], 'epoch', 'c:' .. n, 's:' .. n, 'g:' .. n)
 if held[1] ~= ARGV[1] or held[2] or not held[3] then return -1 end
 local seq = redis.call('HINCRBY', KEYS[1], 's:' .. n, 1)
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[4], seq .. '-0', 'd', ARGV[3])
 expire(deadline(KEYS[1], tonumber(ARGV[5]), tonumber(ARGV[6])), {KEYS[1], KEYS[2]})
-return seq
+return {seq, tonumber(held[4]) or 0}
 ";
 
 /// KEYS: meta, stream, ctl. ARGV: epoch ('' for any: a resume), number, where to start
@@ -165,22 +168,25 @@ return fetch(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], tonumber(ARGV[3]), ton
 ";
 
 /// KEYS: meta, ctl. ARGV: epoch, number, retry ms, now, idle. Lets go of the current reader
-/// after the last event issued; answers 0 when the stream is closed.
+/// after the last event issued; answers 0 when the stream is closed. Generation 0 is the
+/// opening handle's own reader, told in process: only a reader on Redis needs waking.
 const RELEASE: &str = r"
 local n = ARGV[2]
 local held = redis.call('HMGET', KEYS[1], 'epoch', 'c:' .. n, 's:' .. n, 'g:' .. n)
 if held[1] ~= ARGV[1] or held[2] or not held[3] then return 0 end
 redis.call('HSET', KEYS[1], 'r:' .. n, (held[4] or '0') .. ':' .. held[3] .. ':' .. ARGV[3])
-wake(KEYS[2], 'r', n)
+if held[4] ~= '0' then wake(KEYS[2], 'r', n) end
 expire(deadline(KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])), {KEYS[1], KEYS[2]})
 return 1
 ";
 
-/// KEYS: meta, ctl. ARGV: epoch, number. Ends the stream; its readers drain it and finish.
+/// KEYS: meta, ctl. ARGV: epoch, number. Ends the stream; its readers drain it and finish
+/// (only one on Redis needs waking, as for a release).
 const CLOSE: &str = r"
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+local held = redis.call('HMGET', KEYS[1], 'epoch', 'g:' .. ARGV[2])
+if held[1] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'c:' .. ARGV[2], 1)
-wake(KEYS[2], 'c', ARGV[2])
+if held[2] ~= '0' then wake(KEYS[2], 'c', ARGV[2]) end
 return 1
 ";
 

@@ -4,17 +4,21 @@
 //!
 //! Each step is one script, queued in call order on one writer task per store (so events keep
 //! the order of the calls) and sent in pipelines over the store's shared connection, bounded
-//! by the configured timeout. A reader follows its stream from a task of its own: its first
-//! batch comes with the takeover, and when it has read everything it blocks in `XREAD` on a
-//! connection of its own (never the shared one, which a blocking read would stall), waking on
-//! a new event or a takeover, release or close from any replica, and looking again at least
-//! every [`RedisConfig::block`].
+//! by the configured timeout. A request stream's first reader, subscribed through the handle
+//! that opened it (a `POST`'s own answer), is fed in process by that writer as Redis
+//! acknowledges each step, so it never reads Redis and no event reaches it before Redis holds
+//! it; Redis is written for another replica to resume from. Every other reader (a `GET`, a
+//! resume, a takeover) follows its stream from a task of its own: its first batch comes with
+//! the takeover, and when it has read everything it blocks in `XREAD` on a connection of its
+//! own (never the shared one, which a blocking read would stall), waking on a new event or a
+//! takeover, release or close from any replica, and looking again at least every
+//! [`RedisConfig::block`].
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -31,7 +35,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, TimedOut, bounded, connect, dedicated, millis_of};
+use crate::connection::{ConnectError, TimedOut, ask, bounded, connect, dedicated, millis_of};
 use crate::event_scripts::EventScripts;
 
 /// How many request streams a session keeps for resumption (as the in-memory store does).
@@ -62,14 +66,14 @@ struct Failed(String);
 ///
 /// Round trips: a publish is one script call; opening a stream is one (the standalone stream
 /// too: its handle learns the session's epoch); a subscribe or a resume is one (the takeover
-/// and the first batch), then a reader that has read everything costs one blocking read per
-/// wake-up plus one fetch; a release, a close and a session's close are one each. A request
-/// stream's first reader through the handle that opened it asks nothing until the first
-/// publish, and closing a stream nothing was published into nor read from costs nothing: an
-/// answer that goes out as plain JSON costs the opening alone. Steps queued
-/// together share a pipeline. Every step is bounded by [`RedisConfig::timeout`]: past it the
-/// answer is [`StoreError::Unavailable`] (a `503`), and the connection is re-established in
-/// the background.
+/// and the first batch), then a reader on Redis that has read everything costs one blocking
+/// read per wake-up plus one fetch; a release, a close and a session's close are one each. A
+/// request stream's first reader through the handle that opened it asks Redis nothing (it is
+/// fed in process), and closing a stream nothing was published into nor released costs
+/// nothing: an answer that goes out as plain JSON costs the opening alone. Steps queued
+/// together share a pipeline ([`Self::sent`] counts both). Every step is bounded by
+/// [`RedisConfig::timeout`]: past it the answer is [`StoreError::Unavailable`] (a `503`), and
+/// the connection is re-established in the background.
 pub struct RedisEventStore {
     inner: Arc<Inner>,
 }
@@ -85,17 +89,42 @@ impl fmt::Debug for RedisEventStore {
 
 struct Inner {
     queue: mpsc::UnboundedSender<Job>,
+    sent: Arc<Counters>,
     /// For readers' connections of their own.
     client: Client,
     scripts: Arc<EventScripts>,
     config: RedisConfig,
     capacity: usize,
+    epochs: Epochs,
 }
 
 /// One queued step and who awaits its answer.
 struct Job {
     command: Cmd,
+    /// Told the answer by the writer before the caller is, in the order the steps were queued
+    /// (what feeds a stream's own reader in process).
+    then: Option<Then>,
     reply: oneshot::Sender<Result<Value, StoreError>>,
+}
+
+type Then = Box<dyn FnOnce(&Result<Value, StoreError>) + Send + Sync>;
+
+/// What the writer has sent Redis.
+#[derive(Debug, Default)]
+struct Counters {
+    pipelines: AtomicU64,
+    steps: AtomicU64,
+}
+
+/// What a [`RedisEventStore`] has sent Redis since it connected: each pipeline is one round
+/// trip, carrying one script call per step (blocking reads and fetches of readers on Redis go
+/// on their own connections and are not counted here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Pipelines sent, each one round trip.
+    pub pipelines: u64,
+    /// Steps (script calls) those pipelines carried.
+    pub steps: u64,
 }
 
 impl RedisEventStore {
@@ -108,14 +137,23 @@ impl RedisEventStore {
         let (client, connection) = connect(&config, &scripts.all()).await?;
         let timeout = config.timeout;
         let (queue, jobs) = mpsc::unbounded_channel();
-        tokio::spawn(write(connection, Arc::clone(&scripts), timeout, jobs));
+        let sent = Arc::new(Counters::default());
+        let writer = Writer {
+            connection,
+            scripts: Arc::clone(&scripts),
+            timeout,
+            sent: Arc::clone(&sent),
+        };
+        tokio::spawn(writer.run(jobs));
         Ok(Self {
             inner: Arc::new(Inner {
                 queue,
+                sent,
                 client,
                 scripts,
                 config,
                 capacity: capacity.max(1),
+                epochs: Epochs::default(),
             }),
         })
     }
@@ -123,6 +161,14 @@ impl RedisEventStore {
     /// The configuration the store was built with.
     pub fn config(&self) -> &RedisConfig {
         &self.inner.config
+    }
+
+    /// What the store has sent Redis so far.
+    pub fn sent(&self) -> Sent {
+        Sent {
+            pipelines: self.inner.sent.pipelines.load(Ordering::Relaxed),
+            steps: self.inner.sent.steps.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -161,8 +207,24 @@ impl Inner {
         &self,
         command: Cmd,
     ) -> impl Future<Output = Result<Value, StoreError>> + Send + 'static {
+        self.call_then(command, None)
+    }
+
+    /// [`Self::call`], with `then` told the answer first (see [`Job::then`]).
+    fn call_then(
+        &self,
+        command: Cmd,
+        then: Option<Then>,
+    ) -> impl Future<Output = Result<Value, StoreError>> + Send + 'static {
         let (reply, answer) = oneshot::channel();
-        let queued = self.queue.send(Job { command, reply }).is_ok();
+        let queued = self
+            .queue
+            .send(Job {
+                command,
+                then,
+                reply,
+            })
+            .is_ok();
         let timeout = self.config.timeout;
         async move {
             if !queued {
@@ -213,6 +275,7 @@ impl Inner {
                 self.meta_key(session),
                 self.record_key(session),
                 self.control_key(session),
+                self.stream_key(session, 0),
             ],
             &[
                 SessionId::random().to_string(),
@@ -300,9 +363,11 @@ impl Inner {
             local: Arc::new(Local {
                 fresh: AtomicBool::new(fresh),
                 touched: AtomicBool::new(false),
+                written: AtomicBool::new(false),
                 asked: AtomicBool::new(!fresh),
                 closed: AtomicBool::new(false),
-                changed: Notify::new(),
+                feed: Feed::default(),
+                capacity: self.capacity,
             }),
         })
     }
@@ -310,8 +375,15 @@ impl Inner {
 
 impl EventStore for RedisEventStore {
     fn standalone<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
+        if let Some(epoch) = self.inner.epochs.get(session) {
+            return StoreFuture::ready(Ok(self.inner.handle(session, 0, epoch, false)));
+        }
         let epoch = self.inner.standalone(session);
-        StoreFuture::boxed(async move { Ok(self.inner.handle(session, 0, epoch.await?, false)) })
+        StoreFuture::boxed(async move {
+            let epoch = epoch.await?;
+            self.inner.epochs.learn(session, &epoch);
+            Ok(self.inner.handle(session, 0, epoch, false))
+        })
     }
 
     fn open_request_stream<'a>(&'a self, session: &'a SessionId) -> OpenedStream<'a> {
@@ -328,14 +400,13 @@ impl EventStore for RedisEventStore {
             .takeover(session, after.stream, None, Begin::After(after.sequence));
         StoreFuture::boxed(async move {
             match taken.await? {
-                Taken::Unknown | Taken::Lazily => Err(ResumeError::Unknown),
+                Taken::Unknown => Err(ResumeError::Unknown),
                 Taken::Evicted => Err(ResumeError::Evicted),
                 taken @ Taken::Reader { .. } => Ok(RedisReader::follow(
                     &self.inner,
                     session,
                     after.stream,
                     after.sequence,
-                    None,
                     async move { Ok(taken) },
                 )),
             }
@@ -343,7 +414,41 @@ impl EventStore for RedisEventStore {
     }
 
     fn close_session(&self, session: &SessionId) -> StreamFuture<Result<(), StoreError>> {
+        self.inner.epochs.forget(session);
         StoreFuture::boxed(self.inner.close_session(session))
+    }
+}
+
+/// How many sessions' epochs a store remembers (past it, it forgets them all and learns again).
+const EPOCHS_KEPT: usize = 65_536;
+
+/// The epochs of sessions whose standalone stream this store has opened, so opening it again
+/// (every `POST` does, for messages outside its answer) asks Redis nothing. A remembered epoch
+/// can only be out of date when the session's streams were closed (or expired) since: its
+/// handle then writes nothing, which is what a handle of a closed session must do.
+#[derive(Debug, Default)]
+struct Epochs {
+    known: Mutex<std::collections::HashMap<SessionId, String>>,
+}
+
+impl Epochs {
+    fn get(&self, session: &SessionId) -> Option<String> {
+        self.known.lock().ok()?.get(session).cloned()
+    }
+
+    fn learn(&self, session: &SessionId, epoch: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            if known.len() >= EPOCHS_KEPT {
+                known.clear();
+            }
+            known.insert(session.clone(), epoch.to_owned());
+        }
+    }
+
+    fn forget(&self, session: &SessionId) {
+        if let Ok(mut known) = self.known.lock() {
+            known.remove(session);
+        }
     }
 }
 
@@ -365,8 +470,6 @@ enum Taken {
     },
     Unknown,
     Evicted,
-    /// A fresh stream's first reader, at generation 0 with nothing fetched yet.
-    Lazily,
 }
 
 impl Taken {
@@ -449,27 +552,64 @@ struct RedisStream {
     local: Arc<Local>,
 }
 
-/// What a fresh request stream's handle tells the reader it started without Redis: an answer
-/// that ends up as plain JSON (nothing published) costs no round trip but the opening.
+/// What a request stream's handle knows without asking Redis, and its own reader's feed.
 #[derive(Debug)]
 struct Local {
-    /// Opened by this handle and not subscribed to yet: the first reader needs no takeover
-    /// (its generation is the one the opening set) and nothing to fetch before a publish.
+    /// Opened by this handle and not subscribed to yet: the first reader is fed in process
+    /// (its generation is the one the opening set, 0).
     fresh: AtomicBool,
     /// Published into through this handle.
     touched: AtomicBool,
-    /// Whether any reader of this handle's stream asked Redis (or may have: not fresh).
+    /// Published into or released through this handle: Redis knows of the stream's use.
+    written: AtomicBool,
+    /// Whether a reader of this handle's stream may follow it on Redis (not fresh, or taken
+    /// over through this handle).
     asked: AtomicBool,
     /// Closed through this handle.
     closed: AtomicBool,
-    /// Wakes that first reader on a publish, release or close through this handle.
-    changed: Notify,
+    feed: Feed,
+    /// How many events the fed reader may hold unread before it ends as evicted (the stream's
+    /// capacity, as a reader falling behind a tail in memory).
+    capacity: usize,
 }
 
-impl Local {
-    fn wake(&self) {
-        // A permit is kept if the reader is not waiting yet.
-        self.changed.notify_one();
+/// The in-process reader of a request stream, while it holds the stream: the writer hands it
+/// each event once Redis has taken it, and its end (closed, released, superseded, failed).
+#[derive(Debug, Default)]
+struct Feed {
+    reader: Mutex<Option<Weak<Shared>>>,
+}
+
+impl Feed {
+    fn attach(&self, shared: &Arc<Shared>) {
+        if let Ok(mut reader) = self.reader.lock() {
+            *reader = Some(Arc::downgrade(shared));
+        }
+    }
+
+    /// Hands the fed reader event `sequence` (one that fell `capacity` behind ends evicted).
+    fn event(&self, sequence: u64, payload: Bytes, capacity: usize) {
+        let Ok(mut held) = self.reader.lock() else {
+            return;
+        };
+        let Some(shared) = held.as_ref().and_then(Weak::upgrade) else {
+            *held = None;
+            return;
+        };
+        if shared.held() >= capacity {
+            *held = None;
+            shared.deliver(Vec::new(), Some(Next::Evicted));
+        } else {
+            shared.deliver(vec![(sequence, payload)], None);
+        }
+    }
+
+    /// Ends the fed reader with `end` once it has read what it was handed; nothing more is fed.
+    fn end(&self, end: Next) {
+        let taken = self.reader.lock().ok().and_then(|mut held| held.take());
+        if let Some(shared) = taken.and_then(|weak| weak.upgrade()) {
+            shared.deliver(Vec::new(), Some(end));
+        }
     }
 }
 
@@ -481,6 +621,16 @@ impl fmt::Debug for RedisStream {
     }
 }
 
+impl RedisStream {
+    fn meta_key(&self) -> String {
+        self.store.meta_key(&self.session)
+    }
+
+    fn control_key(&self) -> String {
+        self.store.control_key(&self.session)
+    }
+}
+
 impl EventStream for RedisStream {
     fn number(&self) -> u32 {
         self.number
@@ -488,54 +638,74 @@ impl EventStream for RedisStream {
 
     fn publish(&self, payload: Bytes) -> StreamFuture<Result<EventId, PublishError>> {
         self.local.touched.store(true, Ordering::Release);
+        self.local.written.store(true, Ordering::Release);
         let store = &self.store;
         let command = evalsha(
             &store.scripts.publish,
             &[
-                store.meta_key(&self.session),
+                self.meta_key(),
                 store.stream_key(&self.session, self.number),
             ],
             &[
-                self.epoch.clone().into_bytes(),
-                self.number.to_string().into_bytes(),
-                payload.to_vec(),
-                store.capacity.to_string().into_bytes(),
-                store.now().to_string().into_bytes(),
-                store.idle().to_string().into_bytes(),
+                self.epoch.as_bytes(),
+                self.number.to_string().as_bytes(),
+                payload.as_ref(),
+                store.capacity.to_string().as_bytes(),
+                store.now().to_string().as_bytes(),
+                store.idle().to_string().as_bytes(),
             ],
         );
-        let answer = store.call(command);
-        self.local.wake();
+        let local = Arc::clone(&self.local);
+        let feed: Then = Box::new(move |answer| match answer.as_ref().map(Published::parse) {
+            Ok(Ok(Published::Event {
+                sequence,
+                generation: 0,
+            })) => local.feed.event(sequence, payload, local.capacity),
+            // Another reader took the stream over (on any replica) before this event.
+            Ok(Ok(Published::Event { .. })) => local.feed.end(Next::Superseded),
+            Ok(Ok(Published::Closed)) => local.feed.end(Next::Closed),
+            Ok(Err(_)) | Err(_) => local.feed.end(Next::Failed),
+        });
+        let answer = store.call_then(command, Some(feed));
         let number = self.number;
         StoreFuture::boxed(async move {
-            let sequence = integer(answer.await?)?;
-            let sequence = u64::try_from(sequence).map_err(|_| PublishError::Closed)?;
-            Ok(EventCursor {
-                stream: number,
-                sequence,
+            match Published::parse(&answer.await?)? {
+                Published::Event { sequence, .. } => Ok(EventCursor {
+                    stream: number,
+                    sequence,
+                }
+                .to_event_id()),
+                Published::Closed => Err(PublishError::Closed),
             }
-            .to_event_id())
         })
     }
 
     fn close(&self) -> StreamFuture<Result<(), StoreError>> {
-        self.local.closed.store(true, Ordering::Release);
-        self.local.wake();
-        if self.is_untouched() && !self.local.asked.load(Ordering::Acquire) {
-            // Never published into, and no reader asked Redis: nothing there needs to hear of
-            // it (an answer that went out as plain JSON costs no round trip here).
+        if self.local.closed.swap(true, Ordering::AcqRel) {
+            // Closed through this handle already (a stream's work closes it, and so does its
+            // guard): Redis heard it once.
             return StoreFuture::ready(Ok(()));
         }
-        let store = &self.store;
+        if !self.local.written.load(Ordering::Acquire) && !self.local.asked.load(Ordering::Acquire)
+        {
+            // Never published into nor released, and no reader on Redis: nothing there needs
+            // to hear of it (an answer that went out as plain JSON costs no round trip here).
+            self.local.feed.end(Next::Closed);
+            return StoreFuture::ready(Ok(()));
+        }
         let command = evalsha(
-            &store.scripts.close,
-            &[
-                store.meta_key(&self.session),
-                store.control_key(&self.session),
-            ],
+            &self.store.scripts.close,
+            &[self.meta_key(), self.control_key()],
             &[self.epoch.clone(), self.number.to_string()],
         );
-        let answer = store.call(command);
+        let local = Arc::clone(&self.local);
+        let feed: Then = Box::new(move |answer| {
+            local.feed.end(match answer {
+                Ok(_) => Next::Closed,
+                Err(_) => Next::Failed,
+            });
+        });
+        let answer = self.store.call_then(command, Some(feed));
         StoreFuture::boxed(async move { answer.await.map(|_| ()) })
     }
 
@@ -544,13 +714,11 @@ impl EventStream for RedisStream {
     }
 
     fn release_reader(&self, retry: Duration) -> StreamFuture<Result<(), PublishError>> {
+        self.local.written.store(true, Ordering::Release);
         let store = &self.store;
         let command = evalsha(
             &store.scripts.release,
-            &[
-                store.meta_key(&self.session),
-                store.control_key(&self.session),
-            ],
+            &[self.meta_key(), self.control_key()],
             &[
                 self.epoch.clone(),
                 self.number.to_string(),
@@ -559,8 +727,13 @@ impl EventStream for RedisStream {
                 store.idle().to_string(),
             ],
         );
-        let answer = store.call(command);
-        self.local.wake();
+        let local = Arc::clone(&self.local);
+        let feed: Then = Box::new(move |answer| match answer.as_ref().map(integer_of) {
+            Ok(Some(0)) => {}
+            Ok(Some(_)) => local.feed.end(Next::Released(retry)),
+            Ok(None) | Err(_) => local.feed.end(Next::Failed),
+        });
+        let answer = store.call_then(command, Some(feed));
         StoreFuture::boxed(async move {
             match integer(answer.await?)? {
                 0 => Err(PublishError::Closed),
@@ -571,28 +744,19 @@ impl EventStream for RedisStream {
 
     fn subscribe(&self, start: Start) -> Box<dyn EventReader> {
         if self.local.fresh.swap(false, Ordering::AcqRel) && self.is_untouched() {
-            // The opening set generation 0 and nothing is published yet: the reader waits
-            // for this handle's first publish, release or close before it asks Redis.
-            let local = Arc::clone(&self.local);
-            let waited = async move {
-                local.changed.notified().await;
-                local.asked.store(true, Ordering::Release);
-                if local.closed.load(Ordering::Acquire) && !local.touched.load(Ordering::Acquire) {
-                    // Closed before anything was published (see `close`).
-                    return Ok(Taken::Unknown);
-                }
-                Ok(Taken::Lazily)
-            };
-            let epoch = self.epoch.clone();
-            return RedisReader::follow(
-                &self.store,
-                &self.session,
-                self.number,
-                0,
-                Some(epoch),
-                waited,
-            );
+            // The opening set generation 0 and nothing is published yet: this reader is fed
+            // in process as Redis takes each step, and reads nothing from Redis.
+            let shared = Shared::new(0);
+            self.local.feed.attach(&shared);
+            return Box::new(RedisReader {
+                shared,
+                stream: self.number,
+                seen: 0,
+                task: None,
+            });
         }
+        // A reader on Redis takes over: the fed one (if any) is superseded now.
+        self.local.feed.end(Next::Superseded);
         self.local.asked.store(true, Ordering::Release);
         let taken = self.store.takeover(
             &self.session,
@@ -600,7 +764,34 @@ impl EventStream for RedisStream {
             Some(&self.epoch),
             Begin::At(start),
         );
-        RedisReader::follow(&self.store, &self.session, self.number, 0, None, taken)
+        RedisReader::follow(&self.store, &self.session, self.number, 0, taken)
+    }
+}
+
+/// What a publish answers.
+#[derive(Debug)]
+enum Published {
+    /// The event's sequence, and the generation of the reader holding the stream then.
+    Event {
+        sequence: u64,
+        generation: u64,
+    },
+    Closed,
+}
+
+impl Published {
+    fn parse(value: &Value) -> Result<Self, StoreError> {
+        match value {
+            Value::Array(items) => match items.as_slice() {
+                [Value::Int(sequence), Value::Int(generation)] => Ok(Self::Event {
+                    sequence: u64::try_from(*sequence).map_err(|_| malformed())?,
+                    generation: u64::try_from(*generation).map_err(|_| malformed())?,
+                }),
+                _ => Err(malformed()),
+            },
+            Value::Int(_) => Ok(Self::Closed),
+            _ => Err(malformed()),
+        }
     }
 }
 
@@ -625,6 +816,27 @@ struct Shared {
 }
 
 impl Shared {
+    /// An empty inbox whose reader starts after sequence `cursor`.
+    fn new(cursor: u64) -> Arc<Self> {
+        Arc::new(Self {
+            inbox: Mutex::new(Inbox {
+                events: VecDeque::new(),
+                end: None,
+                cursor,
+                version: 0,
+            }),
+            changes: Notify::new(),
+            room: Notify::new(),
+        })
+    }
+
+    /// How many events the reader holds unread.
+    fn held(&self) -> usize {
+        self.inbox
+            .lock()
+            .map_or(usize::MAX, |inbox| inbox.events.len())
+    }
+
     fn version(&self) -> u64 {
         self.inbox.lock().map_or(u64::MAX, |inbox| inbox.version)
     }
@@ -702,19 +914,9 @@ impl RedisReader {
         session: &SessionId,
         number: u32,
         start: u64,
-        epoch: Option<String>,
         taken: impl Future<Output = Result<Taken, StoreError>> + Send + 'static,
     ) -> Box<dyn EventReader> {
-        let shared = Arc::new(Shared {
-            inbox: Mutex::new(Inbox {
-                events: VecDeque::new(),
-                end: None,
-                cursor: start,
-                version: 0,
-            }),
-            changes: Notify::new(),
-            room: Notify::new(),
-        });
+        let shared = Shared::new(start);
         let follower = Follower {
             store: Arc::clone(store),
             shared: Arc::clone(&shared),
@@ -725,7 +927,7 @@ impl RedisReader {
             connection: None,
         };
         let task = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Some(runtime.spawn(follower.run(epoch, taken))),
+            Ok(runtime) => Some(runtime.spawn(follower.run(taken))),
             Err(_) => {
                 shared.deliver(Vec::new(), Some(Next::Failed));
                 None
@@ -808,29 +1010,20 @@ struct Follower {
 }
 
 impl Follower {
-    /// Follows the stream from where `taken` (a takeover, or a fresh stream's first change
-    /// when the reader's `epoch` is known already) leaves it.
-    async fn run(
-        mut self,
-        epoch: Option<String>,
-        taken: impl Future<Output = Result<Taken, StoreError>>,
-    ) {
-        let (epoch, generation, mut cursor, mut fetched) = match (taken.await, epoch) {
-            (
-                Ok(Taken::Reader {
-                    epoch,
-                    generation,
-                    start,
-                    fetched,
-                }),
-                _,
-            ) => (epoch, generation, start, Some(fetched)),
-            (Ok(Taken::Lazily), Some(epoch)) => (epoch, 0, 0, None),
+    /// Follows the stream from where the takeover `taken` leaves it.
+    async fn run(mut self, taken: impl Future<Output = Result<Taken, StoreError>>) {
+        let (epoch, generation, mut cursor, mut fetched) = match taken.await {
+            Ok(Taken::Reader {
+                epoch,
+                generation,
+                start,
+                fetched,
+            }) => (epoch, generation, start, Some(fetched)),
             // The session's streams are gone (closed or expired meanwhile).
-            (Ok(Taken::Unknown | Taken::Evicted | Taken::Lazily), _) => {
+            Ok(Taken::Unknown | Taken::Evicted) => {
                 return self.shared.deliver(Vec::new(), Some(Next::Closed));
             }
-            (Err(_), _) => return self.shared.deliver(Vec::new(), Some(Next::Failed)),
+            Err(_) => return self.shared.deliver(Vec::new(), Some(Next::Failed)),
         };
         self.shared.started_after(cursor);
         loop {
@@ -861,11 +1054,7 @@ impl Follower {
         let timeout = self.store.config.timeout;
         if self.connection.is_none() {
             let made = dedicated(&self.store.client, timeout, self.store.config.block);
-            let made = bounded(timeout, made)
-                .await
-                .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
-                .map_err(StoreError::unavailable)?;
-            self.connection = Some(made);
+            self.connection = Some(ask(timeout, made).await?);
         }
         self.connection
             .as_mut()
@@ -893,10 +1082,7 @@ impl Follower {
             .arg(store.now())
             .arg(store.idle());
         let connection = self.connection().await?;
-        let value: Value = bounded(timeout, invocation.invoke_async(connection))
-            .await
-            .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
-            .map_err(StoreError::unavailable)?;
+        let value: Value = ask(timeout, invocation.invoke_async(connection)).await?;
         Fetched::parse(value)
     }
 
@@ -927,105 +1113,108 @@ impl Follower {
     }
 }
 
-/// The writer task: sends queued steps in order, those queued together in one pipeline, each
-/// pipeline bounded by `timeout`. Steps whose caller stopped waiting are dropped unsent.
-async fn write(
-    mut connection: ConnectionManager,
+/// The writer task's side: the shared connection and what it has sent.
+struct Writer {
+    connection: ConnectionManager,
     scripts: Arc<EventScripts>,
     timeout: Duration,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
-) {
-    let mut batch = Vec::new();
-    while let Some(job) = jobs.recv().await {
-        batch.push(job);
-        while batch.len() < PIPELINE {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        batch.retain(|job| !job.reply.is_closed());
-        if batch.is_empty() {
-            continue;
-        }
-        let answers = run_batch(&mut connection, &scripts, timeout, &batch).await;
-        for (job, answer) in batch.drain(..).zip(answers) {
-            let _ = job.reply.send(answer);
-        }
-    }
+    sent: Arc<Counters>,
 }
 
-/// One answer per job of `batch`, in order. Scripts Redis lost (it restarted) are loaded
-/// again and the steps refused for it sent once more.
-async fn run_batch(
-    connection: &mut ConnectionManager,
-    scripts: &EventScripts,
-    timeout: Duration,
-    batch: &[Job],
-) -> Vec<Result<Value, StoreError>> {
-    let commands: Vec<&Cmd> = batch.iter().map(|job| &job.command).collect();
-    let mut answers = match pipeline(connection, timeout, &commands).await {
-        Ok(answers) => answers,
-        Err(error) => return failed_all(batch.len(), &error),
-    };
-    let lost: Vec<usize> = answers
-        .iter()
-        .enumerate()
-        .filter(|(_, answer)| is_noscript(answer))
-        .map(|(index, _)| index)
-        .collect();
-    if !lost.is_empty() {
-        for script in scripts.all() {
-            match bounded(timeout, script.load_async(connection)).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(error)) => return failed_all(batch.len(), &error.to_string()),
-                Err(_) => return failed_all(batch.len(), &TimedOut(timeout).to_string()),
-            }
-        }
-        let again: Vec<&Cmd> = lost
-            .iter()
-            .filter_map(|&index| commands.get(index).copied())
-            .collect();
-        match pipeline(connection, timeout, &again).await {
-            Ok(retried) => {
-                for (index, answer) in lost.into_iter().zip(retried) {
-                    if let Some(slot) = answers.get_mut(index) {
-                        *slot = answer;
-                    }
+impl Writer {
+    /// Sends queued steps in order, those queued together in one pipeline, each pipeline
+    /// bounded by the timeout; each answer goes first to the step's `then`, then to its
+    /// caller. Steps whose caller stopped waiting are dropped unsent.
+    async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<Job>) {
+        let mut batch = Vec::new();
+        while let Some(job) = jobs.recv().await {
+            batch.push(job);
+            while batch.len() < PIPELINE {
+                match jobs.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
                 }
             }
-            Err(error) => return failed_all(batch.len(), &error),
+            batch.retain(|job| !job.reply.is_closed());
+            if batch.is_empty() {
+                continue;
+            }
+            let answers = self.run_batch(&batch).await;
+            for (job, answer) in batch.drain(..).zip(answers) {
+                if let Some(then) = job.then {
+                    then(&answer);
+                }
+                let _ = job.reply.send(answer);
+            }
         }
     }
-    answers
-        .into_iter()
-        .map(|answer| match answer {
-            Value::ServerError(error) => {
-                Err(StoreError::unavailable(redis::RedisError::from(error)))
-            }
-            value => Ok(value),
-        })
-        .collect()
-}
 
-async fn pipeline(
-    connection: &mut ConnectionManager,
-    timeout: Duration,
-    commands: &[&Cmd],
-) -> Result<Vec<Value>, String> {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for command in commands {
-        pipe.add_command((*command).clone());
+    /// One answer per job of `batch`, in order. Scripts Redis lost (it restarted) are loaded
+    /// again and the steps refused for it sent once more.
+    async fn run_batch(&mut self, batch: &[Job]) -> Vec<Result<Value, StoreError>> {
+        let commands: Vec<&Cmd> = batch.iter().map(|job| &job.command).collect();
+        let mut answers = match self.pipeline(&commands).await {
+            Ok(answers) => answers,
+            Err(error) => return failed_all(batch.len(), &error),
+        };
+        let lost: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter(|(_, answer)| is_noscript(answer))
+            .map(|(index, _)| index)
+            .collect();
+        if !lost.is_empty() {
+            let timeout = self.timeout;
+            for script in self.scripts.all() {
+                if let Err(error) = ask(timeout, script.load_async(&mut self.connection)).await {
+                    return failed_all(batch.len(), &error.to_string());
+                }
+            }
+            let again: Vec<&Cmd> = lost
+                .iter()
+                .filter_map(|&index| commands.get(index).copied())
+                .collect();
+            match self.pipeline(&again).await {
+                Ok(retried) => {
+                    for (index, answer) in lost.into_iter().zip(retried) {
+                        if let Some(slot) = answers.get_mut(index) {
+                            *slot = answer;
+                        }
+                    }
+                }
+                Err(error) => return failed_all(batch.len(), &error),
+            }
+        }
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Value::ServerError(error) => {
+                    Err(StoreError::unavailable(redis::RedisError::from(error)))
+                }
+                value => Ok(value),
+            })
+            .collect()
     }
-    let answers: Vec<Value> = bounded(timeout, pipe.query_async(connection))
-        .await
-        .map_err(|_| TimedOut(timeout).to_string())?
-        .map_err(|error| error.to_string())?;
-    if answers.len() == commands.len() {
-        Ok(answers)
-    } else {
-        Err("redis answered a pipeline short".into())
+
+    async fn pipeline(&mut self, commands: &[&Cmd]) -> Result<Vec<Value>, String> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for command in commands {
+            pipe.add_command((*command).clone());
+        }
+        self.sent.pipelines.fetch_add(1, Ordering::Relaxed);
+        self.sent.steps.fetch_add(
+            u64::try_from(commands.len()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        let answers: Vec<Value> = ask(self.timeout, pipe.query_async(&mut self.connection))
+            .await
+            .map_err(|error| error.to_string())?;
+        if answers.len() == commands.len() {
+            Ok(answers)
+        } else {
+            Err("redis answered a pipeline short".into())
+        }
     }
 }
 
@@ -1067,6 +1256,13 @@ fn integer(value: Value) -> Result<i64, StoreError> {
     match value {
         Value::Int(number) => Ok(number),
         _ => Err(malformed()),
+    }
+}
+
+fn integer_of(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(number) => Some(*number),
+        _ => None,
     }
 }
 

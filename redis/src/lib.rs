@@ -43,7 +43,7 @@ mod sessions;
 pub use a2a::RedisTaskStore;
 pub use config::RedisConfig;
 pub use connection::ConnectError;
-pub use events::RedisEventStore;
+pub use events::{RedisEventStore, Sent};
 #[cfg(feature = "mcp")]
 pub use mcp_tasks::RedisTaskRecords;
 pub use relay::RedisRelay;

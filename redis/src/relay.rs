@@ -18,7 +18,7 @@ use protocols_runtime::store::{StoreError, StoreFuture};
 use redis::aio::{ConnectionManager, PubSub};
 
 use crate::config::RedisConfig;
-use crate::connection::{ConnectError, FIRST_RECONNECT_DELAY, TimedOut, bounded, manager};
+use crate::connection::{ConnectError, FIRST_RECONNECT_DELAY, ask, bounded, manager};
 
 /// How often the subscriber connection checks that Redis still answers it.
 const PING_EVERY: Duration = Duration::from_secs(1);
@@ -115,11 +115,9 @@ impl Relay for RedisRelay {
         StoreFuture::boxed(async move {
             let mut publish = redis::cmd("PUBLISH");
             publish.arg(channel).arg(frame.as_ref());
-            bounded(timeout, publish.query_async::<u64>(&mut connection))
+            ask(timeout, publish.query_async::<u64>(&mut connection))
                 .await
-                .map_err(|_| StoreError::unavailable(TimedOut(timeout)))?
                 .map(|_| ())
-                .map_err(StoreError::unavailable)
         })
     }
 

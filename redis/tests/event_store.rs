@@ -1,7 +1,8 @@
 //! The Redis event store against a real, throwaway `redis-server`: the shared event store
 //! contract (its two handles two stores, as two replicas hold them), a cursor one replica
-//! issued resumed live on another, the stream's cap as the tail, a killed Redis, no key left
-//! after a session's close or expiry, round trips counted.
+//! issued resumed live on another, a request stream's own reader fed in process (never before
+//! Redis took an event, its steps in one pipeline), the stream's cap as the tail, a killed
+//! Redis, no key left after a session's close or expiry, round trips counted.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -29,12 +30,28 @@ fn config(server: &RedisServer, prefix: &str) -> RedisConfig {
         .block(Duration::from_millis(500))
 }
 
-async fn store(config: RedisConfig, capacity: usize) -> Arc<dyn EventStore> {
+async fn store(config: RedisConfig, capacity: usize) -> Arc<RedisEventStore> {
     Arc::new(
         RedisEventStore::connect(config, capacity)
             .await
             .expect("connected"),
     )
+}
+
+/// A fresh server and one replica's store on it, its streams keeping `capacity` events.
+async fn one_replica(capacity: usize) -> (RedisServer, Arc<RedisEventStore>) {
+    let server = RedisServer::start();
+    let events = store(config(&server, "p:"), capacity).await;
+    (server, events)
+}
+
+/// A fresh server and two replicas' stores sharing it.
+async fn two_replicas(
+    capacity: usize,
+) -> (RedisServer, Arc<RedisEventStore>, Arc<RedisEventStore>) {
+    let (server, a) = one_replica(capacity).await;
+    let b = store(config(&server, "p:"), capacity).await;
+    (server, a, b)
 }
 
 fn payload(n: usize) -> Bytes {
@@ -91,7 +108,7 @@ async fn the_redis_store_keeps_the_event_store_contract_across_two_replicas() {
         let prefix = format!("contract{}:", stores.fetch_add(1, Ordering::SeqCst));
         let connect = async {
             [
-                store(config(&server, &prefix), capacity).await,
+                store(config(&server, &prefix), capacity).await as Arc<dyn EventStore>,
                 store(config(&server, &prefix), capacity).await,
             ]
         };
@@ -102,11 +119,7 @@ async fn the_redis_store_keeps_the_event_store_contract_across_two_replicas() {
 
 #[tokio::test]
 async fn a_cursor_one_replica_issued_resumes_on_another_and_follows_it_live() {
-    let server = RedisServer::start();
-    let (a, b) = (
-        store(config(&server, "p:"), 16).await,
-        store(config(&server, "p:"), 16).await,
-    );
+    let (_server, a, b) = two_replicas(16).await;
     let session = SessionId::random();
     let stream = a.open_request_stream(&session).await.expect("opened");
     let mut on_a = stream.subscribe(Start::Beginning);
@@ -126,11 +139,7 @@ async fn a_cursor_one_replica_issued_resumes_on_another_and_follows_it_live() {
 
 #[tokio::test]
 async fn the_tail_is_the_redis_streams_cap_and_an_evicted_cursor_is_refused() {
-    let server = RedisServer::start();
-    let (a, b) = (
-        store(config(&server, "p:"), 3).await,
-        store(config(&server, "p:"), 3).await,
-    );
+    let (server, a, b) = two_replicas(3).await;
     let session = SessionId::random();
     let stream = a.open_request_stream(&session).await.expect("opened");
     let mut cursors = Vec::new();
@@ -153,11 +162,7 @@ async fn the_tail_is_the_redis_streams_cap_and_an_evicted_cursor_is_refused() {
 
 #[tokio::test]
 async fn a_released_reader_ends_after_what_came_before_and_another_replica_resumes_the_rest() {
-    let server = RedisServer::start();
-    let (a, b) = (
-        store(config(&server, "p:"), 16).await,
-        store(config(&server, "p:"), 16).await,
-    );
+    let (_server, a, b) = two_replicas(16).await;
     let session = SessionId::random();
     let stream = a.open_request_stream(&session).await.expect("opened");
     let mut reader = stream.subscribe(Start::Beginning);
@@ -178,8 +183,7 @@ async fn a_released_reader_ends_after_what_came_before_and_another_replica_resum
 
 #[tokio::test]
 async fn a_killed_redis_is_unavailable_within_the_timeout_and_the_store_recovers_after() {
-    let mut server = RedisServer::start();
-    let events = store(config(&server, "p:"), 16).await;
+    let (mut server, events) = one_replica(16).await;
     let session = SessionId::random();
     let stream = events.open_request_stream(&session).await.expect("opened");
     let cursor = publish(stream.as_ref(), 1).await;
@@ -248,11 +252,7 @@ async fn a_killed_redis_is_unavailable_within_the_timeout_and_the_store_recovers
 
 #[tokio::test]
 async fn closing_sessions_leaves_no_key() {
-    let server = RedisServer::start();
-    let (a, b) = (
-        store(config(&server, "p:"), 16).await,
-        store(config(&server, "p:"), 16).await,
-    );
+    let (server, a, b) = two_replicas(16).await;
     let sessions: Vec<SessionId> = (0..3).map(|_| SessionId::random()).collect();
     let mut readers = Vec::new();
     for session in &sessions {
@@ -297,8 +297,7 @@ async fn sessions_no_one_closes_leave_no_key_after_the_idle_limit() {
 
 #[tokio::test]
 async fn a_publish_is_one_round_trip() {
-    let server = RedisServer::start();
-    let events = store(config(&server, "p:"), 16).await;
+    let (server, events) = one_replica(16).await;
     let session = SessionId::random();
     let stream = events.open_request_stream(&session).await.expect("opened");
     publish(stream.as_ref(), 0).await;
@@ -323,8 +322,7 @@ async fn a_publish_is_one_round_trip() {
 
 #[tokio::test]
 async fn a_stream_nothing_was_published_into_costs_only_its_opening() {
-    let server = RedisServer::start();
-    let events = store(config(&server, "p:"), 16).await;
+    let (server, events) = one_replica(16).await;
     let session = SessionId::random();
     server.command(&["CONFIG", "RESETSTAT"]);
     // What an answer that goes out as plain JSON does with its stream.
@@ -335,6 +333,148 @@ async fn a_stream_nothing_was_published_into_costs_only_its_opening() {
     assert_eq!(next(reader.as_mut()).await, Next::Closed);
     drop(reader);
     assert_eq!(client_calls(&server), 1, "the opening alone");
+}
+
+#[tokio::test]
+async fn a_request_streams_own_reader_reads_nothing_from_redis_and_its_steps_share_one_pipeline() {
+    let (server, events) = one_replica(16).await;
+    let session = SessionId::random();
+    let stream = events.open_request_stream(&session).await.expect("opened");
+    let mut reader = stream.subscribe(Start::Beginning);
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let before = events.sent();
+    // What a short call does with its answer stream: its events and its close asked together.
+    let published: Vec<_> = (1..=3).map(|n| stream.publish(payload(n))).collect();
+    let closed = stream.close();
+    for answer in published {
+        answer.await.expect("published");
+    }
+    closed.await.expect("closed");
+    assert_eq!(
+        read(reader.as_mut(), 3).await,
+        vec![payload(1), payload(2), payload(3)]
+    );
+    assert_eq!(next(reader.as_mut()).await, Next::Closed);
+    let after = events.sent();
+    assert_eq!(
+        (
+            after.pipelines - before.pipelines,
+            after.steps - before.steps
+        ),
+        (1, 4),
+        "three publishes and the close in one pipeline"
+    );
+    assert_eq!(
+        client_calls(&server),
+        4,
+        "the steps alone: the reader fetched nothing, nor blocked in XREAD"
+    );
+}
+
+#[tokio::test]
+async fn an_event_reaches_the_streams_own_reader_only_once_redis_has_taken_it() {
+    let server = RedisServer::start();
+    let events = store(config(&server, "p:").timeout(Duration::from_secs(3)), 16).await;
+    let session = SessionId::random();
+    let stream = events.open_request_stream(&session).await.expect("opened");
+    let mut reader = stream.subscribe(Start::Beginning);
+    // Redis holds every client's commands for a while: the publish waits, and so does the reader.
+    server.command(&["CLIENT", "PAUSE", "300", "ALL"]);
+    let published = tokio::spawn(stream.publish(payload(1)));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(!published.is_finished(), "Redis has not answered yet");
+    assert_eq!(
+        reader.poll_next(),
+        Next::Idle,
+        "nothing before Redis took it"
+    );
+    let id = published.await.expect("joined").expect("published");
+    match next(reader.as_mut()).await {
+        Next::Event(handed, bytes) => assert_eq!((handed, bytes), (id, payload(1))),
+        other => panic!("expected the event, found {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_event_redis_did_not_take_never_reaches_the_streams_own_reader() {
+    let (mut server, events) = one_replica(16).await;
+    let session = SessionId::random();
+    let stream = events.open_request_stream(&session).await.expect("opened");
+    let mut reader = stream.subscribe(Start::Beginning);
+    publish(stream.as_ref(), 1).await;
+    server.stop();
+    let refused = stream.publish(payload(2)).await;
+    assert!(
+        matches!(refused, Err(PublishError::Store(_))),
+        "{refused:?}"
+    );
+    assert_eq!(read(reader.as_mut(), 1).await, vec![payload(1)]);
+    assert_eq!(
+        next(reader.as_mut()).await,
+        Next::Failed,
+        "the reader ends so its client resumes from Redis"
+    );
+}
+
+#[tokio::test]
+async fn every_event_a_requests_own_reader_was_handed_resumes_on_another_replica() {
+    let (_server, a, b) = two_replicas(16).await;
+    let session = SessionId::random();
+    let stream = a.open_request_stream(&session).await.expect("opened");
+    let mut own = stream.subscribe(Start::Beginning);
+    for n in 1..=3 {
+        publish(stream.as_ref(), n).await;
+    }
+    let mut handed = Vec::new();
+    for _ in 1..=3 {
+        match next(own.as_mut()).await {
+            Next::Event(id, bytes) => handed.push((id, bytes)),
+            other => panic!("expected an event, found {other:?}"),
+        }
+    }
+    // Each cursor the client saw is in Redis: resuming before it on b brings that very event.
+    for (id, bytes) in &handed {
+        let cursor = EventCursor::from_event_id(*id).expect("a cursor");
+        let before = EventCursor {
+            sequence: cursor.sequence - 1,
+            ..cursor
+        };
+        let mut resumed = b.resume(&session, before).await.expect("resumed on b");
+        assert_eq!(&read(resumed.as_mut(), 1).await[0], bytes);
+    }
+    // The client resumes on b after the first event: it gets the rest, and what follows.
+    let first = EventCursor::from_event_id(handed[0].0).expect("a cursor");
+    let mut on_b = b.resume(&session, first).await.expect("resumed on b");
+    publish(stream.as_ref(), 4).await;
+    stream.close().await.expect("closed");
+    assert_eq!(
+        read(on_b.as_mut(), 3).await,
+        vec![payload(2), payload(3), payload(4)]
+    );
+    assert_eq!(next(on_b.as_mut()).await, Next::Closed);
+    assert_eq!(
+        next(own.as_mut()).await,
+        Next::Superseded,
+        "the event after the takeover went to b alone"
+    );
+}
+
+#[tokio::test]
+async fn a_standalone_stream_opened_before_opens_again_without_a_step_and_writes_nothing_once_closed()
+ {
+    let (server, a, b) = two_replicas(16).await;
+    let session = SessionId::random();
+    a.standalone(&session).await.expect("opened");
+    let before = a.sent();
+    let again = a.standalone(&session).await.expect("opened again");
+    assert_eq!(a.sent(), before, "the epoch is known: no step");
+    publish(again.as_ref(), 1).await;
+    // Closed on another replica: a handle of the closed session writes nothing anywhere.
+    b.close_session(&session).await.expect("closed");
+    let stale = a.standalone(&session).await.expect("opened");
+    let refused = stale.publish(payload(2)).await;
+    assert!(matches!(refused, Err(PublishError::Closed)), "{refused:?}");
+    until_no_key(&server, Duration::from_secs(3)).await;
 }
 
 /// The commands clients sent since the statistics were reset (commands a script runs are not

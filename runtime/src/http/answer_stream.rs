@@ -16,9 +16,10 @@ use crate::handler::{RequestHandler, RequestMeta};
 use crate::hardening::AnswerHeaders;
 use crate::jsonrpc::{Message, Response as RpcResponse};
 use crate::peer::Route;
+use crate::sse::EventId;
 use crate::store::{StoreError, log_late_failure};
 use crate::stream::{Drain, Framing, Priming, Stops, sse_response};
-use crate::tail::{EventStream, EventTail, Start};
+use crate::tail::{EventStream, EventTail, PublishError, Start};
 
 impl<H: RequestHandler> StreamableHttp<H> {
     pub(super) async fn answer_streaming(
@@ -145,15 +146,29 @@ impl<H: RequestHandler> StreamableHttp<H> {
 }
 
 /// Publishes a request's answers and closes its stream. A store that fails meanwhile ends the
-/// reader too ([`Next::Failed`](crate::tail::Next::Failed)), so its client resumes.
+/// reader too ([`Next::Failed`](crate::tail::Next::Failed)), so its client resumes. Each step is
+/// asked before the one before it is answered (a stream fixes an event's place when asked), so
+/// a network store sends the last answer and the close together.
 async fn publish_answers(tail: &dyn EventStream, answers: Vec<RpcResponse>) {
+    let mut pending = None;
     for answer in answers {
-        if let Err(error) = tail.publish(Message::Response(answer).to_bytes()).await {
-            tracing::debug!(%error, "an answer did not reach its stream");
+        let published = tail.publish(Message::Response(answer).to_bytes());
+        if let Some(earlier) = pending.replace(published) {
+            log_unpublished(earlier.await);
         }
     }
-    if let Err(error) = tail.close().await {
+    let closed = tail.close();
+    if let Some(last) = pending {
+        log_unpublished(last.await);
+    }
+    if let Err(error) = closed.await {
         tracing::debug!(%error, "an answer stream was not closed");
+    }
+}
+
+fn log_unpublished(published: Result<EventId, PublishError>) {
+    if let Err(error) = published {
+        tracing::debug!(%error, "an answer did not reach its stream");
     }
 }
 
