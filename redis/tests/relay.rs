@@ -72,13 +72,19 @@ async fn a_broadcast_reaches_every_other_replica_but_not_its_sender() {
 async fn a_subscriber_that_does_not_read_holds_at_most_the_queue_bound_and_is_told_what_it_lost() {
     let server = RedisServer::start();
     let (a, b) = (relay(&server).await, relay(&server).await);
-    let mut stalled = b.subscribe("t");
+    let (mut stalled, mut marker) = (b.subscribe("t"), b.subscribe("marker"));
     let sent = RELAY_QUEUE as u64 + 500;
     for n in 0..sent {
         a.publish(Some(b.tag()), "t", Bytes::from(n.to_string()))
             .await
             .expect("published");
     }
+    // B hears one connection's messages in order: once the marker is in, every message of the
+    // burst has been queued or dropped, so reading now cannot make room for late ones.
+    a.publish(Some(b.tag()), "marker", Bytes::from_static(b"end"))
+        .await
+        .expect("published");
+    assert!(next(&mut marker).await.is_some(), "the marker arrives");
     let (mut received, mut lost) = (0u64, 0u64);
     while received + lost < sent {
         match next(&mut stalled).await {
